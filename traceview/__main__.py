@@ -1,0 +1,3 @@
+from traceview.app.cli import main
+
+main()

@@ -1,0 +1,124 @@
+"""Built-in GPU table (datasheet peaks, dense) and lookup by name or compute capability.
+
+Figures are vendor datasheet values at boost clock unless the note says "derived" (SM count × per-SM rate ×
+clock). Tensor FP16/BF16 is with FP32 accumulate (GeForce parts run FP16 accumulate at 2×).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from traceview.errors import UsageError
+
+TERA = 1e12
+GIGA = 1e9
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    """Datasheet peaks of one GPU: FLOP/s (or op/s for INT8) and DRAM bytes/s."""
+
+    key: str  # what --gpu takes
+    name: str
+    compute_capability: str
+    sm_count: int | None
+    dram_bytes_per_s: float
+    fp64_flop_per_s: float | None
+    fp32_flop_per_s: float | None
+    tensor_fp16_flop_per_s: float | None  # FP16/BF16 tensor core, FP32 accumulate, dense
+    tensor_tf32_flop_per_s: float | None
+    tensor_fp8_flop_per_s: float | None
+    tensor_int8_op_per_s: float | None
+    patterns: tuple[str, ...]  # regexes over the normalised device name
+    source: str
+    is_jetson: bool = False
+
+
+def _spec(key: str, name: str, cc: str, sms: int | None, bw_gb: float, fp64: float | None, fp32: float | None,
+          tf16: float | None, tf32: float | None, fp8: float | None, int8: float | None, patterns: tuple[str, ...],
+          source: str, jetson: bool = False) -> GpuSpec:
+    def tera(value: float | None) -> float | None:
+        return None if value is None else value * TERA
+
+    return GpuSpec(key, name, cc, sms, bw_gb * GIGA, tera(fp64), tera(fp32), tera(tf16), tera(tf32), tera(fp8),
+                   tera(int8), patterns, source, jetson)
+
+
+# Order matters for name lookup: specific variants before their families.
+GPUS: tuple[GpuSpec, ...] = (
+    _spec("v100-sxm2", "Tesla V100 SXM2", "7.0", 80, 900, 7.8, 15.7, 125, None, None, None,
+          (r"v100.*sxm", r"^v100( \d+gb)?$", r"v100 dgxs"), "NVIDIA V100 datasheet; FP16 tensor only (no BF16)"),
+    _spec("v100-pcie", "Tesla V100 PCIe", "7.0", 80, 900, 7.0, 14.0, 112, None, None, None,
+          (r"v100.*pcie",), "NVIDIA V100 datasheet"),
+    _spec("t4", "Tesla T4", "7.5", 40, 320, 0.25, 8.1, 65, None, None, 130, (r"\bt4\b",), "NVIDIA T4 datasheet"),
+    _spec("a100-80gb-pcie", "A100 80GB PCIe", "8.0", 108, 1935, 9.7, 19.5, 312, 156, None, 624,
+          (r"a100.*80gb.*pcie", r"a100.*pcie.*80gb"), "NVIDIA A100 datasheet"),
+    _spec("a100-80gb", "A100 80GB SXM", "8.0", 108, 2039, 9.7, 19.5, 312, 156, None, 624,
+          (r"a100.*80gb",), "NVIDIA A100 datasheet"),
+    _spec("a100-40gb", "A100 40GB", "8.0", 108, 1555, 9.7, 19.5, 312, 156, None, 624,
+          (r"a100",), "NVIDIA A100 datasheet (40GB SXM; PCIe 40GB has the same bandwidth)"),
+    _spec("rtx3090ti", "GeForce RTX 3090 Ti", "8.6", 84, 1008, 0.63, 40.0, 80, 40, None, 320,
+          (r"rtx 3090 ti",), "NVIDIA RTX 3090 Ti specifications; tensor = GA102 whitepaper rates at FP32 accumulate"),
+    _spec("rtx3090", "GeForce RTX 3090", "8.6", 82, 936, 0.56, 35.6, 71, 35.6, None, 284,
+          (r"rtx 3090",), "NVIDIA GA102 whitepaper"),
+    _spec("jetson-agx-orin-64gb", "Jetson AGX Orin 64GB", "8.7", 16, 204.8, None, 5.3, 42.6, 21, None, 85,
+          (r"agx orin.*64", r"^orin$", r"orin nvgpu"), "NVIDIA Jetson modules page; tensor and INT8 derived", True),
+    _spec("jetson-agx-orin-32gb", "Jetson AGX Orin 32GB", "8.7", 14, 204.8, None, 3.3, 26.7, 13, None, 53,
+          (r"agx orin.*32",), "NVIDIA Jetson modules page; tensor and INT8 derived", True),
+    _spec("jetson-orin-nx-16gb", "Jetson Orin NX 16GB", "8.7", 8, 102.4, None, 1.88, 15.0, 7.5, None, 30,
+          (r"orin nx",), "NVIDIA Jetson modules page; tensor and INT8 derived", True),
+    _spec("jetson-orin-nano-8gb", "Jetson Orin Nano 8GB (Super)", "8.7", 8, 102.0, None, 2.09, 16.7, 8.4, None, 33,
+          (r"orin nano",), "Orin Nano Super datasheet summary (JetPack 6.1+ clocks); derived tensor", True),
+    _spec("l4", "L4", "8.9", 58, 300, 0.49, 30.3, 121, 60, 242.5, 242.5, (r"\bl4\b",), "NVIDIA L4 datasheet"),
+    _spec("l40s", "L40S", "8.9", 142, 864, 1.43, 91.6, 362, 183, 733, 733, (r"l40s",), "NVIDIA L40S datasheet"),
+    _spec("rtx4090", "GeForce RTX 4090", "8.9", 128, 1008, 1.29, 82.6, 165.2, 82.6, 330.3, 660.6,
+          (r"rtx 4090",), "NVIDIA Ada whitepaper"),
+    _spec("h100-pcie", "H100 PCIe", "9.0", 114, 2000, 26, 51, 756, 378, 1513, 1513, (r"h100.*pcie",),
+          "NVIDIA H100 datasheet"),
+    _spec("h100-sxm", "H100 SXM5", "9.0", 132, 3350, 34, 67, 989.4, 494.7, 1978.9, 1978.9,
+          (r"h100",), "NVIDIA H100 datasheet (SXM5 80GB HBM3)"),
+    _spec("h200", "H200 SXM", "9.0", 132, 4800, 34, 67, 989.4, 494.7, 1978.9, 1978.9, (r"h200",),
+          "NVIDIA H200 datasheet (GH100 compute as H100 SXM)"),
+    _spec("b200", "B200", "10.0", 148, 8000, 40, 80, 2250, 1100, 4500, 4500, (r"b200",),
+          "NVIDIA DGX B200 datasheet (HGX 1000 W)"),
+    _spec("jetson-agx-thor", "Jetson AGX Thor (T5000)", "11.0", 20, 273, None, 8.1, None, None, None, None,
+          (r"thor",), "LPDDR5X 256-bit; FP32 derived at 1.575 GHz; tensor peaks unverified, left out", True),
+    _spec("rtx5090", "GeForce RTX 5090", "12.0", 170, 1792, 1.64, 104.8, 209.5, 104.8, 419, 838,
+          (r"rtx 5090",), "NVIDIA RTX Blackwell whitepaper"),
+)
+
+
+def normalise_device_name(name: str) -> str:
+    """Return a lower-case device name without vendor words and punctuation, for matching."""
+    text = name.lower()
+    text = re.sub(r"\b(nvidia|geforce|tesla|quadro)\b", " ", text)
+    text = re.sub(r"[^a-z0-9]+", " ", text)
+    return " ".join(text.split())
+
+
+def find_by_name(name: str) -> GpuSpec | None:
+    """Return the table entry whose patterns match a device name as profilers print it, or None."""
+    normalised = normalise_device_name(name)
+    for spec in GPUS:
+        if spec.key == name.strip().lower():
+            return spec
+    for spec in GPUS:
+        if any(re.search(pattern, normalised) for pattern in spec.patterns):
+            return spec
+    return None
+
+
+def find_by_compute_capability(cc: str) -> list[GpuSpec]:
+    """Return every table entry with this compute capability (e.g. "12.0")."""
+    wanted = cc.strip()
+    return [spec for spec in GPUS if spec.compute_capability == wanted]
+
+
+def lookup_gpu(name: str) -> GpuSpec:
+    """Return the table entry for a --gpu value (a key such as `h100-sxm`, or a device name)."""
+    spec = find_by_name(name)
+    if spec is None:
+        keys = ", ".join(spec.key for spec in GPUS)
+        raise UsageError(f"unknown GPU {name!r} — choose one of: {keys} (see `traceview gpus`)")
+    return spec

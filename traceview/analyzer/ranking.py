@@ -1,0 +1,72 @@
+"""Aggregate launches by kernel name and rank them by recoverable time (most first). Pure polars."""
+
+from __future__ import annotations
+
+import polars as pl
+
+
+def _time_weighted_mode(column: str) -> pl.Expr:
+    """The value of `column` that covers the most kernel time (launch count when durations are missing)."""
+    weight = pl.col("duration_ns").fill_null(1.0)
+    return pl.col(column).sort_by(weight.sum().over(["kernel_name", column])).last()
+
+
+def rank_kernels(launches: pl.DataFrame) -> pl.DataFrame:
+    """Return one row per kernel name: launches, time (ns), verdict and recoverable time, ordered by rank."""
+    weight = pl.col("duration_ns").fill_null(1.0)
+
+    def weighted_mean(column: str) -> pl.Expr:
+        present = pl.col(column).is_not_null()
+        return (pl.col(column) * weight).filter(present).sum() / weight.filter(present).sum()
+
+    main_flop = pl.coalesce(
+        *[pl.when(pl.col("precision") == p).then(pl.col(f"{p}_flop")) for p in ("fp64", "fp32", "fp16", "tensor")]
+    )
+    total = launches["duration_ns"].sum()
+    grouped = (
+        launches.with_columns(main_flop=main_flop)
+        .group_by("kernel_name", maintain_order=True)
+        .agg(
+            pl.col("short_name").first(),
+            pl.len().alias("launches"),
+            pl.col("duration_ns").sum().alias("duration_ns"),
+            pl.col("duration_ns").mean().alias("avg_duration_ns"),
+            pl.col("duration_ns").min().alias("min_duration_ns"),
+            pl.col("duration_ns").max().alias("max_duration_ns"),
+            pl.col("duration_ns").null_count().alias("_missing_durations"),
+            _time_weighted_mode("bound").alias("bound"),
+            _time_weighted_mode("label").alias("label"),
+            _time_weighted_mode("binding_roof").alias("binding_roof"),
+            _time_weighted_mode("precision").alias("precision"),
+            pl.col("reason").sort_by(weight).last().alias("reason"),
+            pl.col("recommendation").sort_by(weight).last().alias("recommendation"),
+            pl.col("recoverable_source").drop_nulls().first().alias("recoverable_source"),
+            weighted_mean("roof_pct").alias("roof_pct"),
+            weighted_mean("compute_pct").alias("compute_pct"),
+            weighted_mean("memory_pct").alias("memory_pct"),
+            weighted_mean("achieved_flop_per_s").alias("achieved_flop_per_s"),
+            pl.col("recoverable_ns").sum().alias("recoverable_ns"),
+            pl.col("recoverable_ns").null_count().alias("_missing_recoverable"),
+            pl.col("main_flop").sum().alias("_flop"),
+            pl.col("main_flop").null_count().alias("_missing_flop"),
+            pl.col("dram_bytes").sum().alias("_dram_bytes"),
+            pl.col("dram_bytes").null_count().alias("_missing_bytes"),
+            pl.col("arithmetic_intensity").mean().alias("_mean_intensity"),
+        )
+    )
+    complete = lambda name: pl.col(name) == 0  # noqa: E731
+    grouped = grouped.with_columns(
+        pl.when(complete("_missing_durations")).then(pl.col("duration_ns")).alias("duration_ns"),
+        pl.when(complete("_missing_recoverable")).then(pl.col("recoverable_ns")).alias("recoverable_ns"),
+        # Intensity of a kernel = its FLOPs over its DRAM bytes, summed over launches (ratio of sums).
+        pl.when(complete("_missing_flop") & complete("_missing_bytes") & (pl.col("_dram_bytes") > 0))
+        .then(pl.col("_flop") / pl.col("_dram_bytes"))
+        .otherwise(pl.col("_mean_intensity"))
+        .alias("arithmetic_intensity"),
+    ).with_columns(
+        (100.0 * pl.col("duration_ns") / total).alias("share_pct") if total else pl.lit(None, dtype=pl.Float64).alias("share_pct"),
+    )
+    ranked = grouped.sort(
+        ["recoverable_ns", "duration_ns", "launches"], descending=True, nulls_last=True, maintain_order=True
+    ).with_row_index("rank", offset=1)
+    return ranked.with_columns(pl.col("rank").cast(pl.Int64)).drop(pl.selectors.starts_with("_"))

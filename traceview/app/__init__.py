@@ -1,0 +1,1 @@
+"""Presentation: CLI, reporters, dashboard. May import analyzer and parsers."""

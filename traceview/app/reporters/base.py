@@ -1,0 +1,160 @@
+"""The reporter interface and the plain data every reporter renders (the analysis turned into dicts)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol
+
+from traceview import __version__
+from traceview.analyzer.analysis import Analysis
+
+KERNEL_FIELDS = (
+    "rank",
+    "name",
+    "short_name",
+    "launches",
+    "duration_ns",
+    "avg_duration_ns",
+    "share_pct",
+    "bound",
+    "label",
+    "binding_roof",
+    "precision",
+    "arithmetic_intensity",
+    "achieved_flop_per_s",
+    "roof_pct",
+    "compute_pct",
+    "memory_pct",
+    "recoverable_ns",
+    "recoverable_source",
+    "reason",
+    "recommendation",
+)
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    top: int | None = None  # None: every kernel
+    per_launch: bool = False
+    color: bool = False
+    width: int = 160
+    command_line: str | None = None
+
+
+class Reporter(Protocol):
+    name: ClassVar[str]  # value for --format
+    file_extension: ClassVar[str]  # lets -o infer the format
+
+    def render(self, analysis: Analysis, options: ReportOptions) -> str: ...
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+        return None
+    return value
+
+
+def kernel_records(analysis: Analysis, top: int | None = None) -> list[dict[str, Any]]:
+    """Return the ranked kernels as plain dicts with KERNEL_FIELDS (units in the names; null where unknown)."""
+    frame = analysis.kernels.rename({"kernel_name": "name"})
+    if top is not None:
+        frame = frame.head(top)
+    records = []
+    for row in frame.iter_rows(named=True):
+        records.append({field: _clean(row.get(field)) for field in KERNEL_FIELDS})
+    return records
+
+
+def launch_records(analysis: Analysis) -> list[dict[str, Any]]:
+    """Return every launch with its verdict, as plain dicts."""
+    keep = [
+        "launch_id", "kernel_name", "grid_size", "block_size", "stream_id", "duration_ns", "bound", "label",
+        "roof_pct", "arithmetic_intensity", "compute_pct", "memory_pct", "recoverable_ns", "reason",
+    ]
+    frame = analysis.launches.select([c for c in keep if c in analysis.launches.columns])
+    return [{k: _clean(v) for k, v in row.items()} for row in frame.iter_rows(named=True)]
+
+
+def summary(analysis: Analysis) -> dict[str, Any]:
+    """Return run totals: launches, kernels, total and recoverable time (ns), time per verdict (ns)."""
+    kernels = analysis.kernels
+    by_bound: dict[str, float] = {}
+    for row in kernels.select("bound", "duration_ns").iter_rows():
+        by_bound[row[0]] = by_bound.get(row[0], 0.0) + (row[1] or 0.0)
+    recoverable = kernels["recoverable_ns"].sum() if kernels.height else None
+    return {
+        "launches": analysis.launches.height,
+        "kernels": kernels.height,
+        "total_duration_ns": analysis.total_duration_ns,
+        "recoverable_ns": float(recoverable) if recoverable else None,
+        "duration_ns_by_bound": by_bound,
+    }
+
+
+def device_record(analysis: Analysis) -> dict[str, Any]:
+    device = analysis.device
+    return {
+        "name": device.name,
+        "compute_capability": device.compute_capability,
+        "table_entry": device.spec.key if device.spec else None,
+        "identified": device.how_identified,
+        "peaks": {key.removeprefix("peak_"): {"value": peak.value, "source": peak.source} for key, peak in device.peaks.items()},
+    }
+
+
+def source_record(analysis: Analysis) -> dict[str, Any]:
+    source = analysis.source
+    return {
+        "path": source.path,
+        "format": source.format,
+        "sha256": source.sha256,
+        "size_bytes": source.size_bytes,
+        "profiler": source.profiler,
+    }
+
+
+def report_data(analysis: Analysis, options: ReportOptions) -> dict[str, Any]:
+    """Return the whole JSON contract as plain data."""
+    data: dict[str, Any] = {
+        "traceview_version": __version__,
+        "source": source_record(analysis),
+        "device": device_record(analysis),
+        "summary": summary(analysis),
+        "kernels": kernel_records(analysis, options.top),
+        "notes": list(analysis.notes),
+    }
+    if options.per_launch:
+        data["launches"] = launch_records(analysis)
+    return data
+
+
+def format_duration(ns: float | None) -> str:
+    """Return a human duration: 812 ns, 94.9 us, 12.3 ms, 1.52 s."""
+    if ns is None:
+        return "n/a"
+    if ns < 1e3:
+        return f"{ns:.0f} ns"
+    if ns < 1e6:
+        return f"{ns / 1e3:.1f} us"
+    if ns < 1e9:
+        return f"{ns / 1e6:.2f} ms"
+    return f"{ns / 1e9:.2f} s"
+
+
+def format_rate(value: float | None, unit: str) -> str:
+    """Return 87.5 TFLOP/s, 1.76 TB/s style text."""
+    if value is None:
+        return "n/a"
+    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g} {prefix}{unit}"
+    return f"{value:.3g} {unit}"
+
+
+def format_pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1f}%"
+
+
+def format_number(value: float | None, digits: int = 3) -> str:
+    return "n/a" if value is None else f"{value:.{digits}g}"

@@ -1,0 +1,20 @@
+"""JSON reporter: the machine contract of `analyze --format json` (see README)."""
+
+from __future__ import annotations
+
+import json
+from typing import ClassVar
+
+from traceview.analyzer.analysis import Analysis
+from traceview.app.reporters.base import ReportOptions, report_data
+
+
+class JSONReporter:
+    name: ClassVar[str] = "json"
+    file_extension: ClassVar[str] = ".json"
+
+    def render(self, analysis: Analysis, options: ReportOptions) -> str:
+        data = report_data(analysis, options)
+        if options.command_line:
+            data["command_line"] = options.command_line
+        return json.dumps(data, indent=2, allow_nan=False) + "\n"

@@ -1,0 +1,66 @@
+"""Markdown reporter: a summary paragraph and the ranked table, for tickets (GitHub, GitLab, Jira)."""
+
+from __future__ import annotations
+
+import html
+import re
+from typing import ClassVar
+
+from traceview.analyzer.analysis import Analysis
+from traceview.app.reporters.base import (
+    ReportOptions,
+    device_record,
+    format_duration,
+    format_number,
+    format_pct,
+    kernel_records,
+    summary,
+)
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-!|~])")
+
+
+def escape_markdown(text: object) -> str:
+    """Return text that renders literally in Markdown: HTML-escaped, punctuation and pipes backslash-escaped."""
+    escaped = html.escape(str(text), quote=False)
+    escaped = _MARKDOWN_SPECIAL.sub(r"\\\1", escaped)
+    return " ".join(escaped.split())  # a newline would end a table row
+
+
+class MarkdownReporter:
+    name: ClassVar[str] = "md"
+    file_extension: ClassVar[str] = ".md"
+
+    def render(self, analysis: Analysis, options: ReportOptions) -> str:
+        totals = summary(analysis)
+        device = device_record(analysis)
+        top = options.top if options.top is not None else 10
+        kernels = kernel_records(analysis, top)
+        lines = [f"## traceview: {escape_markdown(analysis.source.path.rsplit('/', 1)[-1])}", ""]
+        by_bound = ", ".join(
+            f"{bound} {format_duration(ns)}" for bound, ns in sorted(totals["duration_ns_by_bound"].items(), key=lambda kv: -kv[1])
+        )
+        lines.append(
+            f"{totals['launches']} launches of {totals['kernels']} kernels, "
+            f"{format_duration(totals['total_duration_ns'])} of GPU time"
+            + (f" ({by_bound})" if by_bound and totals["total_duration_ns"] else "")
+            + f"; about {format_duration(totals['recoverable_ns'])} recoverable. "
+            f"Device: {escape_markdown(device['name'] or 'unknown')} ({escape_markdown(device['identified'])})."
+        )
+        lines += ["", "| # | kernel | launches | time | share | verdict | AI (FLOP/B) | % of roof | recoverable |", "|---:|---|---:|---:|---:|---|---:|---:|---:|"]
+        for k in kernels:
+            lines.append(
+                f"| {k['rank']} | {escape_markdown(k['short_name'])} | {k['launches']} | {format_duration(k['duration_ns'])} | "
+                f"{format_pct(k['share_pct'])} | {k['bound']}: {escape_markdown(k['label'])} | {format_number(k['arithmetic_intensity'])} | "
+                f"{format_pct(k['roof_pct'])} | {format_duration(k['recoverable_ns'])} |"
+            )
+        if len(analysis.kernels) > len(kernels):
+            lines.append("")
+            lines.append(f"{len(analysis.kernels) - len(kernels)} more kernels not shown (`--top`).")
+        lines += ["", "**Why, and what to do**", ""]
+        for k in kernels:
+            lines.append(f"{k['rank']}. {escape_markdown(k['short_name'])}: {escape_markdown(k['reason'])}. Next: {escape_markdown(k['recommendation'])}.")
+        for note in analysis.notes:
+            lines += ["", f"_Note: {escape_markdown(note)}_"]
+        lines += ["", f"<sub>{escape_markdown(analysis.source.format)} · sha256 {analysis.source.sha256[:12]}</sub>", ""]
+        return "\n".join(lines)

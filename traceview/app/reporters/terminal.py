@@ -1,0 +1,86 @@
+"""Terminal reporter: a rich table of the ranked kernels with the device and totals above it."""
+
+from __future__ import annotations
+
+import io
+from typing import ClassVar
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from traceview.analyzer.analysis import Analysis
+from traceview.analyzer.roofline import SHORT_RECOMMENDATIONS, Bound
+from traceview.app.reporters.base import (
+    ReportOptions,
+    device_record,
+    format_duration,
+    format_number,
+    format_pct,
+    format_rate,
+    kernel_records,
+    summary,
+)
+
+BOUND_STYLES = {"memory": "cyan", "compute": "magenta", "latency": "yellow", "unknown": "dim"}
+
+
+class TerminalReporter:
+    name: ClassVar[str] = "table"
+    file_extension: ClassVar[str] = ".txt"
+
+    def render(self, analysis: Analysis, options: ReportOptions) -> str:
+        buffer = io.StringIO()
+        console = Console(
+            file=buffer,
+            width=options.width,
+            force_terminal=options.color,
+            color_system="standard" if options.color else None,
+            highlight=False,
+            soft_wrap=False,
+        )
+        totals = summary(analysis)
+        device = device_record(analysis)
+        console.print(Text(f"{analysis.source.path}  [{analysis.source.format}]", style="bold"))
+        peaks = [
+            f"{key} {format_rate(peak['value'], 'FLOP/s' if 'flop' in key else 'B/s')} ({peak['source']})"
+            for key, peak in device["peaks"].items()
+            if peak["value"]
+        ]
+        console.print(Text(f"Device: {device['name'] or 'unknown'} — {device['identified']}"))
+        console.print(Text("Peaks: " + ("; ".join(peaks) if peaks else "none known (verdicts from SOL percentages only)")))
+        console.print(
+            Text(
+                f"{totals['launches']} launches, {totals['kernels']} kernels, "
+                f"GPU time {format_duration(totals['total_duration_ns'])}, "
+                f"recoverable ≈ {format_duration(totals['recoverable_ns'])}"
+            )
+        )
+        table = Table(show_lines=False, header_style="bold", expand=False)
+        for title, justify in (
+            ("#", "right"), ("kernel", "left"), ("launches", "right"), ("time", "right"), ("share", "right"),
+            ("verdict", "left"), ("AI", "right"), ("% roof", "right"), ("recoverable", "right"), ("next step", "left"),
+        ):
+            table.add_column(title, justify=justify, no_wrap=title != "verdict", overflow="ellipsis", max_width=44 if title == "kernel" else None)  # type: ignore[arg-type]
+        for k in kernel_records(analysis, options.top):
+            verdict = Text(f"{k['bound']}", style=BOUND_STYLES.get(k["bound"], ""))
+            verdict.append(f" · {k['label']}", style="dim" if options.color else "")
+            table.add_row(
+                str(k["rank"]),
+                Text(str(k["short_name"])),
+                str(k["launches"]),
+                format_duration(k["duration_ns"]),
+                format_pct(k["share_pct"]),
+                verdict,
+                format_number(k["arithmetic_intensity"]),
+                format_pct(k["roof_pct"]),
+                format_duration(k["recoverable_ns"]),
+                SHORT_RECOMMENDATIONS[Bound(k["bound"])],
+            )
+        console.print(table)
+        hidden = analysis.kernels.height - (options.top or analysis.kernels.height)
+        if hidden > 0:
+            console.print(Text(f"{hidden} more kernels (use --top to show more)", style="dim"))
+        for note in analysis.notes:
+            console.print(Text(f"note: {note}", style="dim"))
+        return buffer.getvalue()

@@ -1,0 +1,490 @@
+"""Nsight Compute CSV (details page, long; raw page, wide) → one row per kernel launch (schema.KERNELS).
+
+Every header variant seen in the wild is accepted: 2019.5 (12 columns, `Kernel Time`), 2022+ (Block/Grid/
+Device/CC), rule and speedup columns, per-section exports with `Body Item Label`, ragged rows, the raw page's
+units row, any preamble before the `"ID",` header and `==PROF==`-style lines. Columns are found by name.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from traceview.errors import TraceFormatError
+from traceview.parsers.schema import KERNELS, MEMORY_LEVELS, NCU_RULE, PRECISIONS, conform
+from traceview.parsers.units import base_unit, parse_number, unit_factor
+
+HEADER_PREFIX = b'"ID",'
+_MAX_PREAMBLE_BYTES = 64 * 1024 * 1024
+_EXPORT_HINT = "export it with `ncu -i report.ncu-rep --csv --page details > run.csv` (or --page raw)"
+
+# (metric name | base unit) → canonical quantity. Display labels from the details page of each ncu version,
+# and raw metric names (`--metrics` rows on the details page, columns on the raw page).
+_ALIASES: dict[str, str] = {
+    "Duration|ns": "duration_ns",
+    "gpu__time_duration.sum|ns": "duration_ns",
+    "Compute (SM) Throughput|%": "sm_throughput_pct",
+    "SM [%]|%": "sm_throughput_pct",
+    "sm__throughput.avg.pct_of_peak_sustained_elapsed|%": "sm_throughput_pct",
+    "Memory Throughput|%": "memory_throughput_pct",
+    "Memory [%]|%": "memory_throughput_pct",
+    "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed|%": "memory_throughput_pct",
+    "DRAM Throughput|%": "dram_throughput_pct",
+    "SOL FB|%": "dram_throughput_pct",
+    "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed|%": "dram_throughput_pct",
+    "dram__throughput.avg.pct_of_peak_sustained_elapsed|%": "dram_throughput_pct",
+    "L2 Cache Throughput|%": "l2_throughput_pct",
+    "SOL L2|%": "l2_throughput_pct",
+    "lts__throughput.avg.pct_of_peak_sustained_elapsed|%": "l2_throughput_pct",
+    "L1/TEX Cache Throughput|%": "l1_throughput_pct",
+    "SOL TEX|%": "l1_throughput_pct",
+    "l1tex__throughput.avg.pct_of_peak_sustained_active|%": "l1_throughput_pct",
+    "SM Frequency|hz": "sm_clock_hz",
+    "sm__cycles_elapsed.avg.per_second|hz": "sm_clock_hz",
+    "smsp__cycles_elapsed.avg.per_second|hz": "smsp_clock_hz",
+    "DRAM Frequency|hz": "dram_clock_hz",
+    "Memory Frequency|hz": "dram_clock_hz",
+    "dram__cycles_elapsed.avg.per_second|hz": "dram_clock_hz",
+    "lts__cycles_elapsed.avg.per_second|hz": "l2_clock_hz",
+    "l1tex__cycles_elapsed.avg.per_second|hz": "l1_clock_hz",
+    "Waves Per SM|": "waves_per_sm",
+    "launch__waves_per_multiprocessor|": "waves_per_sm",
+    "Block Size|": "block_threads",
+    "launch__block_size|": "block_threads",
+    "Grid Size|": "grid_blocks",
+    "launch__grid_size|": "grid_blocks",
+    "device__attribute_multiprocessor_count|": "sm_count",
+    "launch__sm_count|sm": "sm_count",
+    # Traffic.
+    "dram__bytes.sum|byte": "dram_bytes",
+    "dram__bytes_read.sum|byte": "dram_read_bytes",
+    "dram__bytes_write.sum|byte": "dram_write_bytes",
+    "dram__bytes.sum.per_second|byte/s": "dram_bytes_per_s",
+    "Memory Throughput|byte/s": "dram_bytes_per_s",  # Memory Workload Analysis: DRAM bytes per second
+    "DRAM Bandwidth|byte/s": "dram_bytes_per_s",  # roofline chart body, achieved value
+    "dram__bytes.sum.peak_sustained|byte/cycle": "peak_dram_bytes_per_cycle",
+    "Theoretical DRAM Bytes Accessible|byte/cycle": "peak_dram_bytes_per_cycle",
+    # Work: instruction counts (2·FMA + ADD + MUL, ncu's convention) or per-cycle rates.
+    "Theoretical Predicated-On FFMA Operations|inst": "peak_fp32_flop_per_cycle",
+    "Theoretical Predicated-On DFMA Operations|inst": "peak_fp64_flop_per_cycle",
+    "Predicated-On FFMA Operations Per Cycle|inst": "ffma_ops_per_cycle",
+    "Predicated-On DFMA Operations Per Cycle|inst": "dfma_ops_per_cycle",
+    "Predicated-On FFMA Thread Instructions Executed Per Cycle|inst/cycle": "ffma_per_cycle",
+    "Predicated-On FADD Thread Instructions Executed Per Cycle|inst/cycle": "fadd_per_cycle",
+    "Predicated-On FMUL Thread Instructions Executed Per Cycle|inst/cycle": "fmul_per_cycle",
+    "Predicated-On DFMA Thread Instructions Executed Per Cycle|inst/cycle": "dfma_per_cycle",
+    "Predicated-On DADD Thread Instructions Executed Per Cycle|inst/cycle": "dadd_per_cycle",
+    "Predicated-On DMUL Thread Instructions Executed Per Cycle|inst/cycle": "dmul_per_cycle",
+}
+
+# Raw metric names whose unit varies between versions (or is plainly wrong, e.g. `byte` on a per-second
+# metric in the muDock raw export): matched by name alone.
+_ANY_UNIT_ALIASES: dict[str, str] = {
+    "derived__sm__sass_thread_inst_executed_op_ffma_pred_on_x2": "peak_fp32_flop_per_cycle",
+    "derived__sm__sass_thread_inst_executed_op_dfma_pred_on_x2": "peak_fp64_flop_per_cycle",
+    "derived__sm__sass_thread_inst_executed_op_hfma_pred_on_x4": "peak_fp16_flop_per_cycle",
+    "derived__lts__lts2xbar_bytes.sum.per_second": "l2_bytes_per_s",
+    "derived__lts__lts2xbar_bytes.sum.peak_sustained": "peak_l2_bytes_per_cycle",
+    "derived__l1tex__lsu_writeback_bytes_mem_lg.sum.per_second": "l1_bytes_per_s",
+    "derived__l1tex__lsu_writeback_bytes_mem_lg.sum.peak_sustained": "peak_l1_bytes_per_cycle",
+    "derived__l1tex__lsu_writeback_bytes_mem_lgds.sum.per_second": "l1_bytes_per_s",
+    "derived__l1tex__lsu_writeback_bytes_mem_lgds.sum.peak_sustained": "peak_l1_bytes_per_cycle",
+    "derived__l1tex__lsu_writeback_bytes.sum.per_second": "l1_bytes_per_s",
+    "derived__l1tex__lsu_writeback_bytes.sum.peak_sustained": "peak_l1_bytes_per_cycle",
+}
+_SASS = "sass_thread_inst_executed_op_"
+for _op in ("ffma", "fadd", "fmul", "dfma", "dadd", "dmul", "hfma", "hadd", "hmul"):
+    for _unit in ("sm", "smsp"):
+        _ANY_UNIT_ALIASES[f"{_unit}__{_SASS}{_op}_pred_on.sum"] = f"{_op}_count"
+    _ANY_UNIT_ALIASES[f"smsp__{_SASS}{_op}_pred_on.sum.per_cycle_elapsed"] = f"{_op}_per_cycle"
+
+_TENSOR_COUNT = re.compile(r"^sm__ops_path_tensor_src_(?P<dtype>.+)\.sum$")
+_TENSOR_PEAK = re.compile(r"^sm__ops_path_tensor_src_(?P<dtype>.+)\.sum\.peak_sustained$")
+_TENSOR_PATTERN = r"^sm__ops_path_tensor_src_.+\.sum(\.peak_sustained)?$"
+
+# Identifier columns (details and raw); everything else on the raw page is a metric.
+_ID_COLUMNS = {
+    "ID": "launch_id",
+    "Process ID": "process_id",
+    "Process Name": "process_name",
+    "Host Name": "host_name",
+    "Kernel Name": "kernel_name",
+    "Kernel Time": "kernel_time",
+    "Context": "context_id",
+    "Stream": "stream_id",
+    "Block Size": "block_size",
+    "Grid Size": "grid_size",
+    "Device": "device_index",
+    "CC": "compute_capability",
+}
+_RULE_COLUMNS = {
+    "Rule Name": "rule_name",
+    "Rule Type": "rule_type",
+    "Rule Description": "rule_description",
+    "Estimated Speedup Type": "speedup_type",
+    "Estimated Speedup": "speedup_pct",
+}
+_RAW_STRING_METRICS = {
+    "device__attribute_display_name": "device_name",
+    "device__attribute_compute_capability_major": "cc_major",
+    "device__attribute_compute_capability_minor": "cc_minor",
+}
+
+
+@dataclass(frozen=True)
+class NcuHeader:
+    """Where the CSV header is and what it says."""
+
+    line_index: int  # 0-based line number of the `"ID",` header
+    columns: list[str]
+    page: str  # "details" or "raw"
+
+
+def find_header(path: Path) -> NcuHeader | None:
+    """Return the ncu CSV header of the file, or None when there is none in the first 64 MB."""
+    seen = 0
+    with path.open("rb") as handle:
+        for index, line in enumerate(handle):
+            if line.startswith(HEADER_PREFIX):
+                text = line.decode("utf-8", errors="replace").rstrip("\r\n")
+                columns = next(csv.reader([text]))
+                if "Kernel Name" not in columns:
+                    return None
+                page = "details" if "Metric Name" in columns else "raw"
+                return NcuHeader(index, columns, page)
+            seen += len(line)
+            if seen > _MAX_PREAMBLE_BYTES:
+                return None
+    return None
+
+
+def parse(path: str | Path) -> pl.DataFrame:
+    """Return one row per profiled kernel launch, in the KERNELS schema (durations in ns, bytes, Hz)."""
+    path = Path(path)
+    header = find_header(path)
+    if header is None:
+        raise TraceFormatError(path, "no Nsight Compute CSV header (a line starting with \"ID\",\"Process ID\")", _EXPORT_HINT)
+    _check_not_truncated(path, header)
+    if header.page == "details":
+        long, identity, rules = _read_details(path, header)
+    else:
+        long, identity = _read_raw(path, header)
+        rules = None
+    if identity.height == 0:
+        raise TraceFormatError(path, "the export has a header but no kernel launches", "was any kernel profiled? check the ncu filters (-k, -c)")
+    return _assemble(long, identity, rules)
+
+
+def _read_csv(path: Path, header: NcuHeader, columns: list[str] | None = None) -> pl.DataFrame:
+    try:
+        return pl.read_csv(
+            path,
+            skip_lines=header.line_index,
+            infer_schema=False,
+            truncate_ragged_lines=True,
+            comment_prefix="==",
+            columns=columns,
+            encoding="utf8-lossy",
+        )
+    except (pl.exceptions.ComputeError, pl.exceptions.NoDataError, OSError) as error:
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise TraceFormatError(path, f"cannot read the CSV after the header: {first_line}", _EXPORT_HINT) from error
+
+
+def _check_not_truncated(path: Path, header: NcuHeader) -> None:
+    """Raise when the file ends part-way through a row (a copy cut short, a crashed capture)."""
+    size = path.stat().st_size
+    with path.open("rb") as handle:
+        handle.seek(max(0, size - 1_048_576))
+        tail = handle.read()
+    if tail.endswith(b"\n"):
+        return
+    last_line = tail.rsplit(b"\n", 1)[-1].decode("utf-8", errors="replace")
+    if last_line.startswith('"ID",') or last_line.startswith("=="):
+        return
+    fields = next(csv.reader([last_line]), [])
+    needed = len(header.columns) if header.page == "raw" else header.columns.index("Metric Value") + 1
+    if last_line.count('"') % 2 == 1 or len(fields) < needed:
+        with path.open("rb") as handle:
+            line_count = sum(1 for _ in handle)
+        raise TraceFormatError(
+            path,
+            f"the last row has {len(fields)} of {needed} fields: the export looks truncated",
+            "re-export the full report with ncu -i, or copy the whole file",
+            line=line_count,
+        )
+
+
+def _identity_expressions(columns: list[str]) -> list[pl.Expr]:
+    return [pl.col(name).alias(alias) for name, alias in _ID_COLUMNS.items() if name in columns]
+
+
+def _read_details(path: Path, header: NcuHeader) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame | None]:
+    frame = _read_csv(path, header)
+    frame = frame.filter(pl.col("ID").is_not_null() & (pl.col("ID").str.strip_chars() != ""))
+    ids = _identity_expressions(frame.columns)
+    frame = frame.with_columns(ids)
+    launch = ["launch_id", "process_id"] if "Process ID" in frame.columns else ["launch_id"]
+    identity = frame.group_by(launch, maintain_order=True).agg(
+        [pl.col(alias).first() for alias in (e.meta.output_name() for e in ids) if alias not in launch]
+    )
+    metric_rows = frame.filter(pl.col("Metric Name").is_not_null() & (pl.col("Metric Name") != ""))
+    long = metric_rows.select(
+        *[pl.col(c) for c in launch],
+        pl.col("Metric Name").alias("metric"),
+        pl.col("Metric Unit").fill_null("").alias("unit"),
+        pl.col("Metric Value").alias("value"),
+    )
+    rules = None
+    if "Rule Name" in frame.columns:
+        rule_rows = frame.filter(pl.col("Rule Name").is_not_null() & (pl.col("Rule Name") != ""))
+        fields = []
+        for name, alias in _RULE_COLUMNS.items():
+            if name == "Rule Name":
+                continue
+            value = pl.col(name) if name in frame.columns else pl.lit(None, dtype=pl.String)
+            if alias == "speedup_pct":
+                value = parse_number(value)
+            fields.append(value.alias(alias.removeprefix("rule_")))
+        rules = rule_rows.select(
+            *[pl.col(c) for c in launch],
+            pl.struct(
+                pl.col("Section Name").alias("section"),
+                pl.col("Rule Name").alias("name"),
+                *fields,
+            ).alias("rule"),
+        )
+    return long, identity, rules
+
+
+def _read_raw(path: Path, header: NcuHeader) -> tuple[pl.DataFrame, pl.DataFrame]:
+    wanted_exact = set(k.split("|", 1)[0] for k in _ALIASES) | set(_ANY_UNIT_ALIASES) | set(_RAW_STRING_METRICS)
+    tensor = re.compile(_TENSOR_PATTERN)
+    metric_columns = [c for c in header.columns if c not in _ID_COLUMNS and (c in wanted_exact or tensor.match(c))]
+    id_columns = [c for c in header.columns if c in _ID_COLUMNS]
+    # The last column is read too: all raw fields are quoted, so a null there means a short (cut) row.
+    last = header.columns[-1]
+    selected = list(dict.fromkeys([*id_columns, *metric_columns, last]))
+    frame = _read_csv(path, header, columns=selected)
+    if frame.height == 0:
+        return pl.DataFrame(), pl.DataFrame()
+    units_row = frame.row(0, named=True)
+    data = frame.slice(1).filter(pl.col("ID").is_not_null() & (pl.col("ID") != ""))
+    if data.height and data[last].is_null().any():
+        bad = data.with_row_index("row").filter(pl.col(last).is_null())["row"][0]
+        raise TraceFormatError(
+            path,
+            f"data row {bad + 1} has fewer fields than the header: the raw export looks truncated",
+            "re-export the full report with ncu -i --page raw --csv",
+            line=header.line_index + 3 + int(bad),
+        )
+    ids = _identity_expressions(data.columns)
+    data = data.with_columns(ids)
+    launch = ["launch_id", "process_id"] if "Process ID" in data.columns else ["launch_id"]
+    strings = [pl.col(c).alias(a) for c, a in _RAW_STRING_METRICS.items() if c in data.columns]
+    identity = data.select(
+        *[pl.col(alias) for alias in (e.meta.output_name() for e in ids)],
+        *strings,
+    )
+    numeric = [c for c in metric_columns if c not in _RAW_STRING_METRICS]
+    units = pl.DataFrame(
+        {"metric": numeric, "unit": [units_row.get(c) or "" for c in numeric]},
+        schema={"metric": pl.String, "unit": pl.String},
+    )
+    long = (
+        data.select(*launch, *numeric)
+        .unpivot(index=launch, on=numeric, variable_name="metric", value_name="value")
+        .join(units, on="metric", how="left")
+    )
+    return long, identity
+
+
+def _assemble(long: pl.DataFrame, identity: pl.DataFrame, rules: pl.DataFrame | None) -> pl.DataFrame:
+    launch = [c for c in ("launch_id", "process_id") if c in identity.columns]
+    unit = base_unit(pl.col("unit"))
+    long = long.with_columns(
+        (parse_number(pl.col("value")) * unit_factor(pl.col("unit"))).alias("number"),
+        pl.coalesce(
+            pl.concat_str(pl.col("metric"), pl.lit("|"), unit).replace_strict(_ALIASES, default=None, return_dtype=pl.String),
+            pl.col("metric").replace_strict(_ANY_UNIT_ALIASES, default=None, return_dtype=pl.String),
+        ).alias("key"),
+    )
+    known = long.filter(pl.col("key").is_not_null() & pl.col("number").is_not_null())
+    if known.height:
+        wide = known.pivot(on="key", index=launch, values="number", aggregate_function="first")
+    else:
+        wide = identity.select(launch)
+    tensor = _tensor_columns(long, launch)
+    frame = identity.join(wide, on=launch, how="left").join(tensor, on=launch, how="left")
+    if rules is not None and rules.height:
+        grouped = rules.group_by(launch, maintain_order=True).agg(pl.col("rule").alias("ncu_rules"))
+        frame = frame.join(grouped, on=launch, how="left")
+    frame = _derive(frame)
+    frame = frame.with_columns(
+        pl.col("launch_id").cast(pl.Int64, strict=False),
+        *[pl.col(c).cast(pl.Int64, strict=False) for c in ("process_id", "context_id", "stream_id", "device_index") if c in frame.columns],
+    )
+    frame = frame.with_columns(short_name=pl.col("kernel_name").replace(
+        {name: short_kernel_name(name) for name in frame["kernel_name"].unique().drop_nulls().to_list()}
+    ))
+    return conform(frame, KERNELS).sort("launch_id", "process_id", nulls_last=True)
+
+
+def _tensor_columns(long: pl.DataFrame, launch: list[str]) -> pl.DataFrame:
+    """Return per launch the tensor ops of the dominant datatype's family (sum of all), its dtype and peak/cycle."""
+    counts = long.filter(pl.col("metric").str.contains(_TENSOR_COUNT.pattern) & pl.col("number").is_not_null())
+    if counts.height == 0:
+        return pl.DataFrame(schema={**{c: long.schema[c] for c in launch}, "tensor_flop": pl.Float64})
+    counts = counts.with_columns(pl.col("metric").str.extract(_TENSOR_COUNT.pattern, 1).alias("dtype"))
+    peaks = long.filter(pl.col("metric").str.contains(_TENSOR_PEAK.pattern) & pl.col("number").is_not_null()).select(
+        *launch,
+        pl.col("metric").str.extract(_TENSOR_PEAK.pattern, 1).alias("dtype"),
+        pl.col("number").alias("peak_per_cycle"),
+    )
+    per_dtype = counts.group_by([*launch, "dtype"]).agg(pl.col("number").sum())
+    if peaks.height:
+        per_dtype = per_dtype.join(peaks, on=[*launch, "dtype"], how="left")
+    else:
+        per_dtype = per_dtype.with_columns(peak_per_cycle=pl.lit(None, dtype=pl.Float64))
+    return per_dtype.group_by(launch).agg(
+        pl.col("number").sum().alias("tensor_flop"),
+        pl.when(pl.col("number").max() > 0).then(pl.col("dtype").sort_by("number").last()).alias("tensor_dtype"),
+        pl.col("peak_per_cycle").sort_by("number").last().alias("peak_tensor_flop_per_cycle"),
+    )
+
+
+def _col(frame: pl.DataFrame, name: str) -> pl.Expr:
+    return pl.col(name) if name in frame.columns else pl.lit(None, dtype=pl.Float64)
+
+
+def _derive(frame: pl.DataFrame) -> pl.DataFrame:
+    """Turn the metric columns into the schema's quantities: counts, rates and profile peaks."""
+    c = lambda name: _col(frame, name)  # noqa: E731
+    sm_clock = c("sm_clock_hz")
+    smsp_clock = pl.coalesce(c("smsp_clock_hz"), sm_clock)
+    duration_s = c("duration_ns") / 1e9
+
+    def weighted(parts: list[tuple[float, str]]) -> pl.Expr:
+        present = [c(name) for _, name in parts if name in frame.columns]
+        if not present:
+            return pl.lit(None, dtype=pl.Float64)
+        return pl.sum_horizontal([c(name).fill_null(0) * weight for weight, name in parts if name in frame.columns])
+
+    fma_ops = {
+        "fp32": pl.coalesce(c("ffma_ops_per_cycle"), c("ffma_per_cycle") * 2),
+        "fp64": pl.coalesce(c("dfma_ops_per_cycle"), c("dfma_per_cycle") * 2),
+    }
+    # FLOP counts follow ncu's roofline convention: FP64/FP32 = 2·FMA + ADD + MUL; FP16 = 4·HFMA + 2·HADD + 2·HMUL
+    # (packed half2 instructions). NERSC/CARM count FP16 as 2·HFMA + HADD + HMUL, half of this.
+    counts = {
+        "fp64": weighted([(2, "dfma_count"), (1, "dadd_count"), (1, "dmul_count")]),
+        "fp32": weighted([(2, "ffma_count"), (1, "fadd_count"), (1, "fmul_count")]),
+        "fp16": weighted([(4, "hfma_count"), (2, "hadd_count"), (2, "hmul_count")]),
+    }
+    rates_per_cycle = {
+        "fp64": pl.sum_horizontal(fma_ops["fp64"].fill_null(0), c("dadd_per_cycle").fill_null(0), c("dmul_per_cycle").fill_null(0))
+        if any(n in frame.columns for n in ("dfma_ops_per_cycle", "dfma_per_cycle"))
+        else pl.lit(None, dtype=pl.Float64),
+        "fp32": pl.sum_horizontal(fma_ops["fp32"].fill_null(0), c("fadd_per_cycle").fill_null(0), c("fmul_per_cycle").fill_null(0))
+        if any(n in frame.columns for n in ("ffma_ops_per_cycle", "ffma_per_cycle"))
+        else pl.lit(None, dtype=pl.Float64),
+        "fp16": weighted([(4, "hfma_per_cycle"), (2, "hadd_per_cycle"), (2, "hmul_per_cycle")]),
+    }
+    dram_bytes = pl.coalesce(
+        c("dram_bytes"),
+        pl.when(c("dram_read_bytes").is_not_null() | c("dram_write_bytes").is_not_null()).then(
+            c("dram_read_bytes").fill_null(0) + c("dram_write_bytes").fill_null(0)
+        ),
+    )
+    out = {}
+    for p in ("fp64", "fp32", "fp16"):
+        rate = pl.coalesce(counts[p] / duration_s, rates_per_cycle[p] * smsp_clock)
+        out[f"{p}_flop_per_s"] = rate
+        out[f"{p}_flop"] = pl.coalesce(counts[p], rate * duration_s)
+    out["tensor_flop_per_s"] = c("tensor_flop") / duration_s
+    out["dram_bytes"] = pl.coalesce(dram_bytes, c("dram_bytes_per_s") * duration_s)
+    out["dram_bytes_per_s"] = pl.coalesce(dram_bytes / duration_s, c("dram_bytes_per_s"))
+    for level in ("l2", "l1"):
+        out[f"{level}_bytes"] = c(f"{level}_bytes_per_s") * duration_s
+        out[f"{level}_bytes_per_s"] = c(f"{level}_bytes_per_s")
+    out["peak_fp64_flop_per_s"] = c("peak_fp64_flop_per_cycle") * sm_clock
+    out["peak_fp32_flop_per_s"] = c("peak_fp32_flop_per_cycle") * sm_clock
+    out["peak_fp16_flop_per_s"] = c("peak_fp16_flop_per_cycle") * sm_clock
+    out["peak_tensor_flop_per_s"] = c("peak_tensor_flop_per_cycle") * sm_clock
+    out["peak_dram_bytes_per_s"] = c("peak_dram_bytes_per_cycle") * c("dram_clock_hz")
+    out["peak_l2_bytes_per_s"] = c("peak_l2_bytes_per_cycle") * c("l2_clock_hz")
+    out["peak_l1_bytes_per_s"] = c("peak_l1_bytes_per_cycle") * c("l1_clock_hz")
+    frame = frame.with_columns(**out)
+    # 2019.5 has no Block/Grid columns: launch statistics rows carry flattened sizes instead.
+    for column, scalar in (("block_size", "block_threads"), ("grid_size", "grid_blocks")):
+        if scalar in frame.columns:
+            as_text = pl.col(scalar).cast(pl.Int64, strict=False).cast(pl.String)
+            frame = frame.with_columns(pl.coalesce(_col(frame, column).cast(pl.String), as_text).alias(column))
+    if "cc_major" in frame.columns and "compute_capability" not in frame.columns:
+        frame = frame.with_columns(
+            compute_capability=pl.concat_str(pl.col("cc_major"), pl.lit("."), pl.col("cc_minor").fill_null("0"))
+        )
+    return frame
+
+
+def short_kernel_name(name: str) -> str:
+    """Return the bare function name: no return type, namespaces, template arguments or parameter list."""
+    text = name.strip()
+    if text.endswith(")"):
+        depth = 0
+        for index in range(len(text) - 1, -1, -1):
+            char = text[index]
+            if char == ")":
+                depth += 1
+            elif char == "(":
+                depth -= 1
+                if depth == 0:
+                    text = text[:index]
+                    break
+    pieces: list[str] = []
+    depth = 0
+    current = ""
+    for char in text:
+        if char in "<([":
+            depth += 1
+        elif char in ">)]" and depth > 0:
+            depth -= 1
+        if char == " " and depth == 0:
+            pieces.append(current)
+            current = ""
+        else:
+            current += char
+    pieces.append(current)
+    last = next((p for p in reversed(pieces) if p), text)
+    depth = 0
+    base = ""
+    for char in last:
+        if char == "<":
+            depth += 1
+        elif char == ">" and depth > 0:
+            depth -= 1
+        elif depth == 0:
+            base += char
+    base = base.rsplit("::", 1)[-1] if "::" in base and not base.endswith("::") else base
+    return base.strip() or name.strip()
+
+
+__all__ = ["PRECISIONS", "MEMORY_LEVELS", "NCU_RULE", "find_header", "parse", "short_kernel_name"]
+
+
+def profiler_hint(header: NcuHeader) -> str:
+    """Return which Nsight Compute generation wrote this header (the CSV carries no version string)."""
+    columns = set(header.columns)
+    if "Kernel Time" in columns:
+        era = "2019.x-2021.x"
+    elif "Estimated Speedup" in columns:
+        era = "2023 or newer"
+    elif "Rule Name" in columns:
+        era = "2022-2023"
+    else:
+        era = "2022 or newer"
+    return f"Nsight Compute {era}, {header.page} page"

@@ -1,0 +1,69 @@
+"""Fixed polars schemas that every parser's output satisfies; units are in the column names."""
+
+from __future__ import annotations
+
+import polars as pl
+
+PRECISIONS = ("fp64", "fp32", "fp16", "tensor")
+MEMORY_LEVELS = ("dram", "l2", "l1")
+
+NCU_RULE = pl.Struct(
+    {
+        "section": pl.String,
+        "name": pl.String,
+        "type": pl.String,
+        "description": pl.String,
+        "speedup_type": pl.String,
+        "speedup_pct": pl.Float64,
+    }
+)
+
+# One row per profiled kernel launch (Nsight Compute). Everything but identity columns may be null:
+# which metrics exist depends on the sections collected and on the ncu version.
+KERNELS = pl.Schema(
+    {
+        "launch_id": pl.Int64,
+        "process_id": pl.Int64,
+        "process_name": pl.String,
+        "kernel_name": pl.String,
+        "short_name": pl.String,
+        "grid_size": pl.String,
+        "block_size": pl.String,
+        "context_id": pl.Int64,
+        "stream_id": pl.Int64,
+        "device_index": pl.Int64,
+        "device_name": pl.String,
+        "compute_capability": pl.String,
+        "sm_count": pl.Int64,
+        "duration_ns": pl.Float64,
+        "sm_clock_hz": pl.Float64,
+        "dram_clock_hz": pl.Float64,
+        # Speed-of-light throughputs, % of peak sustained (ncu's SOL section).
+        "sm_throughput_pct": pl.Float64,
+        "memory_throughput_pct": pl.Float64,
+        "dram_throughput_pct": pl.Float64,
+        "l2_throughput_pct": pl.Float64,
+        "l1_throughput_pct": pl.Float64,
+        "waves_per_sm": pl.Float64,
+        # Work done (FLOP; tensor = ncu's sm__ops_path_tensor ops) and traffic per memory level (bytes).
+        **{f"{p}_flop": pl.Float64 for p in PRECISIONS},
+        "tensor_dtype": pl.String,
+        **{f"{m}_bytes": pl.Float64 for m in MEMORY_LEVELS},
+        # Achieved rates; filled from counts and duration, or read directly where only rates exist.
+        **{f"{p}_flop_per_s": pl.Float64 for p in PRECISIONS},
+        **{f"{m}_bytes_per_s": pl.Float64 for m in MEMORY_LEVELS},
+        # Peaks measured by the profiler itself (peak per cycle × measured clock); null when absent.
+        **{f"peak_{p}_flop_per_s": pl.Float64 for p in PRECISIONS},
+        **{f"peak_{m}_bytes_per_s": pl.Float64 for m in MEMORY_LEVELS},
+        "ncu_rules": pl.List(NCU_RULE),
+    }
+)
+
+
+def conform(frame: pl.DataFrame, schema: pl.Schema) -> pl.DataFrame:
+    """Return frame with exactly the schema's columns, in order and type; missing columns are null."""
+    columns = [
+        (pl.col(name) if name in frame.columns else pl.lit(None)).cast(dtype).alias(name)
+        for name, dtype in schema.items()
+    ]
+    return frame.select(columns)

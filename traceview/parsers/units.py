@@ -1,0 +1,80 @@
+"""Unit normalisation for profiler exports: every auto-scaled unit maps to a base unit and a factor.
+
+Base units: ns (time), byte, hz (clocks), byte/s, byte/cycle, % and plain counts.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+_PREFIX = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12, "p": 1e15}
+
+# Time units as Nsight Compute prints them across versions: 2019.5 `nsecond`, 2025.1 `us`,
+# 2020-2024 `usecond`/`msecond`, raw page `ns`.
+_TIME_TO_NS = {
+    "ns": 1.0,
+    "nsecond": 1.0,
+    "us": 1e3,
+    "usecond": 1e3,
+    "ms": 1e6,
+    "msecond": 1e6,
+    "s": 1e9,
+    "second": 1e9,
+}
+
+# Frequency-like units: 2019.5 `cycle/second`, 2025.1 `Ghz`, raw `hz`, in-between `cycle/nsecond`.
+_PER_TIME_TO_PER_S = {"second": 1.0, "s": 1.0, "msecond": 1e3, "ms": 1e3, "usecond": 1e6, "us": 1e6, "nsecond": 1e9, "ns": 1e9}
+
+
+def _build_table() -> dict[str, tuple[str, float]]:
+    table: dict[str, tuple[str, float]] = {}
+    for unit, factor in _TIME_TO_NS.items():
+        table[unit] = ("ns", factor)
+    for prefix, scale in _PREFIX.items():
+        table[f"{prefix}byte"] = ("byte", scale)
+        table[f"{prefix}hz"] = ("hz", scale)
+        table[f"{prefix}cycle/second"] = ("hz", scale)
+        for per, per_scale in _PER_TIME_TO_PER_S.items():
+            table[f"{prefix}byte/{per}"] = ("byte/s", scale * per_scale)
+            table[f"{prefix}cycle/{per}"] = ("hz", scale * per_scale)
+        table[f"{prefix}byte/cycle"] = ("byte/cycle", scale)
+        table[f"{prefix}inst"] = ("inst", scale)
+        table[f"{prefix}inst/cycle"] = ("inst/cycle", scale)
+        table[f"{prefix}sector"] = ("sector", scale)
+        table[f"{prefix}cycle"] = ("cycle", scale)
+    table["%"] = ("%", 1.0)
+    table[""] = ("", 1.0)
+    return table
+
+
+UNIT_TABLE: dict[str, tuple[str, float]] = _build_table()
+
+
+def base_unit(unit: pl.Expr) -> pl.Expr:
+    """Return the base unit (lower-case) for an expression of unit strings; unknown units pass through."""
+    lowered = unit.fill_null("").str.strip_chars().str.to_lowercase()
+    mapping = {k: v[0] for k, v in UNIT_TABLE.items()}
+    return lowered.replace(mapping)
+
+
+def unit_factor(unit: pl.Expr) -> pl.Expr:
+    """Return the factor that converts a value in this unit into its base unit (1.0 when unknown)."""
+    lowered = unit.fill_null("").str.strip_chars().str.to_lowercase()
+    mapping = {k: v[1] for k, v in UNIT_TABLE.items()}
+    return lowered.replace_strict(mapping, default=1.0, return_dtype=pl.Float64)
+
+
+def parse_number(value: pl.Expr) -> pl.Expr:
+    """Return Float64 from profiler number text: strips thousands separators; `n/a`, `no data` → null.
+
+    A value with more than one '.' is taken as '.'-grouped (European locale), e.g. `2.508.800`.
+    """
+    text = value.str.strip_chars()
+    dotted_groups = text.str.count_matches(r"\.") > 1
+    cleaned = (
+        pl.when(dotted_groups)
+        .then(text.str.replace_all(r"\.", ""))
+        .otherwise(text)
+        .str.replace_all(",", "", literal=True)
+    )
+    return cleaned.cast(pl.Float64, strict=False)
