@@ -120,7 +120,7 @@ def analyze_command(
         raise UsageError(f"{output} already exists — pass --force to overwrite it, or choose another -o path")
     analysis = run_analysis(file, gpu)
     color = fmt is OutputFormat.table and output is None and sys.stdout.isatty()
-    width = max(120, Console().width) if output is None else 200
+    width = Console().width if color else 160
     options = ReportOptions(top=top, per_launch=per_launch, color=color, width=width, command_line=shlex.join(["traceview", *sys.argv[1:]]))
     write_output(REPORTERS[fmt.value]().render(analysis, options), output, force)
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import polars as pl
 
+from traceview.errors import TraceFormatError
 from traceview.parsers import ncu_csv
 from traceview.parsers.sniff import TraceFormat, detect_format, unsupported
 
@@ -27,8 +28,9 @@ def load_trace(path: str | Path) -> Trace:
     fmt = detect_format(path)
     if fmt in (TraceFormat.NCU_DETAILS, TraceFormat.NCU_RAW):
         header = ncu_csv.find_header(path)
-        profiler = ncu_csv.profiler_hint(header) if header else None
-        return Trace(path, fmt, ncu_csv.parse(path), profiler)
+        if header is None:  # detect_format found one, so the file changed underneath us
+            raise TraceFormatError(path, "the file changed while it was being read", "run the command again")
+        return Trace(path, fmt, ncu_csv.parse(path, header), ncu_csv.profiler_hint(header))
     raise unsupported(path, fmt)
 
 

@@ -162,10 +162,10 @@ def find_header(path: Path) -> NcuHeader | None:
     return None
 
 
-def parse(path: str | Path) -> pl.DataFrame:
+def parse(path: str | Path, header: NcuHeader | None = None) -> pl.DataFrame:
     """Return one row per profiled kernel launch, in the KERNELS schema (durations in ns, bytes, Hz)."""
     path = Path(path)
-    header = find_header(path)
+    header = header or find_header(path)
     if header is None:
         raise TraceFormatError(path, "no Nsight Compute CSV header (a line starting with \"ID\",\"Process ID\")", _EXPORT_HINT)
     _check_not_truncated(path, header)

@@ -61,7 +61,7 @@ class TerminalReporter:
             ("#", "right"), ("kernel", "left"), ("launches", "right"), ("time", "right"), ("share", "right"),
             ("verdict", "left"), ("AI", "right"), ("% roof", "right"), ("recoverable", "right"), ("next step", "left"),
         ):
-            table.add_column(title, justify=justify, no_wrap=title != "verdict", overflow="ellipsis", max_width=44 if title == "kernel" else None)  # type: ignore[arg-type]
+            table.add_column(title, justify=justify, no_wrap=True, overflow="ellipsis", max_width=40 if title == "kernel" else None)  # type: ignore[arg-type]
         for k in kernel_records(analysis, options.top):
             verdict = Text(f"{k['bound']}", style=BOUND_STYLES.get(k["bound"], ""))
             verdict.append(f" · {k['label']}", style="dim" if options.color else "")

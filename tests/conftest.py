@@ -1,0 +1,24 @@
+"""Shared fixtures: the real profiler outputs in ../shared/realdata (the truth) and the bundled samples."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "sample_traces"
+REALDATA = ROOT.parent / "shared" / "realdata"
+
+
+def realdata(relative: str) -> Path:
+    """Return a file under ../shared/realdata, skipping the test (with the reason) when it is absent."""
+    path = REALDATA / relative
+    if not path.exists():
+        pytest.skip(f"real data not available: {path} (the shared/ folder beside the checkout is missing)")
+    return path
+
+
+@pytest.fixture
+def realdata_file():
+    return realdata

@@ -1,0 +1,190 @@
+"""The command line as a user meets it: output streams, exit codes and one-line errors on bad input."""
+
+from __future__ import annotations
+
+import json
+import re
+import os
+import subprocess
+import sys
+
+import pytest
+from markdown_it import MarkdownIt
+from typer.testing import CliRunner
+
+from conftest import SAMPLES
+from traceview.app.cli import app
+
+runner = CliRunner()
+ELEMENTWISE = SAMPLES / "ncu" / "rtx5090_elementwise_details_ncu2025.1.csv"
+CFD = SAMPLES / "ncu" / "v100_cfd_details_ncu2019.5.csv"
+
+
+def invoke(*args):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def test_json_goes_to_stdout_alone_and_follows_the_contract():
+    result = invoke("analyze", CFD, "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert result.stderr == ""
+    assert set(data) >= {"device", "source", "kernels", "summary"}
+    assert data["source"]["format"] == "ncu-csv-details"
+    assert len(data["source"]["sha256"]) == 64
+    assert data["device"]["name"] is None and "use --gpu" in data["device"]["identified"]
+    ranks = [k["rank"] for k in data["kernels"]]
+    assert ranks == sorted(ranks) == [1, 2, 3]
+    for kernel in data["kernels"]:
+        assert {"rank", "name", "launches", "duration_ns", "bound", "label", "recoverable_ns",
+                "arithmetic_intensity", "roof_pct", "reason"} <= set(kernel)
+        assert kernel["bound"] in {"compute", "memory", "latency", "unknown"}
+    assert sum(k["launches"] for k in data["kernels"]) == 100
+
+
+def test_table_is_the_default(realdata_file):
+    result = invoke("analyze", realdata_file("ncu_details/ncu2025.1_cc120_elementwise_membound_details_llmperfopt.csv"))
+    assert result.exit_code == 0
+    assert "elementwise_kernel" in result.stdout and "memory" in result.stdout
+    assert "RTX 5090" in result.stdout
+
+
+def test_top_and_per_launch():
+    data = json.loads(invoke("analyze", CFD, "-f", "json", "--top", "1", "--per-launch").stdout)
+    assert len(data["kernels"]) == 1 and len(data["launches"]) == 100
+
+
+def test_output_file_is_never_overwritten_without_force(tmp_path):
+    out = tmp_path / "report.json"
+    out.write_text("keep me")
+    result = invoke("analyze", ELEMENTWISE, "-o", out)
+    assert result.exit_code == 1
+    assert result.stderr.startswith("Error: ") and "--force" in result.stderr
+    assert out.read_text() == "keep me"
+    result = invoke("analyze", ELEMENTWISE, "-o", out, "--force")
+    assert result.exit_code == 0
+    assert json.loads(out.read_text())["kernels"][0]["bound"] == "memory"  # format from the extension
+
+
+def test_markdown_renders_as_a_table():
+    result = invoke("analyze", CFD, "-f", "md")
+    tokens = MarkdownIt("commonmark").enable("table").parse(result.stdout)
+    assert any(t.type == "table_open" for t in tokens)
+    rows = [t for t in tokens if t.type == "tr_open"]
+    assert len(rows) == 1 + 3
+
+
+def _hostile_copy(tmp_path, name):
+    text = ELEMENTWISE.read_text(encoding="utf-8")
+    original = text.splitlines()[1].split('","')[4]
+    path = tmp_path / "hostile.csv"
+    path.write_text(text.replace(original, name.replace('"', '""')), encoding="utf-8")
+    return path
+
+
+HOSTILE = '<script>alert(1)</script> | `rm -rf` =cmd|"/c calc"!A0 **bold** [x](http://e)'
+
+
+def test_hostile_kernel_names_stay_text_in_markdown(tmp_path):
+    path = _hostile_copy(tmp_path, HOSTILE)
+    result = invoke("analyze", path, "-f", "md")
+    assert result.exit_code == 0
+    assert "<script>" not in result.stdout
+    html = MarkdownIt("commonmark").enable("table").render(result.stdout)
+    assert "<script>" not in html and "<strong>bold" not in html and "<a href" not in html
+    header_cells = len(re.findall(r"<th[ >]", html.split("</tr>")[0]))
+    first_row = html.split("</tr>")[1]
+    assert first_row.count("<td") == header_cells  # the pipe did not split the row
+
+
+def test_hostile_kernel_names_round_trip_in_json(tmp_path):
+    path = _hostile_copy(tmp_path, HOSTILE)
+    data = json.loads(invoke("analyze", path, "-f", "json").stdout)
+    assert data["kernels"][0]["name"] == HOSTILE
+
+
+def test_hostile_kernel_names_in_the_terminal(tmp_path):
+    result = invoke("analyze", _hostile_copy(tmp_path, "[bold red]x[/] <b>"), "--top", "1")
+    assert result.exit_code == 0
+    assert "[bold red]x[/]" in result.stdout  # rich markup in a name is printed, not interpreted
+
+
+def _assert_one_line_error(result, *fragments):
+    assert result.exit_code == 1, result.stdout
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
+    assert "Traceback" not in result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0]
+
+
+def test_missing_file():
+    _assert_one_line_error(invoke("analyze", "/nonexistent/run.csv"), "/nonexistent/run.csv", "no such file")
+
+
+def test_empty_file(tmp_path):
+    path = tmp_path / "empty.csv"
+    path.write_bytes(b"")
+    _assert_one_line_error(invoke("analyze", path), "empty.csv", "empty")
+
+
+def test_csv_that_is_not_an_ncu_export(tmp_path, realdata_file):
+    path = realdata_file("nsys_stats/cuda_gpu_kern_sum_rtx5090_llmperfopt_allstage.csv")
+    _assert_one_line_error(invoke("analyze", path), "not a supported trace", "ncu --csv")
+
+
+def test_header_without_launches(tmp_path):
+    path = tmp_path / "header_only.csv"
+    path.write_text(ELEMENTWISE.read_text().splitlines()[0] + "\n")
+    _assert_one_line_error(invoke("analyze", path), "no kernel launches")
+
+
+def test_truncated_details_export(tmp_path):
+    data = ELEMENTWISE.read_bytes()
+    path = tmp_path / "cut.csv"
+    path.write_bytes(data[: len(data) // 2])
+    _assert_one_line_error(invoke("analyze", path), "cut.csv:", "truncated")
+
+
+def test_truncated_raw_export(tmp_path):
+    data = (SAMPLES / "ncu" / "gtx1650_calc_energy_raw.csv").read_bytes()
+    path = tmp_path / "cut_raw.csv"
+    path.write_bytes(data[: len(data) - 5000])
+    _assert_one_line_error(invoke("analyze", path), "truncated")
+
+
+def test_binary_garbage(tmp_path):
+    path = tmp_path / "garbage.bin"
+    path.write_bytes(os.urandom(4096) + b"\x00" * 16)
+    _assert_one_line_error(invoke("analyze", path), "binary")
+
+
+def test_recognised_but_not_yet_supported_inputs(realdata_file):
+    sqlite = realdata_file("nsys_sqlite/vecadd_streams_T4_nsys2022.4.2.sqlite")
+    _assert_one_line_error(invoke("analyze", sqlite), "SQLite")
+    report = realdata_file("ncu_rep/CuVectorAddDrv.ncu-rep")
+    _assert_one_line_error(invoke("analyze", report), "ncu -i")
+
+
+def test_unknown_gpu():
+    _assert_one_line_error(invoke("analyze", CFD, "--gpu", "rtx9999"), "unknown GPU", "traceview gpus")
+
+
+def test_directory(tmp_path):
+    _assert_one_line_error(invoke("analyze", tmp_path), "directory")
+
+
+def test_gpus_lists_the_table():
+    result = invoke("gpus")
+    assert result.exit_code == 0
+    for key in ("h100-sxm", "a100-80gb", "rtx4090", "rtx5090", "jetson-agx-orin-64gb", "v100-sxm2"):
+        assert key in result.stdout
+
+
+@pytest.mark.parametrize("args", [["--help"], ["analyze", str(ELEMENTWISE), "-f", "json"]])
+def test_python_dash_m(args):
+    result = subprocess.run([sys.executable, "-m", "traceview", *args], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    if "json" in args:
+        json.loads(result.stdout)

@@ -1,0 +1,139 @@
+"""The ncu CSV parser against every real Nsight Compute CSV in ../shared/realdata."""
+
+from __future__ import annotations
+
+import pytest
+
+from ncu_truth import details_truth, raw_truth
+from traceview.parsers import TraceFormat, detect_format, load_trace
+from traceview.parsers.ncu_csv import short_kernel_name
+from traceview.parsers.schema import KERNELS
+
+DETAILS = [
+    "ncu_details/ncu2019.5_v100_aws_bfs_small_xplacer.log",
+    "ncu_details/ncu2019.5_v100_aws_cfd_stdout_mixed_xplacer.log",
+    "ncu_details/ncu2019.5_v100_aws_cfd_thousands_sep_xplacer.log",
+    "ncu_details/ncu2025.1_cc120_cutlass_gemm_details_llmperfopt.csv",
+    "ncu_details/ncu2025.1_cc120_elementwise_membound_details_llmperfopt.csv",
+    "ncu_details/ncu2025.1_cc120_gemv_details_llmperfopt.csv",
+]
+
+
+@pytest.mark.parametrize("relative", DETAILS)
+def test_details_pages_match_the_files(realdata_file, relative):
+    path = realdata_file(relative)
+    truth = details_truth(path)
+    trace = load_trace(path)
+    frame = trace.kernels
+    assert trace.format is TraceFormat.NCU_DETAILS
+    assert frame.schema == KERNELS
+    assert frame.height == truth["launches"]
+    assert dict(frame.group_by("kernel_name").len().iter_rows()) == dict(truth["names"])
+    parsed = {str(k): v for k, v in frame.select("launch_id", "duration_ns").iter_rows()}
+    assert parsed == pytest.approx(truth["durations"])
+
+
+def test_raw_page_matches_the_file(realdata_file):
+    path = realdata_file("ncu_raw/mudock_gtx1650_full_raw.csv")
+    truth = raw_truth(path)
+    trace = load_trace(path)
+    frame = trace.kernels
+    assert trace.format is TraceFormat.NCU_RAW
+    assert frame.height == truth["launches"] == 6
+    assert dict(frame.group_by("kernel_name").len().iter_rows()) == dict(truth["names"])
+    assert {str(k): v for k, v in frame.select("launch_id", "duration_ns").iter_rows()} == truth["durations"]
+    first = frame.row(0, named=True)
+    # Values read by hand from row ID 0 of the file.
+    assert first["duration_ns"] == 123_493_984
+    assert first["device_name"] == "NVIDIA GeForce GTX 1650"
+    assert first["compute_capability"] == "7.5"
+    assert first["sm_count"] == 16
+    assert first["dram_bytes"] == pytest.approx(6_808_840_416 + 1_971_680, rel=1e-3)
+    assert first["sm_throughput_pct"] == 9.32
+    assert first["memory_throughput_pct"] == 49.09
+    assert first["waves_per_sm"] == 2
+    assert first["grid_size"] == "(512, 1, 1)" and first["block_size"] == "(32, 1, 1)"
+    # Peaks from the profile itself: 32 B/cycle × 3.5109 GHz DRAM; 2,048 FLOP/cycle × 1.3230 GHz SM.
+    assert first["peak_dram_bytes_per_s"] == pytest.approx(32 * 3_510_932_224.84)
+    assert first["peak_fp32_flop_per_s"] == pytest.approx(2048 * 1_322_957_460.83)
+    # FP32 work from the per-cycle rates: (2·13.40 + 5.79 + fmul) inst/cycle × smsp clock.
+    assert first["fp32_flop_per_s"] > (2 * 13.40 + 5.79) * 1_322_957_460.83 * 0.999
+
+
+def test_2025_details_units_and_rules(realdata_file):
+    frame = load_trace(realdata_file("ncu_details/ncu2025.1_cc120_gemv_details_llmperfopt.csv")).kernels
+    row = frame.row(0, named=True)
+    assert row["duration_ns"] == pytest.approx(6750)  # "gpu__time_duration.sum","us","6.75"
+    assert row["sm_clock_hz"] == pytest.approx(2.0e9, rel=0.01)  # Ghz
+    assert row["compute_capability"] == "12.0"
+    assert row["grid_size"] == "(224, 1, 1)"
+    rules = {r["name"]: r for r in row["ncu_rules"]}
+    assert rules["TheoreticalOccupancy"]["speedup_pct"] == 80.34
+    assert rules["TheoreticalOccupancy"]["speedup_type"] == "global"
+    assert rules["SOLBottleneck"]["section"] == "SpeedOfLight"
+
+
+def test_2025_auto_scaled_byte_units(realdata_file):
+    row = load_trace(realdata_file("ncu_details/ncu2025.1_cc120_elementwise_membound_details_llmperfopt.csv")).kernels.row(0, named=True)
+    assert row["dram_bytes"] == pytest.approx(17.23e6 + 1.28e3)  # read 17.23 Mbyte + write 1.28 Kbyte
+    assert row["memory_throughput_pct"] == 93.99 and row["sm_throughput_pct"] == 12.07
+
+
+def test_2025_tensor_ops_and_dram_bytes(realdata_file):
+    row = load_trace(realdata_file("ncu_details/ncu2025.1_cc120_cutlass_gemm_details_llmperfopt.csv")).kernels.row(0, named=True)
+    assert row["tensor_flop"] == 12_532_580_352
+    assert row["tensor_dtype"] == "bf16_dst_fp32"
+    assert row["dram_bytes"] == pytest.approx(17.50e6)  # read 17.50 Mbyte + write 0 byte
+    assert row["duration_ns"] == pytest.approx(111_810)
+
+
+def test_roofline_chart_section_export_with_body_item_label(realdata_file):
+    frame = load_trace(realdata_file("ncu_details/ncu2025.1_cc120_cutlass_gemm_rooflinechart_section_llmperfopt.csv")).kernels
+    row = frame.row(0, named=True)
+    assert frame.height == 1
+    assert row["duration_ns"] is None  # the section export carries no duration
+    # 43,520 FLOP/cycle × 2.01 GHz and 128 B/cycle × 13.78 GHz (formats.md §1.6).
+    assert row["peak_fp32_flop_per_s"] == pytest.approx(43_520 * 2.01e9)
+    assert row["peak_dram_bytes_per_s"] == pytest.approx(128 * 13.78e9)
+    assert row["fp32_flop_per_s"] == pytest.approx(72.76 * 2.01e9)
+    assert row["dram_bytes_per_s"] == pytest.approx(156.55e9)
+
+
+def test_2019_sizes_come_from_launch_statistics_rows(realdata_file):
+    frame = load_trace(realdata_file("ncu_details/ncu2019.5_v100_aws_bfs_small_xplacer.log")).kernels
+    first = frame.row(0, named=True)
+    assert first["block_size"] == "512" and first["grid_size"] == "8"
+    assert first["waves_per_sm"] == 0.03
+    assert first["device_name"] is None and first["compute_capability"] is None
+
+
+def test_thousands_separators_do_not_change_values(realdata_file):
+    plain = load_trace(realdata_file("ncu_details/ncu2019.5_v100_aws_cfd_stdout_mixed_xplacer.log")).kernels
+    grouped = load_trace(realdata_file("ncu_details/ncu2019.5_v100_aws_cfd_thousands_sep_xplacer.log")).kernels
+    assert plain["dram_clock_hz"][0] == pytest.approx(768_683_274.02)
+    assert grouped["dram_clock_hz"][0] == pytest.approx(795_373_665.48)
+    assert grouped["sm_clock_hz"][0] == pytest.approx(1_177_954_478.05)
+
+
+@pytest.mark.parametrize("sample", sorted(p.name for p in (__import__("conftest").SAMPLES / "ncu").glob("*.csv")))
+def test_bundled_samples_parse(sample):
+    from conftest import SAMPLES
+
+    path = SAMPLES / "ncu" / sample
+    assert detect_format(path) in (TraceFormat.NCU_DETAILS, TraceFormat.NCU_RAW)
+    assert load_trace(path).kernels.height > 0
+
+
+@pytest.mark.parametrize(
+    ("name", "short"),
+    [
+        ("cuda_compute_step_factor(int,float*,float*,float*)", "cuda_compute_step_factor"),
+        ("void Kernel2<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_256x128_32x3_tn_align8>(Params)", "Kernel2"),
+        ("void elementwise_kernel<128, 4, void gpu_kernel_impl_nocast<CUDAFunctor_add<BFloat16>>(TensorIteratorBase &, const T1 &)::[lambda(int) (instance 1)]>(int, T3)", "elementwise_kernel"),
+        ("enable_if<!T7, void>::type kernel<int, int, __nv_bfloat16>(T13)", "kernel"),
+        ("void cutlass::Kernel2<x>(T1::Params)", "Kernel2"),
+        ("calc_energy", "calc_energy"),
+    ],
+)
+def test_short_kernel_name(name, short):
+    assert short_kernel_name(name) == short
