@@ -9,9 +9,10 @@ from typing import Any
 import polars as pl
 
 from traceview.analyzer.devices import GpuSpec, find_by_compute_capability, find_by_name, lookup_gpu
+from traceview.analyzer.jetson import Board, Telemetry, analyze_telemetry
 from traceview.analyzer.ranking import rank_kernels
 from traceview.analyzer.roofline import RECOMMENDATIONS, classify_launch
-from traceview.parsers.schema import MEMORY_LEVELS, PRECISIONS
+from traceview.parsers.schema import KERNELS, MEMORY_LEVELS, PRECISIONS
 
 PEAK_KEYS = tuple(f"peak_{p}_flop_per_s" for p in PRECISIONS) + tuple(f"peak_{m}_bytes_per_s" for m in MEMORY_LEVELS)
 
@@ -51,6 +52,7 @@ class Analysis:
     launches: pl.DataFrame  # one row per launch, KERNELS + verdict columns
     kernels: pl.DataFrame  # one row per kernel name, ranked
     notes: list[str] = field(default_factory=list)
+    telemetry: Telemetry | None = None  # tegrastats logs
 
     @property
     def total_duration_ns(self) -> float | None:
@@ -171,3 +173,29 @@ def analyze(kernels: pl.DataFrame, source: Source, gpu: str | None = None) -> An
     if any(p.source == "profile" for p in device.peaks.values()):
         notes.append("peaks marked 'profile' are measured by Nsight Compute at the clocks of the run (peak per cycle × clock)")
     return Analysis(source, device, launches, rank_kernels(launches), notes)
+
+
+def analyze_samples(
+    samples: pl.DataFrame,
+    source: Source,
+    board: Board | None = None,
+    interval_s: float = 1.0,
+    tokens: int | None = None,
+    skipped_lines: int = 0,
+    skipped_examples: list[tuple[int, str]] | None = None,
+) -> Analysis:
+    """Return the analysis of a tegrastats log: telemetry summary and findings, no kernels."""
+    telemetry = analyze_telemetry(samples, interval_s, board, tokens, skipped_lines, skipped_examples)
+    board = telemetry.board
+    spec = find_by_name(board.key) if board else None
+    peaks = {key: Peak(None, None) for key in PEAK_KEYS}
+    if board:
+        peaks["peak_dram_bytes_per_s"] = Peak(board.peak_bytes_per_s, "table")
+    if spec and spec.fp32_flop_per_s:
+        peaks["peak_fp32_flop_per_s"] = Peak(spec.fp32_flop_per_s, "table")
+    device = Device(board.name if board else None, spec.compute_capability if spec else None, spec, telemetry.board_identified, peaks)
+    launches = with_verdicts(pl.DataFrame(schema=KERNELS), device)
+    notes = []
+    if skipped_lines:
+        notes.append(f"skipped {skipped_lines} line(s) that are not tegrastats samples")
+    return Analysis(source, device, launches, rank_kernels(launches), notes, telemetry)

@@ -8,24 +8,32 @@ from pathlib import Path
 import polars as pl
 
 from traceview.errors import TraceFormatError
-from traceview.parsers import ncu_csv
+from traceview.parsers import ncu_csv, tegrastats
 from traceview.parsers.sniff import TraceFormat, detect_format, unsupported
 
 
 @dataclass(frozen=True)
 class Trace:
-    """A parsed input: its detected format and its kernel launches (schema.KERNELS)."""
+    """A parsed input: its detected format and its kernel launches (KERNELS) or telemetry samples (TELEMETRY)."""
 
     path: Path
     format: TraceFormat
-    kernels: pl.DataFrame
+    kernels: pl.DataFrame | None = None
     profiler: str | None = None  # which profiler (and version, where known) wrote it
+    samples: pl.DataFrame | None = None
+    skipped: tegrastats.ParseReport | None = None
 
 
-def load_trace(path: str | Path) -> Trace:
-    """Return the parsed trace; raises TraceFormatError with a fix for anything unreadable."""
+def load_trace(path: str | Path, interval_s: float = 1.0) -> Trace:
+    """Return the parsed trace; raises TraceFormatError with a fix for anything unreadable.
+
+    interval_s is the tegrastats sampling interval, used where the log has no timestamps.
+    """
     path = Path(path)
     fmt = detect_format(path)
+    if fmt is TraceFormat.TEGRASTATS:
+        samples, report = tegrastats.parse(path, interval_s)
+        return Trace(path, fmt, profiler="tegrastats", samples=samples, skipped=report)
     if fmt in (TraceFormat.NCU_DETAILS, TraceFormat.NCU_RAW):
         header = ncu_csv.find_header(path)
         if header is None:  # detect_format found one, so the file changed underneath us

@@ -67,3 +67,30 @@ def conform(frame: pl.DataFrame, schema: pl.Schema) -> pl.DataFrame:
         for name, dtype in schema.items()
     ]
     return frame.select(columns)
+
+
+TEMPERATURE = pl.Struct({"name": pl.String, "celsius": pl.Float64})
+RAIL = pl.Struct({"name": pl.String, "current_mw": pl.Float64, "average_mw": pl.Float64, "max_mw": pl.Float64})
+
+# One row per tegrastats sample. Per-core, per-GPC, temperature and rail lists vary by board, so they are lists.
+TELEMETRY = pl.Schema(
+    {
+        "sample": pl.Int64,
+        "line_number": pl.Int64,
+        "timestamp": pl.Datetime("ms"),  # null when the log has no timestamp prefix
+        "time_s": pl.Float64,  # from the timestamps, else sample index × --interval
+        "ram_used_mb": pl.Float64,
+        "ram_total_mb": pl.Float64,
+        "swap_used_mb": pl.Float64,
+        "swap_total_mb": pl.Float64,
+        "cpu_load_pct": pl.List(pl.Float64),  # null entry = core off
+        "cpu_mhz": pl.List(pl.Float64),
+        "emc_pct": pl.Float64,  # memory controller utilisation at the current EMC clock; null without root
+        "emc_mhz": pl.Float64,
+        "gpu_pct": pl.Float64,  # GR3D utilisation
+        "gpu_mhz_per_gpc": pl.List(pl.Float64),
+        "gpu_mhz": pl.Float64,  # the highest GPC clock
+        "temperatures": pl.List(TEMPERATURE),
+        "rails": pl.List(RAIL),
+    }
+)

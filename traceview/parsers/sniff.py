@@ -15,6 +15,7 @@ class TraceFormat(str, Enum):
     NCU_RAW = "ncu-csv-raw"
     NCU_REP = "ncu-rep"
     NSYS_SQLITE = "nsys-sqlite"
+    TEGRASTATS = "tegrastats"
 
 
 _NOT_YET = {
@@ -56,13 +57,17 @@ def detect_format(path: str | Path) -> TraceFormat:
     from traceview.parsers.ncu_csv import find_header  # local: sniff stays importable on its own
 
     if b"\x00" not in head:
+        from traceview.parsers.tegrastats import looks_like_tegrastats
+
+        if looks_like_tegrastats(head):
+            return TraceFormat.TEGRASTATS
         header = find_header(path)
         if header is not None:
             return TraceFormat.NCU_RAW if header.page == "raw" else TraceFormat.NCU_DETAILS
         raise UnknownFormatError(
             path,
-            "not a supported trace: no Nsight Compute CSV header (\"ID\",\"Process ID\",...) found",
-            "pass an `ncu --csv` export (details or raw page)",
+            "not a supported trace: neither an Nsight Compute CSV (no \"ID\",\"Process ID\",... header) nor a tegrastats log",
+            "pass an `ncu --csv` export (details or raw page) or a `tegrastats --logfile` log",
         )
     raise UnknownFormatError(path, "binary file of an unknown kind", "pass an `ncu --csv` export (details or raw page)")
 

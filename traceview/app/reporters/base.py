@@ -114,6 +114,35 @@ def source_record(analysis: Analysis) -> dict[str, Any]:
     }
 
 
+def telemetry_record(analysis: Analysis) -> dict[str, Any] | None:
+    """Return the tegrastats summary as plain data (bandwidth in GB/s, times in s, power in W), or None."""
+    t = analysis.telemetry
+    if t is None:
+        return None
+    return {
+        "board": t.board.key if t.board else None,
+        "board_name": t.board.name if t.board else None,
+        "board_identified": t.board_identified,
+        "peak_bandwidth_gb_s": t.board.peak_bytes_per_s / 1e9 if t.board else None,
+        "samples": t.samples,
+        "duration_s": t.duration_s,
+        "interval_s": t.interval_s,
+        "skipped_lines": t.stray_lines,
+        "skipped_examples": [{"line": n, "text": text} for n, text in t.stray_examples],
+        "emc_samples": t.emc_samples,
+        "bandwidth_gb_s": t.bandwidth_gb_s,
+        "bandwidth_pct_of_peak": t.bandwidth_pct_of_peak,
+        "gpu_util_pct": t.gpu_pct,
+        "mean_power_w": t.mean_power_w,
+        "energy_j": t.energy_j,
+        "energy_per_token_j": t.energy_per_token_j,
+        "findings": [
+            {"kind": f.kind, "message": f.message, "start_s": f.start_s, "duration_s": f.duration_s, "evidence": f.evidence}
+            for f in t.findings
+        ],
+    }
+
+
 def report_data(analysis: Analysis, options: ReportOptions) -> dict[str, Any]:
     """Return the whole JSON contract as plain data."""
     data: dict[str, Any] = {
@@ -124,6 +153,9 @@ def report_data(analysis: Analysis, options: ReportOptions) -> dict[str, Any]:
         "kernels": kernel_records(analysis, options.top),
         "notes": list(analysis.notes),
     }
+    telemetry = telemetry_record(analysis)
+    if telemetry is not None:
+        data["telemetry"] = telemetry
     if options.per_launch:
         data["launches"] = launch_records(analysis)
     return data

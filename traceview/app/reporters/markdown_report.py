@@ -15,6 +15,7 @@ from traceview.app.reporters.base import (
     format_pct,
     kernel_records,
     summary,
+    telemetry_record,
 )
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-!|~])")
@@ -32,6 +33,31 @@ class MarkdownReporter:
     file_extension: ClassVar[str] = ".md"
 
     def render(self, analysis: Analysis, options: ReportOptions) -> str:
+        if analysis.telemetry is not None:
+            return self._telemetry(analysis)
+        return self._kernels(analysis, options)
+
+    def _telemetry(self, analysis: Analysis) -> str:
+        t = telemetry_record(analysis)
+        assert t is not None
+        name = escape_markdown(analysis.source.path.rsplit("/", 1)[-1])
+        lines = [f"## traceview: {name}", ""]
+        lines.append(
+            f"{t['samples']} tegrastats samples over {t['duration_s']:.0f} s on "
+            f"{escape_markdown(t['board_name'] or 'an unknown board')} ({escape_markdown(t['board_identified'])})."
+        )
+        stats = [("EMC bandwidth (GB/s)", t["bandwidth_gb_s"]), ("% of board peak", t["bandwidth_pct_of_peak"]), ("GPU busy (%)", t["gpu_util_pct"])]
+        if any(s for _, s in stats):
+            lines += ["", "| | mean | p50 | p90 | p99 | max |", "|---|---:|---:|---:|---:|---:|"]
+            for label, values in stats:
+                if values:
+                    lines.append(f"| {label} | " + " | ".join(f"{values[k]:.1f}" for k in ("mean", "p50", "p90", "p99", "max")) + " |")
+        lines += ["", "**Findings**", ""]
+        lines += [f"- {escape_markdown(f['message'])}" for f in t["findings"]] or ["- none"]
+        lines += ["", f"<sub>tegrastats · sha256 {analysis.source.sha256[:12]}</sub>", ""]
+        return "\n".join(lines)
+
+    def _kernels(self, analysis: Analysis, options: ReportOptions) -> str:
         totals = summary(analysis)
         device = device_record(analysis)
         top = options.top if options.top is not None else 10

@@ -20,6 +20,7 @@ from traceview.app.reporters.base import (
     format_rate,
     kernel_records,
     summary,
+    telemetry_record,
 )
 
 BOUND_STYLES = {"memory": "cyan", "compute": "magenta", "latency": "yellow", "unknown": "dim"}
@@ -39,9 +40,44 @@ class TerminalReporter:
             highlight=False,
             soft_wrap=False,
         )
+        console.print(Text(f"{analysis.source.path}  [{analysis.source.format}]", style="bold"))
+        if analysis.telemetry is not None:
+            self._telemetry(console, analysis)
+        else:
+            self._kernels(console, analysis, options)
+        for note in analysis.notes:
+            console.print(Text(f"note: {note}", style="dim"))
+        return buffer.getvalue()
+
+    def _telemetry(self, console: Console, analysis: Analysis) -> None:
+        t = telemetry_record(analysis)
+        assert t is not None
+        console.print(Text(f"Board: {t['board_name'] or 'unknown'} — {t['board_identified']}"))
+        line = f"{t['samples']} samples over {t['duration_s']:.0f} s"
+        if t["skipped_lines"]:
+            line += f"; {t['skipped_lines']} non-sample line(s) skipped"
+        console.print(Text(line))
+        table = Table(header_style="bold")
+        for title in ("", "mean", "p50", "p90", "p99", "max"):
+            table.add_column(title, justify="left" if not title else "right")
+        rows = [("EMC bandwidth (GB/s)", t["bandwidth_gb_s"]), ("% of board peak", t["bandwidth_pct_of_peak"]), ("GPU busy (%)", t["gpu_util_pct"])]
+        for label, stats in rows:
+            if stats:
+                table.add_row(label, *(f"{stats[k]:.1f}" for k in ("mean", "p50", "p90", "p99", "max")))
+        if table.rows:
+            console.print(table)
+        if t["peak_bandwidth_gb_s"]:
+            console.print(Text(f"Board peak bandwidth: {t['peak_bandwidth_gb_s']:.1f} GB/s"))
+        console.print(Text("Findings:", style="bold"))
+        for finding in t["findings"]:
+            when = f" [at {finding['start_s']:.0f} s, {finding['duration_s']:.0f} s]" if finding["start_s"] is not None and finding["duration_s"] is not None else ""
+            console.print(Text(f"- {finding['message']}{when}"))
+        if not t["findings"]:
+            console.print(Text("- none"))
+
+    def _kernels(self, console: Console, analysis: Analysis, options: ReportOptions) -> None:
         totals = summary(analysis)
         device = device_record(analysis)
-        console.print(Text(f"{analysis.source.path}  [{analysis.source.format}]", style="bold"))
         peaks = [
             f"{key} {format_rate(peak['value'], 'FLOP/s' if 'flop' in key else 'B/s')} ({peak['source']})"
             for key, peak in device["peaks"].items()
@@ -81,6 +117,3 @@ class TerminalReporter:
         hidden = analysis.kernels.height - (options.top or analysis.kernels.height)
         if hidden > 0:
             console.print(Text(f"{hidden} more kernels (use --top to show more)", style="dim"))
-        for note in analysis.notes:
-            console.print(Text(f"note: {note}", style="dim"))
-        return buffer.getvalue()

@@ -1,0 +1,201 @@
+"""tegrastats parsing on every real log (counts and values read from the files by hand) and the findings."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from traceview.analyzer.analysis import Source, analyze_samples
+from traceview.analyzer.jetson import find_board
+from traceview.app.cli import app
+from traceview.errors import TraceFormatError
+from traceview.parsers import TraceFormat, detect_format, load_trace
+from traceview.parsers.schema import TELEMETRY
+
+# file: (samples, stray non-blank lines, blank lines)
+COUNTS = {
+    "agx_orin64_jp6_ts_Hanner123_a.log": (15, 0, 0),
+    "agx_orin64_jp7.2_r39.2_single_line_from_jetson_stats_test.txt": (1, 0, 0),
+    "mixed_tx2_tx1_xavier_oneline_each_ssaraff98.txt": (4, 1, 0),
+    "nano_pom5v_iram_csc2231.txt": (114, 0, 0),
+    "tx2_l4t28_gr3d_at0_shellprompt_putmotorsport.log": (2, 2, 1),
+    "tx2_l4t32_vddsys_dateheader_ssaraff98.txt": (432, 1, 0),
+    "tx2_nosudo_vddin_plain_log_project.log": (600, 0, 0),
+    "xavier_nx_jp5_nosudo_ts_tegra_burn.log": (103, 0, 0),
+    "xavier_nx_jp5_sudo_ts_tegra_burn.log": (2, 0, 0),
+}
+
+
+def load(realdata_file, name):
+    trace = load_trace(realdata_file(f"tegrastats/{name}"))
+    return trace.samples, trace.skipped
+
+
+@pytest.mark.parametrize("name", sorted(COUNTS))
+def test_every_log_parses_with_every_line_accounted_for(realdata_file, name):
+    samples, skipped = load(realdata_file, name)
+    count, stray, blank = COUNTS[name]
+    assert detect_format(realdata_file(f"tegrastats/{name}")) is TraceFormat.TEGRASTATS
+    assert samples.schema == TELEMETRY
+    assert samples.height == count
+    assert (skipped.stray_lines, skipped.blank_lines) == (stray, blank)
+    assert skipped.total_lines == count + stray + blank
+
+
+def rails(row):
+    return {r["name"]: (r["current_mw"], r["average_mw"], r["max_mw"]) for r in row["rails"]}
+
+
+def temps(row):
+    return {t["name"]: t["celsius"] for t in row["temperatures"]}
+
+
+def test_orin_jetpack6_values(realdata_file):
+    samples, _ = load(realdata_file, "agx_orin64_jp6_ts_Hanner123_a.log")
+    row = samples.row(0, named=True)
+    assert (row["ram_used_mb"], row["ram_total_mb"], row["swap_total_mb"]) == (17953, 62841, 31420)
+    assert (row["emc_pct"], row["emc_mhz"]) == (12, 204)
+    assert (row["gpu_pct"], row["gpu_mhz_per_gpc"], row["gpu_mhz"]) == (39, [305, 0], 305)
+    assert row["cpu_load_pct"][:2] == [7, 31] and row["cpu_load_pct"][8:] == [None] * 4  # 4 cores off
+    assert rails(row)["VDD_GPU_SOC"] == (2798, 2798, None)
+    assert temps(row)["cpu"] == 43.906 and temps(row)["tj"] == 43.906
+    assert str(row["timestamp"]) == "2025-07-21 16:33:42"
+    assert samples["time_s"].to_list()[:3] == [0.0, 1.0, 2.0]
+
+
+def test_orin_jetpack7_three_value_rails_and_two_value_temperatures(realdata_file):
+    row = load(realdata_file, "agx_orin64_jp7.2_r39.2_single_line_from_jetson_stats_test.txt")[0].row(0, named=True)
+    assert row["swap_total_mb"] is None
+    assert (row["emc_pct"], row["emc_mhz"], row["gpu_pct"], row["gpu_mhz_per_gpc"]) == (3, 3199, 12, [1300, 1300])
+    assert rails(row)["VIN_SYS_5V0"] == (5500, 5500, 5500)
+    assert temps(row)["cpu"] == 52.968
+    assert len(row["cpu_load_pct"]) == 12
+
+
+def test_tx2_root_fields_appear_at_line_421(realdata_file):
+    samples, _ = load(realdata_file, "tx2_nosudo_vddin_plain_log_project.log")
+    assert samples.filter(samples["emc_mhz"].is_not_null())["line_number"].min() == 421
+    assert samples["emc_mhz"].is_not_null().sum() == 180
+    row = samples.filter(samples["line_number"] == 421).row(0, named=True)
+    assert (row["emc_pct"], row["emc_mhz"], row["gpu_pct"], row["gpu_mhz"]) == (7, 1600, 18, 1134)
+    assert rails(row)["VDD_IN"] == (3717, 3717, None)  # mW without the unit
+
+
+def test_tx2_gpu_frequency_without_percent(realdata_file):
+    row = load(realdata_file, "tx2_l4t28_gr3d_at0_shellprompt_putmotorsport.log")[0].row(0, named=True)
+    assert row["gpu_pct"] is None and row["gpu_mhz"] == 0
+    assert row["cpu_load_pct"] == [48, None, None, 53, 43, 41]
+
+
+def test_nano_and_xavier_variants(realdata_file):
+    nano = load(realdata_file, "nano_pom5v_iram_csc2231.txt")[0].row(0, named=True)
+    assert (nano["emc_pct"], nano["emc_mhz"], nano["gpu_pct"], nano["gpu_mhz"]) == (0, 204, 0, 76)
+    assert rails(nano)["POM_5V_IN"] == (920, 920, None)
+    nx = load(realdata_file, "xavier_nx_jp5_nosudo_ts_tegra_burn.log")[0].row(0, named=True)
+    assert (nx["emc_pct"], nx["emc_mhz"], nx["gpu_pct"]) == (0, None, 22)
+    assert rails(nx)["VDD_IN"] == (5542, 5542, None)
+    nx_root = load(realdata_file, "xavier_nx_jp5_sudo_ts_tegra_burn.log")[0].row(0, named=True)
+    assert (nx_root["emc_mhz"], nx_root["gpu_mhz_per_gpc"]) == (1600, [114])
+    xavier = load(realdata_file, "mixed_tx2_tx1_xavier_oneline_each_ssaraff98.txt")[0].row(3, named=True)
+    assert rails(xavier)["SYS5V"] == (1889, 1889, None) and rails(xavier)["GPU"] == (0, 0, None)
+
+
+def test_date_header_gives_timestamps(realdata_file):
+    samples, skipped = load(realdata_file, "tx2_l4t32_vddsys_dateheader_ssaraff98.txt")
+    assert skipped.stray_examples == [(1, "Tue Jan 26 18:22:31 UTC 2021")]
+    assert str(samples["timestamp"][0]) == "2021-01-26 18:22:31"
+
+
+def run(realdata_file, name, **kwargs):
+    trace = load_trace(realdata_file(f"tegrastats/{name}"))
+    return analyze_samples(trace.samples, Source(name, "tegrastats", "", 0), **kwargs).telemetry
+
+
+def kinds(telemetry):
+    return [f.kind for f in telemetry.findings]
+
+
+def test_board_inference(realdata_file):
+    assert run(realdata_file, "agx_orin64_jp6_ts_Hanner123_a.log").board.key == "jetson-agx-orin-64gb"
+    assert run(realdata_file, "nano_pom5v_iram_csc2231.txt").board.key == "jetson-nano"
+    assert run(realdata_file, "xavier_nx_jp5_sudo_ts_tegra_burn.log").board.key == "jetson-xavier-nx"
+    assert run(realdata_file, "tx2_l4t32_vddsys_dateheader_ssaraff98.txt").board.key == "jetson-tx2"
+    mixed = run(realdata_file, "mixed_tx2_tx1_xavier_oneline_each_ssaraff98.txt")
+    assert mixed.board is None and "--device" in mixed.board_identified
+
+
+def test_orin_bandwidth_and_low_memory_clock(realdata_file):
+    telemetry = run(realdata_file, "agx_orin64_jp6_ts_Hanner123_a.log")
+    # First sample: 12% × 204 MHz × 2 × 32 B = 1.567 GB/s.
+    assert telemetry.frame["emc_bytes_per_s"][0] == pytest.approx(0.12 * 204e6 * 2 * 32)
+    assert telemetry.bandwidth_gb_s["max"] <= 204.8 * 0.05
+    assert "emc_clock_low" in kinds(telemetry)
+    low = next(f for f in telemetry.findings if f.kind == "emc_clock_low")
+    assert "jetson_clocks" in low.message and low.evidence["board_max_emc_mhz"] == 3200
+
+
+def test_findings_on_real_logs(realdata_file):
+    assert "format_change" in kinds(run(realdata_file, "tx2_nosudo_vddin_plain_log_project.log"))
+    nx = run(realdata_file, "xavier_nx_jp5_nosudo_ts_tegra_burn.log")
+    assert "no_emc_clock" in kinds(nx) and nx.bandwidth_gb_s is None
+    assert "gpu_idle_cpu_busy" in kinds(nx)
+    # PMIC's fixed 100 °C reading on TX2 is not heat.
+    assert "thermal" not in kinds(run(realdata_file, "tx2_l4t32_vddsys_dateheader_ssaraff98.txt"))
+
+
+def test_energy_per_token(realdata_file):
+    telemetry = run(realdata_file, "nano_pom5v_iram_csc2231.txt", tokens=1000)
+    assert telemetry.energy_per_token_j == pytest.approx(telemetry.energy_j / 1000)
+    assert telemetry.mean_power_w == pytest.approx(telemetry.frame["board_power_mw"].mean() / 1000)
+
+
+ORIN_LINE = ("07-25-2026 09:08:{s:02d} RAM 20642/62817MB (lfb 1x2MB) CPU [23%@2201,10%@2201] EMC_FREQ {emc}%@3199 "
+             "GR3D_FREQ {gpu}%@[1300,1300] cpu@{temp}C/52.968C gpu@47.625C/47.625C VDD_GPU_SOC 5139mW/5139mW/5139mW")
+
+
+def test_memory_bound_and_thermal_findings_on_constructed_lines(tmp_path):
+    lines = [ORIN_LINE.format(s=i, emc=85 if 2 <= i < 8 else 10, gpu=40, temp=91.5 if i == 9 else 50.0) for i in range(12)]
+    path = tmp_path / "orin.log"
+    path.write_text("\n".join(lines) + "\n")
+    trace = load_trace(path)
+    telemetry = analyze_samples(trace.samples, Source(str(path), "tegrastats", "", 0), board=find_board("agx-orin-64gb")).telemetry
+    memory = [f for f in telemetry.findings if f.kind == "memory_bound"]
+    assert len(memory) == 1
+    assert (memory[0].start_s, memory[0].duration_s) == (2.0, 6.0)
+    assert memory[0].evidence["mean_bandwidth_gb_s"] == pytest.approx(0.85 * 3199e6 * 64 / 1e9)
+    thermal = next(f for f in telemetry.findings if f.kind == "thermal")
+    assert thermal.evidence["max_temp_c"] == 91.5 and thermal.start_s == 9.0
+
+
+def test_interval_option_without_timestamps(realdata_file):
+    trace = load_trace(realdata_file("tegrastats/nano_pom5v_iram_csc2231.txt"), interval_s=0.1)
+    assert trace.samples["time_s"][10] == pytest.approx(1.0)
+
+
+def test_no_samples_is_a_clear_error(tmp_path):
+    path = tmp_path / "prompt.log"
+    path.write_text("nvidia@linux:~$ tegrastats\nRAM is great CPU [\n")
+    with pytest.raises(TraceFormatError):
+        load_trace(path)
+
+
+def test_cli_json_telemetry(realdata_file):
+    result = CliRunner().invoke(app, ["analyze", str(realdata_file("tegrastats/agx_orin64_jp6_ts_Hanner123_a.log")), "-f", "json"])
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    telemetry = data["telemetry"]
+    assert telemetry["samples"] == 15 and telemetry["board"] == "jetson-agx-orin-64gb"
+    assert telemetry["bandwidth_gb_s"]["max"] == pytest.approx(0.12 * 204e6 * 64 / 1e9, rel=0.2)
+    assert {f["kind"] for f in telemetry["findings"]} >= {"emc_clock_low", "energy"}
+    assert data["kernels"] == []
+
+
+def test_cli_table_and_device_option(realdata_file):
+    path = str(realdata_file("tegrastats/mixed_tx2_tx1_xavier_oneline_each_ssaraff98.txt"))
+    result = CliRunner().invoke(app, ["analyze", path, "--device", "tx2"])
+    assert result.exit_code == 0
+    assert "Jetson TX2" in result.stdout and "named with --device" in result.stdout
+    bad = CliRunner().invoke(app, ["analyze", path, "--device", "orin-ultra"])
+    assert bad.exit_code == 1 and bad.stderr.startswith("Error: unknown Jetson board")

@@ -1,0 +1,89 @@
+"""LLM decode ceiling: tokens/s that memory bandwidth allows, and memory-bandwidth utilisation (MBU). Pure.
+
+Decode reads every weight once per step and each sequence's KV cache once per token (peers.md §3.5):
+  bytes per step  = weights + batch × KV bytes per sequence
+  KV per sequence = 2 (K and V) × layers × kv_heads × head_dim × context × kv_bits / 8
+  ceiling         = bandwidth / bytes per step steps/s; × batch tokens/s in aggregate
+  MBU             = measured tokens/s × bytes per token / bandwidth
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from traceview.errors import UsageError
+
+_SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?\d+)?)\s*([kmgtp]?)(i?)(b|bytes?)?\s*(/s|ps)?\s*$", re.IGNORECASE)
+_COUNT = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?\d+)?)\s*([kmbt]?)\s*$", re.IGNORECASE)
+_PREFIX = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12, "p": 1e15}
+_BINARY = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40, "p": 2**50}
+
+
+def parse_bytes(text: str, what: str = "size") -> float:
+    """Return bytes from `4.2GB`, `3.56 GiB`, `4200MB`, `3.35TB/s` (decimal unless `i`), or a plain number."""
+    match = _SIZE.match(str(text))
+    if not match:
+        raise UsageError(f"cannot read {what} {text!r} — write it like 4.2GB, 3.56GiB or 3.35TB/s")
+    number, prefix, binary, _, _ = match.groups()
+    scale = _BINARY[prefix.lower()] if binary else _PREFIX[prefix.lower()]
+    return float(number) * scale
+
+
+def parse_count(text: str) -> float:
+    """Return a parameter count from `7B`, `6.74b`, `70B`, `1.5T`, `350M` or a plain number."""
+    match = _COUNT.match(str(text))
+    if not match:
+        raise UsageError(f"cannot read parameter count {text!r} — write it like 7B, 6.74B or 350M")
+    number, suffix = match.groups()
+    return float(number) * {"": 1.0, "k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}[suffix.lower()]
+
+
+def kv_cache_bytes(layers: int, kv_heads: int, head_dim: int, context: int, kv_bits: float = 16) -> float:
+    """Return the KV-cache bytes one sequence reads per decoded token at this context length."""
+    return 2 * layers * kv_heads * head_dim * context * kv_bits / 8
+
+
+@dataclass(frozen=True)
+class DecodeCeiling:
+    """Bytes per decode step and the tokens/s that bandwidth allows; MBU when a measured rate is given."""
+
+    weight_bytes: float
+    kv_bytes_per_sequence: float
+    batch: int
+    bandwidth_bytes_per_s: float
+    bytes_per_step: float
+    bytes_per_token: float  # bytes moved per generated token (weights shared across the batch)
+    ceiling_tokens_per_s: float  # aggregate over the batch
+    ceiling_tokens_per_s_per_sequence: float
+    measured_tokens_per_s: float | None = None
+    achieved_bytes_per_s: float | None = None
+    mbu_pct: float | None = None
+    warning: str | None = None
+
+
+def decode_ceiling(
+    weight_bytes: float,
+    bandwidth_bytes_per_s: float,
+    kv_bytes_per_sequence: float = 0.0,
+    batch: int = 1,
+    measured_tokens_per_s: float | None = None,
+) -> DecodeCeiling:
+    """Return the decode ceiling for these bytes and bandwidth; with a measured aggregate rate, its MBU."""
+    if weight_bytes <= 0 or bandwidth_bytes_per_s <= 0 or batch < 1:
+        raise UsageError("weights and bandwidth must be positive and the batch at least 1")
+    per_step = weight_bytes + batch * kv_bytes_per_sequence
+    per_token = per_step / batch
+    steps = bandwidth_bytes_per_s / per_step
+    achieved = mbu = None
+    warning = None
+    if measured_tokens_per_s is not None:
+        achieved = measured_tokens_per_s * per_token
+        mbu = 100.0 * achieved / bandwidth_bytes_per_s
+        if mbu > 100.0:
+            warning = (
+                f"MBU {mbu:.0f}% is above 100%: the inputs are wrong — bytes per token too high (weights not all read "
+                "per token: MoE, tied or skipped layers?), wrong bandwidth (another SKU?), or the rate is not decode-only"
+            )
+    return DecodeCeiling(weight_bytes, kv_bytes_per_sequence, batch, bandwidth_bytes_per_s, per_step, per_token,
+                         steps * batch, steps, measured_tokens_per_s, achieved, mbu, warning)

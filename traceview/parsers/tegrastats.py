@@ -1,0 +1,147 @@
+"""Jetson `tegrastats` logs → one row per sample (schema.TELEMETRY), streamed in batches.
+
+Every variant seen (formats.md §4): Nano, TX1, TX2 (L4T 28/32), Xavier, Xavier NX, AGX Orin JetPack 5/6/7; root and
+non-root runs; rails with or without `mW`, two or three values; one- or two-value temperatures in either case;
+optional timestamp prefix; format changes mid-file. Lines without `RAM n/nMB` (shell prompts, `date` output) are
+skipped and counted. Tokens are found by anchored regexes, never by position.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+import polars as pl
+
+from traceview.errors import TraceFormatError
+from traceview.parsers.schema import TELEMETRY, conform
+
+SAMPLE_MARKER = re.compile(rb"\bRAM \d+/\d+MB")
+_BATCH_LINES = 100_000
+_DATE_LINE = re.compile(r"^[A-Z][a-z]{2} [A-Z][a-z]{2} +\d{1,2} \d{2}:\d{2}:\d{2} \w+ \d{4}$")
+
+_TIMESTAMP = r"^(\d{2}-\d{2}-\d{4} \d{2}:\d{2}:\d{2})\s"
+_RAM = r"\bRAM (\d+)/(\d+)MB"
+_SWAP = r"\bSWAP (\d+)/(\d+)MB"
+_CPU = r"\bCPU \[([^\]]*)\]"
+_EMC = r"\bEMC_FREQ (\d+)%(?:@(\d+))?"
+_GR3D = r"\bGR3D_FREQ (?:(\d+)%)?(?:@\[?([\d,]+)\]?)?"
+# NAME@41.5C or name@52.968C/52.968C (JetPack 7 adds a second value).
+_TEMP = r"(?:^|\s)([A-Za-z][A-Za-z0-9_]*)@(-?\d+(?:\.\d+)?)C(?:/-?\d+(?:\.\d+)?C)?"
+# NAME cur/avg[/max], in mW whether or not the unit is printed. `RAM 1/2MB` fails on the trailing "MB".
+_RAIL = r"\b([A-Z][A-Z0-9_]*) (\d+)(?:mW)?/(\d+)(?:mW)?(?:/(\d+)(?:mW)?)?(?:\s|$)"
+
+
+@dataclass
+class ParseReport:
+    """What the parser skipped: stray lines (with a few examples) and the date header if any."""
+
+    total_lines: int = 0
+    blank_lines: int = 0
+    stray_lines: int = 0
+    stray_examples: list[tuple[int, str]] = field(default_factory=list)
+    date_header: datetime | None = None
+
+
+def _batches(path: Path, report: ParseReport) -> Iterator[tuple[list[int], list[str]]]:
+    numbers: list[int] = []
+    lines: list[str] = []
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            report.total_lines = number
+            if SAMPLE_MARKER.search(raw):
+                numbers.append(number)
+                lines.append(raw.decode("utf-8", errors="replace").strip())
+                if len(lines) >= _BATCH_LINES:
+                    yield numbers, lines
+                    numbers, lines = [], []
+                continue
+            text = raw.decode("utf-8", errors="replace").strip()
+            if not text:
+                report.blank_lines += 1
+                continue
+            if b"\x00" in raw:
+                raise TraceFormatError(path, "binary data in a tegrastats log", "pass the text log that tegrastats --logfile wrote", line=number)
+            report.stray_lines += 1
+            if len(report.stray_examples) < 5:
+                report.stray_examples.append((number, text[:120]))
+            if report.date_header is None and not lines and not numbers and _DATE_LINE.match(text):
+                try:
+                    report.date_header = datetime.strptime(" ".join(text.split()), "%a %b %d %H:%M:%S %Z %Y")
+                except ValueError:
+                    pass
+    if lines:
+        yield numbers, lines
+
+
+def _parse_batch(numbers: list[int], lines: list[str]) -> pl.DataFrame:
+    text = pl.col("line")
+    frame = pl.DataFrame({"line_number": numbers, "line": lines}, schema={"line_number": pl.Int64, "line": pl.String})
+
+    def integer(pattern: str, group: int) -> pl.Expr:
+        return text.str.extract(pattern, group).cast(pl.Float64)
+
+    cpu_entries = text.str.extract(_CPU, 1).str.split(",")
+    gr3d_clocks = text.str.extract(_GR3D, 2).str.split(",").list.eval(pl.element().cast(pl.Float64, strict=False))
+    temps = text.str.extract_all(_TEMP).list.eval(
+        pl.struct(
+            pl.element().str.extract(_TEMP, 1).alias("name"),
+            pl.element().str.extract(_TEMP, 2).cast(pl.Float64).alias("celsius"),
+        )
+    )
+    rails = text.str.extract_all(_RAIL).list.eval(
+        pl.struct(
+            pl.element().str.extract(_RAIL, 1).alias("name"),
+            pl.element().str.extract(_RAIL, 2).cast(pl.Float64).alias("current_mw"),
+            pl.element().str.extract(_RAIL, 3).cast(pl.Float64).alias("average_mw"),
+            pl.element().str.extract(_RAIL, 4).cast(pl.Float64).alias("max_mw"),
+        )
+    )
+    return frame.select(
+        "line_number",
+        text.str.extract(_TIMESTAMP, 1).str.strptime(pl.Datetime("ms"), "%m-%d-%Y %H:%M:%S", strict=False).alias("timestamp"),
+        integer(_RAM, 1).alias("ram_used_mb"),
+        integer(_RAM, 2).alias("ram_total_mb"),
+        integer(_SWAP, 1).alias("swap_used_mb"),
+        integer(_SWAP, 2).alias("swap_total_mb"),
+        cpu_entries.list.eval(pl.element().str.extract(r"^(\d+)%", 1).cast(pl.Float64)).alias("cpu_load_pct"),
+        cpu_entries.list.eval(pl.element().str.extract(r"@(\d+)", 1).cast(pl.Float64)).alias("cpu_mhz"),
+        integer(_EMC, 1).alias("emc_pct"),
+        integer(_EMC, 2).alias("emc_mhz"),
+        integer(_GR3D, 1).alias("gpu_pct"),
+        gr3d_clocks.alias("gpu_mhz_per_gpc"),
+        gr3d_clocks.list.max().alias("gpu_mhz"),
+        temps.alias("temperatures"),
+        rails.alias("rails"),
+    )
+
+
+def parse(path: str | Path, interval_s: float = 1.0) -> tuple[pl.DataFrame, ParseReport]:
+    """Return one row per sample (TELEMETRY schema; time_s from the timestamps, else index × interval_s)."""
+    path = Path(path)
+    report = ParseReport()
+    parts = [_parse_batch(numbers, lines) for numbers, lines in _batches(path, report)]
+    if not parts:
+        raise TraceFormatError(
+            path,
+            f"no tegrastats samples (no line with `RAM used/totalMB`) in {report.total_lines} lines",
+            "pass the log that `tegrastats --logfile FILE` wrote",
+        )
+    frame = pl.concat(parts, rechunk=True).with_row_index("sample", offset=0)
+    first = frame["timestamp"].drop_nulls().first()
+    if frame["timestamp"].null_count() == 0 and first is not None:
+        time_s = (pl.col("timestamp") - pl.lit(first)).dt.total_milliseconds() / 1000.0
+    else:
+        time_s = pl.col("sample").cast(pl.Float64) * interval_s
+        if report.date_header is not None:
+            frame = frame.with_columns(timestamp=pl.lit(report.date_header) + pl.duration(milliseconds=pl.col("sample") * int(interval_s * 1000)))
+    frame = frame.with_columns(time_s.alias("time_s"), pl.col("sample").cast(pl.Int64))
+    return conform(frame, TELEMETRY), report
+
+
+def looks_like_tegrastats(head: bytes) -> bool:
+    """Return True when the first bytes of a file hold a tegrastats sample line."""
+    return bool(SAMPLE_MARKER.search(head)) and (b"CPU [" in head or b"cpu [" in head)
