@@ -102,10 +102,10 @@ def with_bandwidth(samples: pl.DataFrame, board: Board | None) -> pl.DataFrame:
     # Boards with a true input rail (VDD_IN on TX1/TX2/Xavier NX/Orin NX, POM_5V_IN on Nano) report it; AGX Orin
     # and AGX Xavier split the module into rails that add up, except VDDQ_VDD2_1V8AO, which VIN_SYS_5V0 contains.
     input_power = rails.list.eval(
-        pl.element().filter(pl.element().struct.field("name").is_in(list(INPUT_RAILS))).struct.field("current_mw")
+        pl.element().filter(pl.element().struct.field("name").cast(pl.String).is_in(list(INPUT_RAILS))).struct.field("current_mw")
     ).list.first()
     summed_power = rails.list.eval(
-        pl.element().filter(~pl.element().struct.field("name").is_in(list(OVERLAPPING_RAILS))).struct.field("current_mw")
+        pl.element().filter(~pl.element().struct.field("name").cast(pl.String).is_in(list(OVERLAPPING_RAILS))).struct.field("current_mw")
     ).list.sum()
     return samples.with_columns(
         (pl.col("emc_pct") / 100 * pl.col("emc_mhz") * 1e6 * DDR * bus).alias("emc_bytes_per_s")
@@ -119,7 +119,7 @@ def with_bandwidth(samples: pl.DataFrame, board: Board | None) -> pl.DataFrame:
         pl.col("temperatures").list.eval(
             pl.element().struct.field("celsius").filter(
                 (pl.element().struct.field("celsius") > -200)
-                & (pl.element().struct.field("name").str.to_uppercase() != "PMIC")
+                & (pl.element().struct.field("name").cast(pl.String).str.to_uppercase() != "PMIC")
             )
         ).list.max().alias("max_temp_c"),
     )

@@ -69,8 +69,9 @@ def conform(frame: pl.DataFrame, schema: pl.Schema) -> pl.DataFrame:
     return frame.select(columns)
 
 
-TEMPERATURE = pl.Struct({"name": pl.String, "celsius": pl.Float64})
-RAIL = pl.Struct({"name": pl.String, "current_mw": pl.Float64, "average_mw": pl.Float64, "max_mw": pl.Float64})
+# Sensor and rail names repeat on every sample: categorical keeps a day-long log small.
+TEMPERATURE = pl.Struct({"name": pl.Categorical, "celsius": pl.Float64})
+RAIL = pl.Struct({"name": pl.Categorical, "current_mw": pl.Float64, "average_mw": pl.Float64, "max_mw": pl.Float64})
 
 # One row per tegrastats sample. Per-core, per-GPC, temperature and rail lists vary by board, so they are lists.
 TELEMETRY = pl.Schema(
