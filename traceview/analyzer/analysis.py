@@ -10,6 +10,7 @@ import polars as pl
 
 from traceview.analyzer.devices import GpuSpec, find_by_compute_capability, find_by_name, lookup_gpu
 from traceview.analyzer.jetson import Board, Telemetry, analyze_telemetry
+from traceview.analyzer.llm import LlmAnalysis, analyze_runs
 from traceview.analyzer.ranking import rank_kernels
 from traceview.analyzer.roofline import RECOMMENDATIONS, classify_launch
 from traceview.parsers.schema import KERNELS, MEMORY_LEVELS, PRECISIONS
@@ -53,6 +54,7 @@ class Analysis:
     kernels: pl.DataFrame  # one row per kernel name, ranked
     notes: list[str] = field(default_factory=list)
     telemetry: Telemetry | None = None  # tegrastats logs
+    llm: LlmAnalysis | None = None  # llama.cpp outputs
 
     @property
     def total_duration_ns(self) -> float | None:
@@ -199,3 +201,30 @@ def analyze_samples(
     if skipped_lines:
         notes.append(f"skipped {skipped_lines} line(s) that are not tegrastats samples")
     return Analysis(source, device, launches, rank_kernels(launches), notes, telemetry)
+
+
+def analyze_llama(
+    runs: pl.DataFrame,
+    source: Source,
+    gpu: str | None = None,
+    bandwidth_bytes_per_s: float | None = None,
+    weight_bytes: float | None = None,
+) -> Analysis:
+    """Return the analysis of llama.cpp measurements: MBU of decode, prefill against compute, scaling findings."""
+    spec = lookup_gpu(gpu) if gpu else None
+    llm = analyze_runs(runs, spec, bandwidth_bytes_per_s, weight_bytes)
+    names = [n for n in runs["device_name"].unique().drop_nulls().to_list()]
+    if spec is None and len(names) == 1:
+        spec = find_by_name(names[0])
+    if gpu:
+        how = f"chosen with --gpu {gpu}"
+    elif names:
+        how = "named in the output (gpu_info / Device 0)" + ("" if spec else "; not in the GPU table, use --gpu or --bandwidth")
+    else:
+        how = "the output names no device; use --gpu NAME or --bandwidth for MBU"
+    peaks = {key: Peak(_table_peak(spec, key), "table" if _table_peak(spec, key) else None) for key in PEAK_KEYS}
+    if bandwidth_bytes_per_s:
+        peaks["peak_dram_bytes_per_s"] = Peak(bandwidth_bytes_per_s, "--bandwidth")
+    device = Device(spec.name if spec else (names[0] if names else None), spec.compute_capability if spec else None, spec, how, peaks)
+    launches = with_verdicts(pl.DataFrame(schema=KERNELS), device)
+    return Analysis(source, device, launches, rank_kernels(launches), [], llm=llm)

@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from traceview import __version__
-from traceview.analyzer.analysis import Analysis, Source, analyze, analyze_samples
+from traceview.analyzer.analysis import Analysis, Source, analyze, analyze_llama, analyze_samples
 from traceview.analyzer.decode import decode_ceiling, kv_cache_bytes, parse_bytes, parse_count
 from traceview.analyzer.devices import GPUS, find_by_name
 from traceview.analyzer.jetson import Board, find_board
@@ -70,7 +70,12 @@ def _sha256(path: Path) -> str:
 
 
 def run_analysis(
-    path: Path, gpu: str | None, interval_s: float = 1.0, tokens: int | None = None
+    path: Path,
+    gpu: str | None,
+    interval_s: float = 1.0,
+    tokens: int | None = None,
+    weights: str | None = None,
+    bandwidth: str | None = None,
 ) -> Analysis:
     """Parse and analyze one trace file (the main job, shared by every command that reads a trace)."""
     trace = load_trace(path, interval_s=interval_s)
@@ -81,6 +86,12 @@ def run_analysis(
         return analyze_samples(
             trace.samples, source, board, interval_s, tokens,
             skipped.stray_lines if skipped else 0, skipped.stray_examples if skipped else None,
+        )
+    if trace.runs is not None:
+        return analyze_llama(
+            trace.runs, source, gpu,
+            parse_bytes(bandwidth, "bandwidth") if bandwidth else None,
+            parse_bytes(weights, "weights") if weights else None,
         )
     assert trace.kernels is not None
     return analyze(trace.kernels, source, gpu=gpu)
@@ -120,7 +131,7 @@ def write_output(text: str, output: Path | None, force: bool) -> None:
 @app.command("analyze")
 @user_errors
 def analyze_command(
-    file: Annotated[Path, typer.Argument(help="An Nsight Compute CSV export (details or raw page) or a tegrastats log; detected from content.")],
+    file: Annotated[Path, typer.Argument(help="An Nsight Compute CSV export, a tegrastats log, or llama-bench / llama.cpp timing output; detected from content.")],
     gpu: Annotated[str | None, typer.Option("--gpu", "--device", help="GPU or Jetson board for peaks (see `traceview gpus`); default: from the profile or log.")] = None,
     top: Annotated[int | None, typer.Option("--top", min=1, help="Show only the N kernels with the most recoverable time.")] = None,
     output_format: Annotated[OutputFormat | None, typer.Option("--format", "-f", help="table (terminal), json or md; default from -o's extension, else table.")] = None,
@@ -129,12 +140,14 @@ def analyze_command(
     per_launch: Annotated[bool, typer.Option("--per-launch", help="JSON: also list every launch with its verdict.")] = False,
     interval: Annotated[float, typer.Option("--interval", min=0.001, help="tegrastats: seconds between samples when the log has no timestamps.")] = 1.0,
     tokens: Annotated[int | None, typer.Option("--tokens", min=1, help="tegrastats: tokens generated during the log, for energy per token.")] = None,
+    weights: Annotated[str | None, typer.Option("--weights", help="llama.cpp: bytes read per decoded token (default: the model size the output reports).")] = None,
+    bandwidth: Annotated[str | None, typer.Option("--bandwidth", help="llama.cpp: memory bandwidth for MBU, e.g. 1008GB/s (default: the device's).")] = None,
 ) -> None:
     """Label every kernel compute-, memory- or latency-bound and rank them by recoverable time."""
     fmt = _infer_format(output, output_format)
     if output is not None and output.exists() and not force:
         raise UsageError(f"{output} already exists — pass --force to overwrite it, or choose another -o path")
-    analysis = run_analysis(file, gpu, interval, tokens)
+    analysis = run_analysis(file, gpu, interval, tokens, weights, bandwidth)
     color = fmt is OutputFormat.table and output is None and sys.stdout.isatty()
     width = Console().width if color else 160
     options = ReportOptions(top=top, per_launch=per_launch, color=color, width=width, command_line=shlex.join(["traceview", *sys.argv[1:]]))

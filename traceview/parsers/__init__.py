@@ -8,7 +8,7 @@ from pathlib import Path
 import polars as pl
 
 from traceview.errors import TraceFormatError
-from traceview.parsers import ncu_csv, tegrastats
+from traceview.parsers import llama_cpp, ncu_csv, tegrastats
 from traceview.parsers.sniff import TraceFormat, detect_format, unsupported
 
 
@@ -22,6 +22,7 @@ class Trace:
     profiler: str | None = None  # which profiler (and version, where known) wrote it
     samples: pl.DataFrame | None = None
     skipped: tegrastats.ParseReport | None = None
+    runs: pl.DataFrame | None = None  # llama.cpp measurements (LLAMA_RUNS)
 
 
 def load_trace(path: str | Path, interval_s: float = 1.0) -> Trace:
@@ -34,6 +35,8 @@ def load_trace(path: str | Path, interval_s: float = 1.0) -> Trace:
     if fmt is TraceFormat.TEGRASTATS:
         samples, report = tegrastats.parse(path, interval_s)
         return Trace(path, fmt, profiler="tegrastats", samples=samples, skipped=report)
+    if fmt.value.startswith("llama-"):
+        return Trace(path, fmt, profiler="llama.cpp", runs=llama_cpp.parse(path))
     if fmt in (TraceFormat.NCU_DETAILS, TraceFormat.NCU_RAW):
         header = ncu_csv.find_header(path)
         if header is None:  # detect_format found one, so the file changed underneath us

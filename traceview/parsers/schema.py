@@ -95,3 +95,31 @@ TELEMETRY = pl.Schema(
         "rails": pl.List(RAIL),
     }
 )
+
+
+# One row per llama.cpp measurement: a llama-bench row, or the prefill / decode part of a run's timing lines.
+LLAMA_RUNS = pl.Schema(
+    {
+        "format": pl.String,  # llama-bench-md, llama-bench-csv, llama-bench-json, llama-timings
+        "run": pl.Int64,
+        "table": pl.Int64,  # which table (bench md) or run (timings) in the file
+        "line_number": pl.Int64,
+        "model": pl.String,
+        "model_size_bytes": pl.Float64,
+        "model_params": pl.Float64,
+        "backend": pl.String,
+        "n_gpu_layers": pl.Int64,
+        "test": pl.String,  # pp512, tg128, pp512+tg128
+        "phase": pl.String,  # prefill, decode, mixed
+        "n_prompt": pl.Int64,
+        "n_gen": pl.Int64,
+        "duration_ms": pl.Float64,
+        "tokens_per_s": pl.Float64,
+        "tokens_per_s_stddev": pl.Float64,
+        "device_name": pl.String,
+        "compute_capability": pl.String,
+        "cpu_info": pl.String,
+        "build": pl.String,
+        "options": pl.String,  # other columns as k=v; ...
+    }
+)

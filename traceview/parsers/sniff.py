@@ -16,6 +16,10 @@ class TraceFormat(str, Enum):
     NCU_REP = "ncu-rep"
     NSYS_SQLITE = "nsys-sqlite"
     TEGRASTATS = "tegrastats"
+    LLAMA_BENCH_MD = "llama-bench-md"
+    LLAMA_BENCH_CSV = "llama-bench-csv"
+    LLAMA_BENCH_JSON = "llama-bench-json"
+    LLAMA_TIMINGS = "llama-timings"
 
 
 _NOT_YET = {
@@ -61,13 +65,18 @@ def detect_format(path: str | Path) -> TraceFormat:
 
         if looks_like_tegrastats(head):
             return TraceFormat.TEGRASTATS
+        from traceview.parsers.llama_cpp import detect as detect_llama
+
+        llama = detect_llama(head.decode("utf-8", errors="replace"))
+        if llama is not None:
+            return TraceFormat(llama)
         header = find_header(path)
         if header is not None:
             return TraceFormat.NCU_RAW if header.page == "raw" else TraceFormat.NCU_DETAILS
         raise UnknownFormatError(
             path,
-            "not a supported trace: neither an Nsight Compute CSV (no \"ID\",\"Process ID\",... header) nor a tegrastats log",
-            "pass an `ncu --csv` export (details or raw page) or a `tegrastats --logfile` log",
+            "not a supported trace: no Nsight Compute CSV header (\"ID\",\"Process ID\",...), tegrastats sample or llama.cpp output found",
+            "pass an `ncu --csv` export (details or raw page), a `tegrastats --logfile` log, or llama-bench / llama.cpp timing output",
         )
     raise UnknownFormatError(path, "binary file of an unknown kind", "pass an `ncu --csv` export (details or raw page)")
 

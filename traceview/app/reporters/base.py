@@ -143,6 +143,20 @@ def telemetry_record(analysis: Analysis) -> dict[str, Any] | None:
     }
 
 
+RUN_FIELDS = (
+    "run", "format", "line_number", "model", "test", "phase", "n_prompt", "n_gen", "tokens_per_s", "tokens_per_s_stddev",
+    "model_size_bytes", "model_params", "backend", "n_gpu_layers", "offload", "device", "device_bandwidth_bytes_per_s",
+    "bytes_per_token", "bandwidth_bytes_per_s", "mbu_pct", "achieved_flop_per_s", "compute_pct", "note", "options", "build",
+)
+
+
+def run_records(analysis: Analysis) -> list[dict[str, Any]]:
+    """Return llama.cpp measurements as plain dicts (tokens/s, bytes, bytes/s, percent; null where unknown)."""
+    if analysis.llm is None:
+        return []
+    return [{field: _clean(row.get(field)) for field in RUN_FIELDS} for row in analysis.llm.runs.iter_rows(named=True)]
+
+
 def report_data(analysis: Analysis, options: ReportOptions) -> dict[str, Any]:
     """Return the whole JSON contract as plain data."""
     data: dict[str, Any] = {
@@ -156,6 +170,9 @@ def report_data(analysis: Analysis, options: ReportOptions) -> dict[str, Any]:
     telemetry = telemetry_record(analysis)
     if telemetry is not None:
         data["telemetry"] = telemetry
+    if analysis.llm is not None:
+        data["runs"] = run_records(analysis)
+        data["findings"] = analysis.llm.findings
     if options.per_launch:
         data["launches"] = launch_records(analysis)
     return data

@@ -14,6 +14,7 @@ from traceview.app.reporters.base import (
     format_number,
     format_pct,
     kernel_records,
+    run_records,
     summary,
     telemetry_record,
 )
@@ -35,7 +36,29 @@ class MarkdownReporter:
     def render(self, analysis: Analysis, options: ReportOptions) -> str:
         if analysis.telemetry is not None:
             return self._telemetry(analysis)
+        if analysis.llm is not None:
+            return self._runs(analysis)
         return self._kernels(analysis, options)
+
+    def _runs(self, analysis: Analysis) -> str:
+        device = device_record(analysis)
+        lines = [f"## traceview: {escape_markdown(analysis.source.path.rsplit('/', 1)[-1])}", ""]
+        lines.append(f"Device: {escape_markdown(device['name'] or 'unknown')} ({escape_markdown(device['identified'])}).")
+        lines += ["", "| # | model | test | ngl | tokens/s | bytes/token | achieved | MBU | note |", "|---:|---|---|---:|---:|---:|---:|---:|---|"]
+        for run in run_records(analysis):
+            ngl = "" if run["n_gpu_layers"] is None else str(run["n_gpu_layers"])
+            per_token = "" if run["bytes_per_token"] is None else f"{run['bytes_per_token'] / 1e9:.2f} GB"
+            achieved = "" if run["bandwidth_bytes_per_s"] is None else f"{run['bandwidth_bytes_per_s'] / 1e9:.0f} GB/s"
+            mbu = "" if run["mbu_pct"] is None else format_pct(run["mbu_pct"])
+            lines.append(
+                f"| {run['run']} | {escape_markdown(run['model'] or '')} | {escape_markdown(run['test'])} ({run['phase']}) | "
+                f"{ngl} | {format_number(run['tokens_per_s'], 4)} | {per_token} | {achieved} | {mbu} | {escape_markdown(run['note'] or '')} |"
+            )
+        findings = analysis.llm.findings if analysis.llm else []
+        if findings:
+            lines += ["", "**Findings**", ""] + [f"- {escape_markdown(f['message'])}" for f in findings]
+        lines += ["", f"<sub>{escape_markdown(analysis.source.format)} · sha256 {analysis.source.sha256[:12]}</sub>", ""]
+        return "\n".join(lines)
 
     def _telemetry(self, analysis: Analysis) -> str:
         t = telemetry_record(analysis)

@@ -19,6 +19,7 @@ from traceview.app.reporters.base import (
     format_pct,
     format_rate,
     kernel_records,
+    run_records,
     summary,
     telemetry_record,
 )
@@ -43,6 +44,8 @@ class TerminalReporter:
         console.print(Text(f"{analysis.source.path}  [{analysis.source.format}]", style="bold"))
         if analysis.telemetry is not None:
             self._telemetry(console, analysis)
+        elif analysis.llm is not None:
+            self._runs(console, analysis)
         else:
             self._kernels(console, analysis, options)
         for note in analysis.notes:
@@ -74,6 +77,27 @@ class TerminalReporter:
             console.print(Text(f"- {finding['message']}{when}"))
         if not t["findings"]:
             console.print(Text("- none"))
+
+    def _runs(self, console: Console, analysis: Analysis) -> None:
+        device = device_record(analysis)
+        console.print(Text(f"Device: {device['name'] or 'unknown'} — {device['identified']}"))
+        table = Table(header_style="bold")
+        for title in ("#", "model", "test", "ngl", "tokens/s", "bytes/token", "achieved", "MBU", "prefill compute", "note"):
+            table.add_column(title, justify="left" if title in ("model", "test", "note") else "right", overflow="fold")
+        for run in run_records(analysis):
+            table.add_row(
+                str(run["run"]), Text(str(run["model"] or "")), f"{run['test']} ({run['phase']})",
+                "" if run["n_gpu_layers"] is None else str(run["n_gpu_layers"]),
+                format_number(run["tokens_per_s"], 4),
+                "" if run["bytes_per_token"] is None else f"{run['bytes_per_token'] / 1e9:.2f} GB",
+                "" if run["bandwidth_bytes_per_s"] is None else f"{run['bandwidth_bytes_per_s'] / 1e9:.0f} GB/s",
+                "" if run["mbu_pct"] is None else format_pct(run["mbu_pct"]),
+                "" if run["compute_pct"] is None else format_pct(run["compute_pct"]),
+                Text(run["note"] or ""),
+            )
+        console.print(table)
+        for finding in analysis.llm.findings if analysis.llm else []:
+            console.print(Text(f"- {finding['message']}"))
 
     def _kernels(self, console: Console, analysis: Analysis, options: ReportOptions) -> None:
         totals = summary(analysis)

@@ -1,0 +1,173 @@
+"""llama.cpp outputs: every real file parses, numbers match the files, MBU is right, the three bench forms agree."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from traceview.analyzer.analysis import Source, analyze_llama
+from traceview.app.cli import app
+from traceview.parsers import TraceFormat, detect_format, load_trace
+from traceview.parsers.schema import LLAMA_RUNS
+
+FILES = {
+    "llama_bench_md_readme_ngl_sweep_and_o_md.txt": (TraceFormat.LLAMA_BENCH_MD, 18),
+    "llama_bench_md_rtx3090ti_nkvo_pr4812.txt": (TraceFormat.LLAMA_BENCH_MD, 4),
+    "llama_bench_readme_rtx3090ti_i9-13900k.csv": (TraceFormat.LLAMA_BENCH_CSV, 2),
+    "timings_new_cpu_orangepi3b_i5-13400f_issue34.txt": (TraceFormat.LLAMA_TIMINGS, 4),
+    "timings_old_m2ultra_metal_gpu_offload_issue8263.txt": (TraceFormat.LLAMA_TIMINGS, 1),  # the empty prompt eval is no measurement
+    "timings_server_rtx3060_issue12237.txt": (TraceFormat.LLAMA_TIMINGS, 2),
+    "timings_veryold_rtx3070ti_issue1786.txt": (TraceFormat.LLAMA_TIMINGS, 2),
+}
+
+
+def analysis_of(path, **kwargs):
+    trace = load_trace(path)
+    return analyze_llama(trace.runs, Source(str(path), trace.format.value, "", 0), **kwargs)
+
+
+def rows(path):
+    return list(load_trace(path).runs.iter_rows(named=True))
+
+
+@pytest.mark.parametrize("name", sorted(FILES))
+def test_every_file_parses(realdata_file, name):
+    path = realdata_file(f"llama_cpp/{name}")
+    fmt, count = FILES[name]
+    assert detect_format(path) is fmt
+    runs = load_trace(path).runs
+    assert dict(runs.schema) == dict(LLAMA_RUNS)
+    assert runs.height == count
+    result = CliRunner().invoke(app, ["analyze", str(path), "-f", "json"])
+    assert result.exit_code == 0, result.stderr
+    assert len(json.loads(result.stdout)["runs"]) == count
+
+
+def test_rtx3090ti_bench_markdown(realdata_file):
+    path = realdata_file("llama_cpp/llama_bench_md_rtx3090ti_nkvo_pr4812.txt")
+    decode = rows(path)[1]
+    assert (decode["model"], decode["test"], decode["phase"]) == ("llama 7B Q4_0", "tg128", "decode")
+    assert decode["tokens_per_s"] == 127.43 and decode["tokens_per_s_stddev"] == 0.18
+    assert decode["model_size_bytes"] == pytest.approx(3.56 * 2**30)
+    assert decode["model_params"] == pytest.approx(6.74e9)
+    assert decode["device_name"] == "NVIDIA GeForce RTX 3090 Ti" and decode["compute_capability"] == "8.6"
+    assert decode["build"] == "32d9f7d9 (1786)" and decode["options"] == "nkvo=0"
+    run = analysis_of(path).llm.runs.row(1, named=True)
+    # 127.43 t/s × 3.56 GiB ≈ 487 GB/s, about 48 % of the card's 1,008 GB/s.
+    assert run["bandwidth_bytes_per_s"] == pytest.approx(487e9, rel=0.005)
+    assert run["mbu_pct"] == pytest.approx(48.3, abs=0.1)
+    assert run["device_bandwidth_bytes_per_s"] == 1008e9
+    nkvo = analysis_of(path).llm.runs.row(3, named=True)
+    assert "nkvo=1" in nkvo["note"]
+    prefill = analysis_of(path).llm.runs.row(0, named=True)
+    assert prefill["achieved_flop_per_s"] == pytest.approx(2 * 6.74e9 * 4035.47)
+    assert prefill["compute_pct"] == pytest.approx(100 * 2 * 6.74e9 * 4035.47 / 80e12)
+
+
+def test_readme_csv_with_the_extra_field(realdata_file):
+    pp, tg = rows(realdata_file("llama_cpp/llama_bench_readme_rtx3090ti_i9-13900k.csv"))
+    assert (pp["test"], pp["tokens_per_s"], pp["tokens_per_s_stddev"]) == ("pp512", 2413.341687, 8.305961)
+    assert (tg["test"], tg["tokens_per_s"]) == ("tg128", 132.052051)
+    assert tg["model_size_bytes"] == 3825065984 and tg["model_params"] == 6738415616
+    assert tg["n_gpu_layers"] == 99 and tg["backend"] == "CUDA"
+    assert tg["device_name"] == "NVIDIA GeForce RTX 3090 Ti" and tg["cpu_info"] == "13th Gen Intel(R) Core(TM) i9-13900K"
+    assert tg["build"] == "3469684 (1275)"
+
+
+def test_ngl_sweep_is_partial_offload_until_the_end(realdata_file):
+    path = realdata_file("llama_cpp/llama_bench_md_readme_ngl_sweep_and_o_md.txt")
+    analysis = analysis_of(path, gpu="rtx3090ti")
+    runs = analysis.llm.runs
+    decode = runs.filter(runs["phase"] == "decode")
+    assert decode["n_gpu_layers"].to_list() == [10, 20, 30, 31, 32, 33, 34, 35, 99]
+    assert decode["tokens_per_s"].to_list() == [13.45, 21.36, 40.04, 48.19, 54.78, 60.62, 71.76, 131.66, 131.42]
+    assert decode["offload"].to_list() == ["partial"] * 7 + ["full", "full"]
+    assert decode.filter(decode["offload"] == "partial")["mbu_pct"].null_count() == 7  # host memory bounds those
+    assert decode["mbu_pct"][-1] == pytest.approx(100 * 131.42 * 3.56 * 2**30 / 1008e9)
+    ngl = next(f for f in analysis.llm.findings if f["kind"] == "ngl_scaling")
+    assert "13.4 tokens/s at ngl 10" in ngl["message"] and "131.7 at ngl 35" in ngl["message"]
+
+
+def test_timing_lines(realdata_file):
+    server = rows(realdata_file("llama_cpp/timings_server_rtx3060_issue12237.txt"))
+    assert [(r["phase"], r["n_prompt"] or r["n_gen"]) for r in server] == [("prefill", 971), ("decode", 19)]
+    assert server[1]["tokens_per_s"] == pytest.approx(19 / 1.07576)
+    veryold = rows(realdata_file("llama_cpp/timings_veryold_rtx3070ti_issue1786.txt"))
+    assert veryold[1]["tokens_per_s"] == pytest.approx(64 / 15.89638)  # no t/s printed: computed
+    old = rows(realdata_file("llama_cpp/timings_old_m2ultra_metal_gpu_offload_issue8263.txt"))
+    assert [(r["phase"], r["n_gen"]) for r in old] == [("decode", 128)]
+    new = rows(realdata_file("llama_cpp/timings_new_cpu_orangepi3b_i5-13400f_issue34.txt"))
+    assert [r["run"] for r in new] == [0, 0, 1, 1]
+    assert new[3]["tokens_per_s"] == pytest.approx(57.04, abs=0.01)
+
+
+def test_weights_and_bandwidth_for_timings(realdata_file):
+    path = realdata_file("llama_cpp/timings_new_cpu_orangepi3b_i5-13400f_issue34.txt")
+    analysis = analysis_of(path, bandwidth_bytes_per_s=89.6e9, weight_bytes=0.81e9)
+    decode = analysis.llm.runs.filter(analysis.llm.runs["phase"] == "decode").row(1, named=True)
+    assert decode["bytes_per_token"] == 0.81e9
+    assert decode["mbu_pct"] == pytest.approx(100 * 57.0428 * 0.81e9 / 89.6e9, rel=1e-3)
+
+
+def _three_forms(tmp_path, csv_path):
+    """Write the md and json forms of the real CSV run, as llama-bench would print them."""
+    with open(csv_path, newline="") as handle:
+        reader = csv.reader(handle)
+        header = next(reader)
+        records = [dict(zip(header, row[:6] + row[7:], strict=True)) for row in reader]
+    json_path = tmp_path / "bench.json"
+    json_path.write_text(json.dumps([{**r, "samples_ts": [float(r["avg_ts"])]} for r in records], indent=2))
+    md_path = tmp_path / "bench.md"
+    lines = ["| model | size | params | backend | ngl | test | t/s |", "| --- | ---: | ---: | --- | --: | --- | ---: |"]
+    for r in records:
+        test = f"pp {r['n_prompt']}" if r["n_prompt"] != "0" else f"tg {r['n_gen']}"
+        lines.append(f"| {r['model_type']} | {int(r['model_size']) / 2**30:.2f} GiB | {int(r['model_n_params']) / 1e9:.2f} B | CUDA | "
+                     f"{r['n_gpu_layers']} | {test} | {float(r['avg_ts']):.2f} ± {float(r['stddev_ts']):.2f} |")
+    md_path.write_text(f"  Device 0: {records[0]['gpu_info']}, compute capability 8.6, VMM: yes\n" + "\n".join(lines) + "\n")
+    return md_path, json_path
+
+
+def test_the_three_bench_forms_of_one_run_agree(tmp_path, realdata_file):
+    csv_path = realdata_file("llama_cpp/llama_bench_readme_rtx3090ti_i9-13900k.csv")
+    md_path, json_path = _three_forms(tmp_path, csv_path)
+    assert detect_format(json_path) is TraceFormat.LLAMA_BENCH_JSON
+    results = [analysis_of(p).llm.runs for p in (csv_path, md_path, json_path)]
+    for runs in results:
+        assert runs["test"].to_list() == ["pp512", "tg128"]
+        assert runs["device"].to_list() == ["GeForce RTX 3090 Ti"] * 2
+    reference = results[0]
+    for runs in results[1:]:  # the md form rounds to 2 decimals (GiB, t/s), hence 0.5 %
+        assert runs["tokens_per_s"].to_list() == pytest.approx(reference["tokens_per_s"].to_list(), rel=0.005)
+        for column in ("bytes_per_token", "bandwidth_bytes_per_s", "mbu_pct"):
+            assert runs[column][1] == pytest.approx(reference[column][1], rel=0.005)
+    assert reference["mbu_pct"][1] == pytest.approx(100 * 132.052051 * 3825065984 / 1008e9)
+
+
+def test_size_scaling_says_bandwidth_bound(tmp_path):
+    path = tmp_path / "q8_q4.md"
+    path.write_text(
+        "| model | size | params | backend | ngl | test | t/s |\n| --- | ---: | ---: | --- | --: | --- | ---: |\n"
+        "| llama 8B Q8_0 | 7.95 GiB | 8.03 B | CUDA | 99 | tg128 | 60.00 ± 0.10 |\n"
+        "| llama 8B Q4_K_M | 4.58 GiB | 8.03 B | CUDA | 99 | tg128 | 101.00 ± 0.20 |\n"
+    )
+    finding = next(f for f in analysis_of(path, gpu="rtx4090").llm.findings if f["kind"] == "size_scaling")
+    assert finding["bandwidth_bound"] is True
+    assert finding["evidence"]["byte_ratio"] == pytest.approx(7.95 / 4.58)
+
+
+def test_mbu_above_100_is_flagged(tmp_path):
+    path = tmp_path / "fast.md"
+    path.write_text("| model | size | params | backend | ngl | test | t/s |\n|---|---:|---:|---|--:|---|---:|\n"
+                    "| llama 7B Q4_0 | 3.56 GiB | 6.74 B | CUDA | 99 | tg 128 | 400.00 ± 1.00 |\n")
+    run = analysis_of(path, gpu="rtx3090").llm.runs.row(0, named=True)
+    assert run["mbu_pct"] > 100 and "above 100%" in run["note"]
+
+
+def test_broken_table_row_is_a_clear_error(tmp_path):
+    path = tmp_path / "broken.md"
+    path.write_text("| model | size | params | backend | ngl | test | t/s |\n|---|---:|---:|---|--:|---|---:|\n| llama 7B | 3.56 GiB |\n")
+    result = CliRunner().invoke(app, ["analyze", str(path)])
+    assert result.exit_code == 1 and result.stderr.startswith("Error: ") and ":3:" in result.stderr

@@ -1,0 +1,291 @@
+"""llama.cpp output → one row per measurement (schema.LLAMA_RUNS): prefill or decode tokens/s of a run.
+
+Inputs: `llama-bench` markdown tables (any extra columns, `pp 512`/`pp512`, `mean ± stddev`, GiB/MiB sizes, `build:`
+and `Device N:` lines around them), `llama-bench -o csv` (rows may carry more fields than the header, as in the
+published README sample) and `-o json`; and the timing lines of a run: `llama_print_timings:` (old, with or
+without tokens per second, `nan` for an empty prompt), `llama_perf_context_print:` (new) and the server's bare
+`prompt eval time = … / eval time = …` lines, mixed with any other console text.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from traceview.errors import TraceFormatError
+from traceview.parsers.schema import LLAMA_RUNS, conform
+
+_MD_HEADER = re.compile(r"^\s*\|\s*model\s*\|.*\|\s*test\s*\|\s*t/s\s*\|\s*$")
+_DEVICE = re.compile(r"^\s*Device (\d+): ([^,]+)(?:, compute capability ([\d.]+))?")
+_BUILD = re.compile(r"^\s*build: (\S+) \((\d+)\)")
+_TIMING = re.compile(
+    r"^(?P<prefix>llama_print_timings|llama_perf_context_print|llama_perf_sampler_print)?:?\s*"
+    r"(?P<what>load|sample|sampling|prompt eval|eval|total) time\s*=\s*(?P<ms>[\d.]+) ms"
+    r"(?:\s*/\s*(?P<count>\d+) (?P<unit>tokens|runs))?"
+)
+_SIZE = re.compile(r"^\s*([\d.]+)\s*(GiB|MiB|KiB|GB|MB|B)\s*$")
+_PARAMS = re.compile(r"^\s*([\d.]+)\s*([KMBT]?)\s*$")
+_TEST = re.compile(r"^\s*(pp|tg)\s*(\d+)\s*$")
+_VALUE_PM = re.compile(r"^\s*([\d.]+)(?:\s*±\s*([\d.]+))?\s*$")
+BENCH_CSV_MARKERS = ("model_size", "avg_ts")
+
+
+def _size_bytes(text: str) -> float | None:
+    match = _SIZE.match(text)
+    if not match:
+        return None
+    number, unit = match.groups()
+    return float(number) * {"GiB": 2**30, "MiB": 2**20, "KiB": 2**10, "GB": 1e9, "MB": 1e6, "B": 1}[unit]
+
+
+def _params(text: str) -> float | None:
+    match = _PARAMS.match(text)
+    if not match:
+        return None
+    return float(match.group(1)) * {"": 1, "K": 1e3, "M": 1e6, "B": 1e9, "T": 1e12}[match.group(2)]
+
+
+def _phase(n_prompt: int | None, n_gen: int | None) -> str:
+    if n_gen and not n_prompt:
+        return "decode"
+    if n_prompt and not n_gen:
+        return "prefill"
+    return "mixed"
+
+
+@dataclass
+class _Context:
+    device: str | None = None
+    compute_capability: str | None = None
+    build: str | None = None
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+
+def detect(head: str) -> str | None:
+    """Return which llama.cpp output this text is (bench-md, bench-csv, bench-json, timings), or None."""
+    stripped = head.lstrip()
+    if stripped.startswith("[") and '"avg_ts"' in head:
+        return "llama-bench-json"
+    first = stripped.splitlines()[0] if stripped else ""
+    if all(marker in first for marker in BENCH_CSV_MARKERS):
+        return "llama-bench-csv"
+    if any(_MD_HEADER.match(line) for line in head.splitlines()):
+        return "llama-bench-md"
+    for line in head.splitlines():
+        match = _TIMING.match(line.strip())
+        if match and match.group("what") in ("prompt eval", "eval") and match.group("prefix") != "llama_perf_sampler_print":
+            return "llama-timings"
+    return None
+
+
+def parse(path: str | Path) -> pl.DataFrame:
+    """Return one row per measurement (LLAMA_RUNS): tokens/s of prefill or decode, with model and device."""
+    path = Path(path)
+    text = path.read_text(encoding="utf-8", errors="replace")
+    kind = detect(text)
+    if kind == "llama-bench-json":
+        rows = _bench_json(path, text)
+    elif kind == "llama-bench-csv":
+        rows = _bench_csv(path, text)
+    elif kind == "llama-bench-md":
+        rows = _bench_markdown(path, text)
+    elif kind == "llama-timings":
+        rows = _timings(text)
+    else:
+        raise TraceFormatError(path, "no llama-bench table or llama.cpp timing lines", "pass llama-bench output (md, csv or json) or a log with `eval time =` lines")
+    if not rows:
+        raise TraceFormatError(path, f"found a {kind} header but no measurements", "was the output cut short?")
+    for row in rows:
+        row["format"] = kind
+    frame = pl.DataFrame(rows, infer_schema_length=None)
+    return conform(frame, LLAMA_RUNS)
+
+
+def _bench_markdown(path: Path, text: str) -> list[dict[str, Any]]:
+    context = _Context()
+    header: list[str] | None = None
+    table = -1
+    for number, line in enumerate(text.splitlines(), start=1):
+        device = _DEVICE.match(line)
+        if device:
+            if device.group(1) == "0":
+                context.device, context.compute_capability = device.group(2).strip(), device.group(3)
+            continue
+        build = _BUILD.match(line)
+        if build:
+            context.build = f"{build.group(1)} ({build.group(2)})"
+            for row in context.rows:  # the build line follows the table it belongs to
+                if row["build"] is None:
+                    row["build"] = context.build
+            continue
+        if _MD_HEADER.match(line):
+            header = [cell.strip() for cell in line.strip().strip("|").split("|")]
+            table += 1
+            continue
+        if header is None or not line.strip().startswith("|"):
+            header = None if not line.strip() else header
+            continue
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if all(set(cell) <= set("-: ") for cell in cells):
+            continue  # the alignment row
+        if len(cells) != len(header):
+            raise TraceFormatError(path, f"table row has {len(cells)} cells for {len(header)} columns", "pass the table as llama-bench printed it", line=number)
+        values = dict(zip(header, cells, strict=True))
+        test = _TEST.match(values.get("test", ""))
+        rate = _VALUE_PM.match(values.get("t/s", ""))
+        if rate is None:
+            raise TraceFormatError(path, f"cannot read t/s {values.get('t/s')!r}", "expected `mean ± stddev`", line=number)
+        n_prompt = int(test.group(2)) if test and test.group(1) == "pp" else 0
+        n_gen = int(test.group(2)) if test and test.group(1) == "tg" else 0
+        known = {"model", "size", "params", "backend", "ngl", "test", "t/s"}
+        ngl = values.get("ngl") or values.get("n_gpu_layers")
+        context.rows.append({
+            "run": len(context.rows),
+            "table": table,
+            "line_number": number,
+            "model": values.get("model"),
+            "model_size_bytes": _size_bytes(values.get("size", "")),
+            "model_params": _params(values.get("params", "")),
+            "backend": values.get("backend"),
+            "n_gpu_layers": int(ngl) if ngl and ngl.isdigit() else None,
+            "test": values.get("test", "").replace(" ", ""),
+            "phase": _phase(n_prompt, n_gen) if test else "mixed",
+            "n_prompt": n_prompt,
+            "n_gen": n_gen,
+            "tokens_per_s": float(rate.group(1)),
+            "tokens_per_s_stddev": float(rate.group(2)) if rate.group(2) else None,
+            "device_name": context.device,
+            "compute_capability": context.compute_capability,
+            "build": context.build,
+            "options": "; ".join(f"{k}={v}" for k, v in values.items() if k not in known and k != "n_gpu_layers") or None,
+        })
+    return context.rows
+
+
+def _bench_record(values: dict[str, Any], index: int, number: int | None) -> dict[str, Any]:
+    def number_or_none(key: str) -> float | None:
+        try:
+            return float(values[key])
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    n_prompt = int(number_or_none("n_prompt") or 0)
+    n_gen = int(number_or_none("n_gen") or 0)
+    ngl = number_or_none("n_gpu_layers")
+    known = {"model_type", "model_size", "model_n_params", "n_gpu_layers", "n_prompt", "n_gen", "avg_ts", "stddev_ts",
+             "gpu_info", "cpu_info", "build_commit", "build_number", "samples_ts", "samples_ns", "avg_ns", "stddev_ns",
+             "test_time", "model_filename", "backends"}
+    backend = values.get("backends") or ", ".join(
+        name.upper() for name in ("cuda", "metal", "vulkan", "sycl", "kompute", "opencl") if str(values.get(name)) in ("1", "true", "True")
+    ) or None
+    build = f"{values.get('build_commit')} ({values.get('build_number')})" if values.get("build_commit") else None
+    test = ("pp" + str(n_prompt) if n_prompt else "") + ("+" if n_prompt and n_gen else "") + ("tg" + str(n_gen) if n_gen else "")
+    return {
+        "run": index,
+        "table": 0,
+        "line_number": number,
+        "model": values.get("model_type"),
+        "model_size_bytes": number_or_none("model_size"),
+        "model_params": number_or_none("model_n_params"),
+        "backend": backend,
+        "n_gpu_layers": int(ngl) if ngl is not None else None,
+        "test": test,
+        "phase": _phase(n_prompt, n_gen),
+        "n_prompt": n_prompt,
+        "n_gen": n_gen,
+        "tokens_per_s": number_or_none("avg_ts"),
+        "tokens_per_s_stddev": number_or_none("stddev_ts"),
+        "device_name": values.get("gpu_info") or None,
+        "cpu_info": values.get("cpu_info") or None,
+        "build": build,
+        "options": "; ".join(f"{k}={v}" for k, v in values.items() if k not in known and not isinstance(v, list)) or None,
+    }
+
+
+# The llama-bench README's CSV block has 27 fields per row under a 26-column header: one more boolean in the
+# backend flags group (cuda, metal, gpu_blas, blas) than the header names — llama-bench of that time also printed
+# `opencl`. Dropping one flag realigns everything after the group, which the published numbers confirm
+# (model_size 3825065984, avg_ts 2413.34). Which flag is surplus cannot be told; only `cuda`, first, is used.
+_BACKEND_FLAGS = ("cuda", "metal", "gpu_blas", "blas")
+
+
+def _bench_csv(path: Path, text: str) -> list[dict[str, Any]]:
+    reader = csv.reader(io.StringIO(text))
+    header = next(reader)
+    rows = []
+    for index, fields in enumerate(reader):
+        if not fields:
+            continue
+        number = index + 2
+        if len(fields) == len(header) + 1 and all(f in header for f in _BACKEND_FLAGS):
+            last_flag = max(header.index(f) for f in _BACKEND_FLAGS)
+            fields = fields[: last_flag + 1] + fields[last_flag + 2 :]
+        if len(fields) != len(header):
+            raise TraceFormatError(path, f"row has {len(fields)} fields for {len(header)} columns", "pass the CSV that `llama-bench -o csv` wrote", line=number)
+        rows.append(_bench_record(dict(zip(header, fields, strict=True)), len(rows), number))
+    return rows
+
+
+def _bench_json(path: Path, text: str) -> list[dict[str, Any]]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise TraceFormatError(path, f"invalid JSON ({error.msg})", "pass the output of `llama-bench -o json` whole", line=error.lineno) from error
+    if not isinstance(data, list) or not all(isinstance(item, dict) for item in data):
+        raise TraceFormatError(path, "llama-bench JSON should be a list of objects", "pass the output of `llama-bench -o json`")
+    return [_bench_record(item, index, None) for index, item in enumerate(data)]
+
+
+def _timings(text: str) -> list[dict[str, Any]]:
+    """Group timing lines into runs (a run ends at its `total time` line) and emit prefill and decode rows."""
+    rows: list[dict[str, Any]] = []
+    run: dict[str, Any] = {}
+    run_index = 0
+
+    def flush() -> None:
+        nonlocal run, run_index
+        for what, phase in (("prompt eval", "prefill"), ("eval", "decode")):
+            if what not in run:
+                continue
+            ms, count, number = run[what]
+            if not count:  # an empty prompt eval ("0 tokens", nan per token) measured nothing
+                continue
+            rows.append({
+                "run": run_index,
+                "table": run_index,
+                "line_number": number,
+                "test": f"{'pp' if phase == 'prefill' else 'tg'}{count}",
+                "phase": phase,
+                "n_prompt": count if phase == "prefill" else 0,
+                "n_gen": count if phase == "decode" else 0,
+                "duration_ms": ms,
+                # Computed from tokens and time, not read: the oldest format prints no tokens per second.
+                "tokens_per_s": count / (ms / 1000) if ms > 0 and count else None,
+                "options": f"format={run.get('prefix') or 'llama-server'}",
+            })
+        if any(k in run for k in ("prompt eval", "eval")):
+            run_index += 1
+        run = {}
+
+    for number, line in enumerate(text.splitlines(), start=1):
+        match = _TIMING.match(line.strip())
+        if not match or match.group("prefix") == "llama_perf_sampler_print":
+            continue
+        what = match.group("what")
+        if what in ("prompt eval", "eval"):
+            if what in run:  # a new run without a total line in between
+                flush()
+            count = int(match.group("count")) if match.group("count") else 0
+            run[what] = (float(match.group("ms")), count, number)
+            run["prefix"] = match.group("prefix")
+        elif what == "total":
+            flush()
+    flush()
+    return rows
