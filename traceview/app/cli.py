@@ -9,6 +9,7 @@ import os
 import shlex
 import sys
 import tempfile
+from datetime import datetime, timezone
 from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
@@ -22,16 +23,19 @@ from traceview import __version__
 from traceview.analyzer.analysis import Analysis, Source, analyze, analyze_llama, analyze_samples
 from traceview.analyzer.decode import decode_ceiling, kv_cache_bytes, parse_bytes, parse_count
 from traceview.analyzer.devices import GPUS, find_by_name
-from traceview.analyzer.jetson import Board, find_board
-from traceview.app.reporters.decode_report import decode_record, render_decode_text
+from traceview.analyzer.jetson import BOARDS, Board, find_board
+from traceview.analyzer.diff import compare
+from traceview.app.formatting import format_rate
 from traceview.app.reporters import REPORTERS, ReportOptions
-from traceview.app.reporters.base import format_rate
+from traceview.app.reporters.decode_report import decode_record, render_decode_text
+from traceview.app.reporters.diff_report import render_diff
 from traceview.errors import TraceviewError, UsageError
 from traceview.parsers import load_trace
 
 app = typer.Typer(
     name="traceview",
-    help="GPU profiling trace analyzer: roofline verdicts and ranked bottlenecks from Nsight Compute exports.",
+    help="GPU profiling trace analyzer: roofline verdicts and ranked bottlenecks from Nsight Compute exports, "
+    "tegrastats logs and llama.cpp output; reports, run-vs-run diffs and LLM decode ceilings.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -59,6 +63,7 @@ class OutputFormat(str, Enum):
     table = "table"
     json = "json"
     md = "md"
+    html = "html"
 
 
 def _sha256(path: Path) -> str:
@@ -121,6 +126,9 @@ def write_output(text: str, output: Path | None, force: bool) -> None:
     try:
         with handle:
             handle.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(handle.name, 0o666 & ~umask)  # NamedTemporaryFile creates 0600; a report is an ordinary file
         os.replace(handle.name, output)
     except BaseException:
         Path(handle.name).unlink(missing_ok=True)
@@ -128,30 +136,139 @@ def write_output(text: str, output: Path | None, force: bool) -> None:
     stderr.print(f"wrote {output}", markup=False)
 
 
+# Options shared by every command that reads a trace.
+FileArgument = Annotated[Path, typer.Argument(help="An Nsight Compute CSV export, a tegrastats log, or llama-bench / llama.cpp timing output; detected from content.")]
+GpuOption = Annotated[str | None, typer.Option("--gpu", "--device", help="GPU or Jetson board for peaks (see `traceview gpus`); default: from the profile or log.")]
+TopOption = Annotated[int | None, typer.Option("--top", min=1, help="Show only the N kernels with the most recoverable time.")]
+OutputOption = Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file instead of stdout; the format follows its extension.")]
+ForceOption = Annotated[bool, typer.Option("--force", help="Overwrite -o if it exists.")]
+IntervalOption = Annotated[float, typer.Option("--interval", min=0.001, help="tegrastats: seconds between samples when the log has no timestamps.")]
+TokensOption = Annotated[int | None, typer.Option("--tokens", min=1, help="tegrastats: tokens generated during the log, for energy per token.")]
+WeightsOption = Annotated[str | None, typer.Option("--weights", help="llama.cpp: bytes read per decoded token (default: the model size the output reports).")]
+BandwidthOption = Annotated[str | None, typer.Option("--bandwidth", help="llama.cpp: memory bandwidth for MBU, e.g. 1008GB/s (default: the device's).")]
+
+
+def _options(top: int | None, color: bool = False, per_launch: bool = False) -> ReportOptions:
+    return ReportOptions(
+        top=top, per_launch=per_launch, color=color, width=Console().width if color else 160,
+        command_line=shlex.join(["traceview", *sys.argv[1:]]),
+        generated_at=datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
+    )
+
+
+def _refuse_overwrite(output: Path | None, force: bool) -> None:
+    """Fail before any work when -o exists and --force is absent, so nothing is overwritten."""
+    if output is not None and output.exists() and not force:
+        raise UsageError(f"{output} already exists — pass --force to overwrite it, or choose another -o path")
+
+
 @app.command("analyze")
 @user_errors
 def analyze_command(
-    file: Annotated[Path, typer.Argument(help="An Nsight Compute CSV export, a tegrastats log, or llama-bench / llama.cpp timing output; detected from content.")],
-    gpu: Annotated[str | None, typer.Option("--gpu", "--device", help="GPU or Jetson board for peaks (see `traceview gpus`); default: from the profile or log.")] = None,
-    top: Annotated[int | None, typer.Option("--top", min=1, help="Show only the N kernels with the most recoverable time.")] = None,
-    output_format: Annotated[OutputFormat | None, typer.Option("--format", "-f", help="table (terminal), json or md; default from -o's extension, else table.")] = None,
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the report to this file instead of stdout.")] = None,
-    force: Annotated[bool, typer.Option("--force", help="Overwrite -o if it exists.")] = False,
+    file: FileArgument,
+    gpu: GpuOption = None,
+    top: TopOption = None,
+    output_format: Annotated[OutputFormat | None, typer.Option("--format", "-f", help="table (terminal), json, md or html; default from -o's extension, else table.")] = None,
+    output: OutputOption = None,
+    force: ForceOption = False,
     per_launch: Annotated[bool, typer.Option("--per-launch", help="JSON: also list every launch with its verdict.")] = False,
-    interval: Annotated[float, typer.Option("--interval", min=0.001, help="tegrastats: seconds between samples when the log has no timestamps.")] = 1.0,
-    tokens: Annotated[int | None, typer.Option("--tokens", min=1, help="tegrastats: tokens generated during the log, for energy per token.")] = None,
-    weights: Annotated[str | None, typer.Option("--weights", help="llama.cpp: bytes read per decoded token (default: the model size the output reports).")] = None,
-    bandwidth: Annotated[str | None, typer.Option("--bandwidth", help="llama.cpp: memory bandwidth for MBU, e.g. 1008GB/s (default: the device's).")] = None,
+    interval: IntervalOption = 1.0,
+    tokens: TokensOption = None,
+    weights: WeightsOption = None,
+    bandwidth: BandwidthOption = None,
 ) -> None:
     """Label every kernel compute-, memory- or latency-bound and rank them by recoverable time."""
     fmt = _infer_format(output, output_format)
-    if output is not None and output.exists() and not force:
-        raise UsageError(f"{output} already exists — pass --force to overwrite it, or choose another -o path")
+    _refuse_overwrite(output, force)
     analysis = run_analysis(file, gpu, interval, tokens, weights, bandwidth)
     color = fmt is OutputFormat.table and output is None and sys.stdout.isatty()
-    width = Console().width if color else 160
-    options = ReportOptions(top=top, per_launch=per_launch, color=color, width=width, command_line=shlex.join(["traceview", *sys.argv[1:]]))
-    write_output(REPORTERS[fmt.value]().render(analysis, options), output, force)
+    write_output(REPORTERS[fmt.value]().render(analysis, _options(top, color, per_launch)), output, force)
+
+
+@app.command("report")
+@user_errors
+def report_command(
+    file: FileArgument,
+    output: Annotated[Path, typer.Option("--output", "-o", help="report.html, report.md or report.json: the format follows the extension.")],
+    output_format: Annotated[OutputFormat | None, typer.Option("--format", "-f", help="html, md or json, when -o has another extension.")] = None,
+    gpu: GpuOption = None,
+    top: Annotated[int | None, typer.Option("--top", min=1, help="Kernels in the Markdown table (default 10; HTML and JSON list all).")] = None,
+    force: ForceOption = False,
+    png: Annotated[bool, typer.Option("--png", help="Also write the main figure as a PNG beside the report (needs kaleido and Chromium).")] = False,
+    interval: IntervalOption = 1.0,
+    tokens: TokensOption = None,
+    weights: WeightsOption = None,
+    bandwidth: BandwidthOption = None,
+) -> None:
+    """Write a report for a ticket: self-contained HTML, Markdown or JSON, with provenance."""
+    fmt = output_format or _infer_format(output, None)
+    if fmt is OutputFormat.table:
+        raise UsageError(f"cannot tell the report format from {output.name!r} — use .html, .md or .json, or --format")
+    _refuse_overwrite(output, force)
+    png_path = output.with_suffix(".png")
+    if png:
+        _refuse_overwrite(png_path, force)
+        _require_kaleido()
+    analysis = run_analysis(file, gpu, interval, tokens, weights, bandwidth)
+    write_output(REPORTERS[fmt.value]().render(analysis, _options(top)), output, force)
+    if png:
+        write_png(analysis, png_path)
+
+
+def _require_kaleido() -> None:
+    try:
+        import kaleido  # noqa: F401
+    except ImportError:
+        raise UsageError("--png needs kaleido: pip install kaleido (it uses a system Chromium, e.g. apt install chromium)") from None
+
+
+def write_png(analysis: Analysis, path: Path) -> None:
+    """Write the main figure as PNG through Plotly's kaleido export (it drives a system Chromium)."""
+    from traceview.app.figures import main_figure
+
+    _require_kaleido()
+    try:
+        main_figure(analysis).write_image(str(path), format="png", width=1200, height=600)
+    except Exception as error:  # kaleido raises several types when no browser can start
+        raise UsageError(f"could not render the PNG ({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}) — "
+                         "install Chromium (apt install chromium) or drop --png") from None
+    stderr.print(f"wrote {path}", markup=False)
+
+
+class DiffFormat(str, Enum):
+    table = "table"
+    json = "json"
+    md = "md"
+
+
+REGRESSION_EXIT_CODE = 3
+
+
+@app.command("diff")
+@user_errors
+def diff_command(
+    before: Annotated[Path, typer.Argument(help="The baseline run (any input analyze reads).")],
+    after: Annotated[Path, typer.Argument(help="The run to compare with it (same kind of input).")],
+    gpu: GpuOption = None,
+    output_format: Annotated[DiffFormat, typer.Option("--format", "-f", help="table, md or json.")] = DiffFormat.table,
+    fail_on_regression: Annotated[float | None, typer.Option("--fail-on-regression", min=0.0, help=f"Exit {REGRESSION_EXIT_CODE} when total GPU time, a kernel with at least --min-share of it, or a llama.cpp test's tokens/s regresses by more than PCT %.")] = None,
+    min_share: Annotated[float, typer.Option("--min-share", min=0.0, help="Kernels below this share of GPU time (%) never fail the gate.")] = 1.0,
+    top: Annotated[int | None, typer.Option("--top", min=1, help="Kernels to list (default all in json, 15 otherwise).")] = None,
+    interval: IntervalOption = 1.0,
+    weights: WeightsOption = None,
+    bandwidth: BandwidthOption = None,
+) -> None:
+    """Compare two runs kernel by kernel (time, verdict, % of roof); optionally fail CI on a regression."""
+    first = run_analysis(before, gpu, interval, None, weights, bandwidth)
+    second = run_analysis(after, gpu, interval, None, weights, bandwidth)
+    result = compare(first, second, fail_on_regression, min_share)
+    write_output(render_diff(result, output_format.value, top, color=output_format is DiffFormat.table and sys.stdout.isatty()), None, False)
+    for warning in result.warnings:
+        stderr.print(f"warning: {warning}", markup=False)
+    if result.regressions:
+        for regression in result.regressions:
+            stderr.print(f"regression: {regression}", markup=False)
+        raise typer.Exit(REGRESSION_EXIT_CODE)
 
 
 @app.command("gpus")
@@ -170,6 +287,13 @@ def gpus_command() -> None:
             format_rate(spec.tensor_int8_op_per_s, "OP/s") if spec.tensor_int8_op_per_s else "—",
         )
     Console(width=max(160, Console().width)).print(table)
+    boards = Table(header_style="bold", title="Jetson boards (--device, for tegrastats logs)")
+    for title in ("--device", "name", "bus", "EMC max", "GPU max", "peak bandwidth"):
+        boards.add_column(title)
+    for board in BOARDS:
+        boards.add_row(board.key, board.name, f"{board.bus_bytes * 8}-bit", f"{board.emc_max_mhz:.0f} MHz", f"{board.gpu_max_mhz:.0f} MHz",
+                       f"{board.peak_bytes_per_s / 1e9:.1f} GB/s")
+    Console(width=max(160, Console().width)).print(boards)
 
 
 def _bandwidth_for(gpu: str | None, bandwidth: str | None, telemetry_board: Board | None) -> tuple[float, str]:

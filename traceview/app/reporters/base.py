@@ -8,6 +8,9 @@ from typing import Any, ClassVar, Protocol
 
 from traceview import __version__
 from traceview.analyzer.analysis import Analysis
+from traceview.app.formatting import format_duration, format_number, format_pct, format_rate
+
+__all__ = ["format_duration", "format_number", "format_pct", "format_rate"]
 
 KERNEL_FIELDS = (
     "rank",
@@ -40,6 +43,7 @@ class ReportOptions:
     color: bool = False
     width: int = 160
     command_line: str | None = None
+    generated_at: str | None = None  # ISO timestamp; the only thing that differs between two reports of one input
 
 
 class Reporter(Protocol):
@@ -157,6 +161,25 @@ def run_records(analysis: Analysis) -> list[dict[str, Any]]:
     return [{field: _clean(row.get(field)) for field in RUN_FIELDS} for row in analysis.llm.runs.iter_rows(named=True)]
 
 
+def provenance(analysis: Analysis, options: ReportOptions) -> dict[str, Any]:
+    """Return where a report came from: tool version, input (name, size, sha256, format, profiler), device, command."""
+    source = analysis.source
+    peak_sources = sorted({p.source for p in analysis.device.peaks.values() if p.source})
+    return {
+        "traceview_version": __version__,
+        "input": source.path.rsplit("/", 1)[-1],
+        "input_size_bytes": source.size_bytes,
+        "input_sha256": source.sha256,
+        "format": source.format,
+        "profiler": source.profiler,
+        "device": analysis.device.name,
+        "device_identified": analysis.device.how_identified,
+        "peaks_from": ", ".join(peak_sources) if peak_sources else None,
+        "command_line": options.command_line,
+        "generated_at": options.generated_at,
+    }
+
+
 def report_data(analysis: Analysis, options: ReportOptions) -> dict[str, Any]:
     """Return the whole JSON contract as plain data."""
     data: dict[str, Any] = {
@@ -176,34 +199,3 @@ def report_data(analysis: Analysis, options: ReportOptions) -> dict[str, Any]:
     if options.per_launch:
         data["launches"] = launch_records(analysis)
     return data
-
-
-def format_duration(ns: float | None) -> str:
-    """Return a human duration: 812 ns, 94.9 us, 12.3 ms, 1.52 s."""
-    if ns is None:
-        return "n/a"
-    if ns < 1e3:
-        return f"{ns:.0f} ns"
-    if ns < 1e6:
-        return f"{ns / 1e3:.1f} us"
-    if ns < 1e9:
-        return f"{ns / 1e6:.2f} ms"
-    return f"{ns / 1e9:.2f} s"
-
-
-def format_rate(value: float | None, unit: str) -> str:
-    """Return 87.5 TFLOP/s, 1.76 TB/s style text."""
-    if value is None:
-        return "n/a"
-    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= scale:
-            return f"{value / scale:.3g} {prefix}{unit}"
-    return f"{value:.3g} {unit}"
-
-
-def format_pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.1f}%"
-
-
-def format_number(value: float | None, digits: int = 3) -> str:
-    return "n/a" if value is None else f"{value:.{digits}g}"

@@ -6,7 +6,7 @@ import json
 from typing import ClassVar
 
 from traceview.analyzer.analysis import Analysis
-from traceview.app.reporters.base import ReportOptions, report_data
+from traceview.app.reporters.base import ReportOptions, provenance, report_data
 
 
 class JSONReporter:
@@ -15,6 +15,5 @@ class JSONReporter:
 
     def render(self, analysis: Analysis, options: ReportOptions) -> str:
         data = report_data(analysis, options)
-        if options.command_line:
-            data["command_line"] = options.command_line
+        data["provenance"] = provenance(analysis, options)
         return json.dumps(data, indent=2, allow_nan=False) + "\n"

@@ -14,6 +14,7 @@ from traceview.app.reporters.base import (
     format_number,
     format_pct,
     kernel_records,
+    provenance,
     run_records,
     summary,
     telemetry_record,
@@ -35,12 +36,18 @@ class MarkdownReporter:
 
     def render(self, analysis: Analysis, options: ReportOptions) -> str:
         if analysis.telemetry is not None:
-            return self._telemetry(analysis)
+            return self._telemetry(analysis, options)
         if analysis.llm is not None:
-            return self._runs(analysis)
+            return self._runs(analysis, options)
         return self._kernels(analysis, options)
 
-    def _runs(self, analysis: Analysis) -> str:
+    @staticmethod
+    def _provenance(analysis: Analysis, options: ReportOptions) -> list[str]:
+        facts = provenance(analysis, options)
+        shown = ", ".join(f"{key.replace('_', ' ')}: {escape_markdown(value)}" for key, value in facts.items() if value not in (None, ""))
+        return ["", "<details><summary>Provenance</summary>", "", shown, "", "</details>", ""]
+
+    def _runs(self, analysis: Analysis, options: ReportOptions) -> str:
         device = device_record(analysis)
         lines = [f"## traceview: {escape_markdown(analysis.source.path.rsplit('/', 1)[-1])}", ""]
         lines.append(f"Device: {escape_markdown(device['name'] or 'unknown')} ({escape_markdown(device['identified'])}).")
@@ -57,10 +64,9 @@ class MarkdownReporter:
         findings = analysis.llm.findings if analysis.llm else []
         if findings:
             lines += ["", "**Findings**", ""] + [f"- {escape_markdown(f['message'])}" for f in findings]
-        lines += ["", f"<sub>{escape_markdown(analysis.source.format)} · sha256 {analysis.source.sha256[:12]}</sub>", ""]
-        return "\n".join(lines)
+        return "\n".join(lines + self._provenance(analysis, options))
 
-    def _telemetry(self, analysis: Analysis) -> str:
+    def _telemetry(self, analysis: Analysis, options: ReportOptions) -> str:
         t = telemetry_record(analysis)
         assert t is not None
         name = escape_markdown(analysis.source.path.rsplit("/", 1)[-1])
@@ -77,8 +83,7 @@ class MarkdownReporter:
                     lines.append(f"| {label} | " + " | ".join(f"{values[k]:.1f}" for k in ("mean", "p50", "p90", "p99", "max")) + " |")
         lines += ["", "**Findings**", ""]
         lines += [f"- {escape_markdown(f['message'])}" for f in t["findings"]] or ["- none"]
-        lines += ["", f"<sub>tegrastats · sha256 {analysis.source.sha256[:12]}</sub>", ""]
-        return "\n".join(lines)
+        return "\n".join(lines + self._provenance(analysis, options))
 
     def _kernels(self, analysis: Analysis, options: ReportOptions) -> str:
         totals = summary(analysis)
@@ -111,5 +116,4 @@ class MarkdownReporter:
             lines.append(f"{k['rank']}. {escape_markdown(k['short_name'])}: {escape_markdown(k['reason'])}. Next: {escape_markdown(k['recommendation'])}.")
         for note in analysis.notes:
             lines += ["", f"_Note: {escape_markdown(note)}_"]
-        lines += ["", f"<sub>{escape_markdown(analysis.source.format)} · sha256 {analysis.source.sha256[:12]}</sub>", ""]
-        return "\n".join(lines)
+        return "\n".join(lines + self._provenance(analysis, options))

@@ -1,0 +1,148 @@
+"""`traceview report`: self-contained HTML, Markdown and JSON with provenance; hostile names stay inert everywhere."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from markdown_it import MarkdownIt
+from typer.testing import CliRunner
+
+from conftest import SAMPLES
+from traceview.app.cli import app
+
+runner = CliRunner()
+CFD = SAMPLES / "ncu" / "v100_cfd_details_ncu2019.5.csv"
+RAW = SAMPLES / "ncu" / "gtx1650_calc_energy_raw.csv"
+ELEMENTWISE = SAMPLES / "ncu" / "rtx5090_elementwise_details_ncu2025.1.csv"
+HOSTILE = '</script><script>alert(1)</script><img src=x onerror=alert(2)> | `x` =cmd|"/c calc"!A0'
+
+
+def report(*args):
+    return runner.invoke(app, ["report", *[str(a) for a in args]])
+
+
+def test_html_is_self_contained_and_deterministic(tmp_path):
+    first, second = tmp_path / "a.html", tmp_path / "b.html"
+    assert report(RAW, "-o", first).exit_code == 0
+    assert report(RAW, "-o", second).exit_code == 0
+    text = first.read_text()
+    assert 'id="traceview-main-figure"' in text
+    assert not re.search(r"<script[^>]+src=", text) and not re.search(r"<link[^>]+href=\"http", text)
+    assert "Ranked bottlenecks" in text and "calc_energy" in text and "Provenance" in text
+    strip = lambda t: re.sub(r"generated_at</td><td>[^<]*", "", t)  # noqa: E731
+    assert strip(text) == strip(second.read_text())
+
+
+def test_markdown_report_with_provenance(tmp_path):
+    out = tmp_path / "r.md"
+    result = report(CFD, "-o", out, "--top", "2")
+    assert result.exit_code == 0, result.stderr
+    text = out.read_text()
+    tokens = MarkdownIt("commonmark").enable("table").parse(text)
+    assert sum(t.type == "tr_open" for t in tokens) == 1 + 2
+    assert "sha256" in text and "traceview version" in text and "1 more kernels" in text
+
+
+def test_json_report_is_the_analyze_contract_plus_provenance(tmp_path):
+    out = tmp_path / "r.json"
+    assert report(CFD, "-o", out).exit_code == 0
+    data = json.loads(out.read_text())
+    analyzed = json.loads(runner.invoke(app, ["analyze", str(CFD), "-f", "json"]).stdout)
+    assert data["kernels"] == analyzed["kernels"]
+    assert data["provenance"]["input"] == CFD.name
+    assert data["provenance"]["input_sha256"] == data["source"]["sha256"]
+    assert data["provenance"]["format"] == "ncu-csv-details"
+    assert "command_line" in data["provenance"] and data["provenance"]["generated_at"]
+
+
+def test_command_line_in_provenance(tmp_path):
+    import subprocess
+    import sys
+
+    out = tmp_path / "r.json"
+    subprocess.run([sys.executable, "-m", "traceview", "report", str(CFD), "-o", str(out)], check=True, capture_output=True, timeout=120)
+    assert json.loads(out.read_text())["provenance"]["command_line"] == f"traceview report {CFD} -o {out}"
+
+
+def test_report_refuses_to_overwrite_and_unknown_extensions(tmp_path):
+    out = tmp_path / "r.html"
+    out.write_text("mine")
+    result = report(CFD, "-o", out)
+    assert result.exit_code == 1 and "--force" in result.stderr and out.read_text() == "mine"
+    result = report(CFD, "-o", tmp_path / "r.pdf")
+    assert result.exit_code == 1 and ".html, .md or .json" in result.stderr
+
+
+def test_png_without_kaleido_is_a_clear_error(tmp_path, monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_kaleido(name, *args, **kwargs):
+        if name == "kaleido":
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_kaleido)
+    out = tmp_path / "r.md"
+    result = report(CFD, "-o", out, "--png")
+    assert result.exit_code == 1 and "pip install kaleido" in result.stderr
+    assert not out.exists()
+
+
+def _hostile(tmp_path):
+    text = ELEMENTWISE.read_text(encoding="utf-8")
+    original = text.splitlines()[1].split('","')[4]
+    path = tmp_path / "hostile.csv"
+    path.write_text(text.replace(original, HOSTILE.replace('"', '""')), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("suffix", [".html", ".md", ".json"])
+def test_hostile_names_in_every_report_format(tmp_path, suffix):
+    out = tmp_path / f"r{suffix}"
+    result = report(_hostile(tmp_path), "-o", out)
+    assert result.exit_code == 0, result.stderr
+    text = out.read_text()
+    if suffix == ".json":
+        assert json.loads(text)["kernels"][0]["name"] == HOSTILE
+        return
+    assert "<script>alert(1)" not in text and "<img src=x" not in text
+    if suffix == ".md":
+        html = MarkdownIt("commonmark").enable("table").render(text)
+        assert "<script>alert" not in html and "<img" not in html
+    else:
+        assert "&lt;/script&gt;&lt;script&gt;alert(1)" in text
+
+
+def test_hostile_name_in_the_roofline_hover(tmp_path):
+    # The raw page has a roofline: its hover text carries the kernel name into Plotly's JSON.
+    text = RAW.read_text(encoding="utf-8")
+    path = tmp_path / "hostile_raw.csv"
+    path.write_text(text.replace("void calc_energy<256>", HOSTILE.replace('"', '""')), encoding="utf-8")
+    out = tmp_path / "r.html"
+    assert report(path, "-o", out).exit_code == 0
+    page = out.read_text()
+    assert "</script><script>alert(1)" not in page and "<img src=x" not in page
+
+
+def test_reports_for_tegrastats_and_llama(tmp_path, realdata_file):
+    out = tmp_path / "t.html"
+    assert report(realdata_file("tegrastats/agx_orin64_jp6_ts_Hanner123_a.log"), "-o", out).exit_code == 0
+    assert "Telemetry" in out.read_text() and "jetson_clocks" in out.read_text()
+    out = tmp_path / "l.md"
+    assert report(SAMPLES / "llama_cpp" / "rtx3090ti_llama7b_q4_0_bench.md.txt", "-o", out).exit_code == 0
+    assert "48.3%" in out.read_text()
+
+
+def test_html_report_renders_the_roofline_offline_in_chromium(tmp_path):
+    from browser import dump_dom
+
+    out = tmp_path / "r.html"
+    assert report(RAW, "-o", out).exit_code == 0
+    dom = dump_dom(out.as_uri())
+    assert 'class="main-svg"' in dom  # Plotly drew the figure from the embedded library, with no network
+    assert dom.count('class="point"') >= 1
+    assert "Roofline" in dom and "latency-bound kernels" in dom  # the kernel's trace is in the legend

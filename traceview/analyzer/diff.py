@@ -1,0 +1,210 @@
+"""Run-vs-run comparison of two analyses: per-kernel time and verdict changes, comparability, regression gate. Pure.
+
+Kernels are matched by normalised name (namespaces, `void`, and `(bool)`/`(int)` casts removed, so ncu's and nsys's
+spellings of one kernel agree — formats.md §1.2). llama.cpp runs are matched by test (pp512, tg128) and model;
+tegrastats logs are compared by their bandwidth, GPU and power statistics.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from traceview.analyzer.analysis import Analysis
+from traceview.errors import UsageError
+
+_NAMESPACE = re.compile(r"\b[A-Za-z_]\w*::(?!\*)")
+_CAST = re.compile(r"\((?:bool|int|unsigned int|unsigned|long|unsigned long|long long|unsigned long long|short|char|signed char|unsigned char)\)")
+
+
+def normalise_kernel_name(name: str) -> str:
+    """Return a kernel name comparable across ncu and nsys: no namespaces, casts, leading `void`, extra spaces."""
+    text = _CAST.sub("", name.strip())
+    previous = None
+    while previous != text:
+        previous, text = text, _NAMESPACE.sub("", text)
+    text = re.sub(r"^void\s+", "", text)
+    return " ".join(text.split())
+
+
+@dataclass(frozen=True)
+class KernelChange:
+    name: str
+    short_name: str
+    status: str  # changed, new, vanished
+    before_ns: float | None
+    after_ns: float | None
+    change_pct: float | None
+    share_before_pct: float | None
+    share_after_pct: float | None
+    bound_before: str | None
+    bound_after: str | None
+    roof_pct_before: float | None
+    roof_pct_after: float | None
+    launches_before: int | None
+    launches_after: int | None
+
+
+@dataclass(frozen=True)
+class Diff:
+    """The comparison; `regressions` lists what breaks a --fail-on-regression gate, with reasons."""
+
+    kind: str  # kernels, llama, telemetry
+    before: Analysis
+    after: Analysis
+    total_before_ns: float | None = None
+    total_after_ns: float | None = None
+    total_change_pct: float | None = None
+    kernels: list[KernelChange] = field(default_factory=list)
+    runs: list[dict[str, Any]] = field(default_factory=list)
+    telemetry: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    findings: list[str] = field(default_factory=list)
+    regressions: list[str] = field(default_factory=list)
+
+
+def _pct(before: float | None, after: float | None) -> float | None:
+    if before is None or after is None or before == 0:
+        return None
+    return 100.0 * (after - before) / before
+
+
+def _by_name(analysis: Analysis) -> dict[str, dict[str, Any]]:
+    rows: dict[str, dict[str, Any]] = {}
+    for row in analysis.kernels.iter_rows(named=True):
+        key = normalise_kernel_name(row["kernel_name"])
+        if key in rows:  # two raw names that normalise alike: add them up
+            merged = rows[key]
+            merged["duration_ns"] = (merged["duration_ns"] or 0) + (row["duration_ns"] or 0)
+            merged["launches"] += row["launches"]
+        else:
+            rows[key] = dict(row)
+    return rows
+
+
+def compare(before: Analysis, after: Analysis, fail_on_regression_pct: float | None = None, min_share_pct: float = 1.0) -> Diff:
+    """Return the comparison of two analyses of the same kind (kernels, llama.cpp runs or tegrastats logs)."""
+    if before.telemetry is not None and after.telemetry is not None:
+        return _compare_telemetry(before, after)
+    if before.llm is not None and after.llm is not None:
+        return _compare_llama(before, after, fail_on_regression_pct)
+    kinds = {("telemetry" if a.telemetry else "llama" if a.llm else "kernels") for a in (before, after)}
+    if len(kinds) > 1:
+        raise UsageError(f"cannot compare a {before.source.format} input with a {after.source.format} input — diff two runs of the same kind")
+    return _compare_kernels(before, after, fail_on_regression_pct, min_share_pct)
+
+
+def _compare_kernels(before: Analysis, after: Analysis, gate: float | None, min_share: float) -> Diff:
+    a, b = _by_name(before), _by_name(after)
+    total_a, total_b = before.total_duration_ns, after.total_duration_ns
+    changes = []
+    for key in list(a) + [k for k in b if k not in a]:
+        x, y = a.get(key), b.get(key)
+        status = "changed" if x and y else ("vanished" if x else "new")
+        ref = x or y
+        assert ref is not None
+        changes.append(KernelChange(
+            name=ref["kernel_name"], short_name=ref["short_name"], status=status,
+            before_ns=x["duration_ns"] if x else None, after_ns=y["duration_ns"] if y else None,
+            change_pct=_pct(x["duration_ns"], y["duration_ns"]) if x and y else None,
+            share_before_pct=x["share_pct"] if x else None, share_after_pct=y["share_pct"] if y else None,
+            bound_before=x["bound"] if x else None, bound_after=y["bound"] if y else None,
+            roof_pct_before=x["roof_pct"] if x else None, roof_pct_after=y["roof_pct"] if y else None,
+            launches_before=x["launches"] if x else None, launches_after=y["launches"] if y else None,
+        ))
+    # Biggest absolute time change first: what a reviewer should look at.
+    changes.sort(key=lambda c: -abs((c.after_ns or 0) - (c.before_ns or 0)))
+    diff = Diff("kernels", before, after, total_a, total_b, _pct(total_a, total_b), changes)
+    diff.warnings.extend(_comparability(before, after, a, b))
+    for change in changes:
+        if change.bound_before and change.bound_after and change.bound_before != change.bound_after:
+            diff.findings.append(f"{change.short_name}: verdict changed from {change.bound_before} to {change.bound_after}")
+    if gate is not None:
+        if diff.total_change_pct is not None and diff.total_change_pct > gate:
+            diff.regressions.append(
+                f"total GPU time {diff.total_change_pct:+.1f}% ({_ms(total_a)} → {_ms(total_b)}), over the {gate:g}% limit")
+        for change in changes:
+            share = max(change.share_before_pct or 0, change.share_after_pct or 0)
+            if change.change_pct is not None and change.change_pct > gate and share >= min_share:
+                diff.regressions.append(
+                    f"{change.short_name} {change.change_pct:+.1f}% ({_ms(change.before_ns)} → {_ms(change.after_ns)}, "
+                    f"{share:.1f}% of GPU time), over the {gate:g}% limit")
+    return diff
+
+
+def _ms(ns: float | None) -> str:
+    return "n/a" if ns is None else f"{ns / 1e6:.3f} ms"
+
+
+def _comparability(before: Analysis, after: Analysis, a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    warnings = []
+    if before.device.name != after.device.name:
+        warnings.append(f"different devices: {before.device.name or 'unknown'} vs {after.device.name or 'unknown'}")
+    for column, label in (("sm_clock_hz", "SM clock"), ("dram_clock_hz", "DRAM clock")):
+        x, y = before.launches[column].median(), after.launches[column].median()
+        if x and y and abs(float(y) - float(x)) / float(x) > 0.05:  # type: ignore[arg-type]
+            warnings.append(f"{label} differs: {float(x) / 1e9:.2f} GHz vs {float(y) / 1e9:.2f} GHz — lock clocks (ncu --clock-control base) to compare")  # type: ignore[arg-type]
+    names = set(a) | set(b)
+    if names:
+        shared = len(set(a) & set(b)) / len(names)
+        if shared < 0.5:
+            warnings.append(f"different kernel mix: only {100 * shared:.0f}% of kernel names appear in both runs")
+    return warnings
+
+
+def _compare_llama(before: Analysis, after: Analysis, gate: float | None) -> Diff:
+    assert before.llm is not None and after.llm is not None
+
+    def table(analysis: Analysis) -> pl.DataFrame:
+        assert analysis.llm is not None
+        return analysis.llm.runs.group_by(["test", "phase"], maintain_order=True).agg(
+            pl.col("tokens_per_s").mean(), pl.col("bytes_per_token").first(), pl.col("mbu_pct").mean(), pl.col("model").first()
+        )
+
+    a, b = table(before), table(after)
+    joined = a.join(b, on=["test", "phase"], how="full", suffix="_after", coalesce=True)
+    runs = []
+    findings: list[str] = []
+    regressions: list[str] = []
+    for row in joined.iter_rows(named=True):
+        change = _pct(row["tokens_per_s"], row["tokens_per_s_after"])
+        runs.append({**row, "change_pct": change})
+        if gate is not None and change is not None and -change > gate:
+            regressions.append(f"{row['test']}: {row['tokens_per_s']:.2f} → {row['tokens_per_s_after']:.2f} tokens/s ({change:+.1f}%), over the {gate:g}% limit")
+        if row["phase"] == "decode" and row["bytes_per_token"] and row["bytes_per_token_after"] and row["tokens_per_s"] and row["tokens_per_s_after"]:
+            byte_ratio = row["bytes_per_token"] / row["bytes_per_token_after"]
+            speedup = row["tokens_per_s_after"] / row["tokens_per_s"]
+            if abs(byte_ratio - 1) > 0.05:
+                verdict = ("decode got faster roughly in proportion to the bytes saved: it was memory-bandwidth-bound"
+                           if byte_ratio > 1 and speedup >= 0.8 * byte_ratio
+                           else "the speedup falls well short of the bytes saved: decode was not purely bandwidth-bound"
+                           if byte_ratio > 1 else "the model moves more bytes per token in the second run")
+                findings.append(
+                    f"{row['test']}: {byte_ratio:.2f}× fewer bytes per token ({row['model']} → {row['model_after']}) and "
+                    f"{speedup:.2f}× the tokens/s — {verdict}")
+    warnings = [] if before.device.name == after.device.name else [f"different devices: {before.device.name} vs {after.device.name}"]
+    return Diff("llama", before, after, runs=runs, findings=findings, regressions=regressions, warnings=warnings)
+
+
+def _compare_telemetry(before: Analysis, after: Analysis) -> Diff:
+    x, y = before.telemetry, after.telemetry
+    assert x is not None and y is not None
+
+    def stat(stats: dict[str, float] | None, name: str = "mean") -> float | None:
+        return stats[name] if stats else None
+
+    rows = {
+        "bandwidth_gb_s_mean": (stat(x.bandwidth_gb_s), stat(y.bandwidth_gb_s)),
+        "bandwidth_gb_s_p90": (stat(x.bandwidth_gb_s, "p90"), stat(y.bandwidth_gb_s, "p90")),
+        "gpu_util_pct_mean": (stat(x.gpu_pct), stat(y.gpu_pct)),
+        "mean_power_w": (x.mean_power_w, y.mean_power_w),
+        "duration_s": (x.duration_s, y.duration_s),
+    }
+    telemetry = {name: {"before": a, "after": b, "change_pct": _pct(a, b)} for name, (a, b) in rows.items()}
+    warnings = []
+    if (x.board and x.board.key) != (y.board and y.board.key):
+        warnings.append(f"different boards: {x.board.name if x.board else 'unknown'} vs {y.board.name if y.board else 'unknown'}")
+    return Diff("telemetry", before, after, telemetry=telemetry, warnings=warnings)

@@ -1,0 +1,185 @@
+"""Plotly figures built from an Analysis; the HTML report and the dashboard both draw with these functions.
+
+Kernel names are untrusted: every string that reaches a figure is HTML-escaped first, because Plotly renders a
+subset of HTML in hover labels and titles.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from typing import Any
+
+import plotly.graph_objects as go
+
+from traceview.analyzer.analysis import Analysis
+from traceview.analyzer.roofline import LATENCY_THRESHOLD_PCT, HIGH_THRESHOLD_PCT
+from traceview.app.formatting import format_duration, format_rate
+
+BOUND_COLOURS = {"memory": "#1f77b4", "compute": "#d62728", "latency": "#ff7f0e", "unknown": "#7f7f7f"}
+LEVEL_DASH = {"dram": "solid", "l2": "dash", "l1": "dot"}
+PRECISION_COLOURS = {"fp64": "#444444", "fp32": "#2ca02c", "fp16": "#9467bd", "tensor": "#8c564b"}
+_LAYOUT = {"template": "plotly_white", "margin": {"l": 70, "r": 30, "t": 60, "b": 60}, "height": 520}
+
+
+def _text(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _sizes(durations: list[float | None]) -> list[float]:
+    """Marker diameters with area proportional to time (8-48 px)."""
+    known = [d for d in durations if d]
+    top = max(known) if known else 1.0
+    return [8 + 40 * math.sqrt((d or 0) / top) if top else 12 for d in durations]
+
+
+def has_roofline_points(analysis: Analysis) -> bool:
+    """True when at least one kernel has an arithmetic intensity and an achieved FLOP/s to place on a roofline."""
+    k = analysis.kernels
+    return bool(k.height) and k.filter(k["arithmetic_intensity"].is_not_null() & k["achieved_flop_per_s"].is_not_null()).height > 0
+
+
+def roofline_figure(analysis: Analysis, highlight: str | None = None) -> go.Figure:
+    """Return the roofline (log-log FLOP/s against FLOP per DRAM byte), or the SOL chart when the export has no counts."""
+    if not has_roofline_points(analysis):
+        return sol_figure(analysis, highlight)
+    peaks = {key: peak for key, peak in analysis.device.peaks.items() if peak.value}
+    kernels = analysis.kernels.filter(analysis.kernels["arithmetic_intensity"].is_not_null() & analysis.kernels["achieved_flop_per_s"].is_not_null())
+    intensities = [v for v in kernels["arithmetic_intensity"].to_list() if v and v > 0]
+    low = 10 ** math.floor(math.log10(min(intensities + [0.1]) / 10))
+    high = 10 ** math.ceil(math.log10(max(intensities + [1000.0]) * 10))
+    figure = go.Figure()
+    used = {p for p in kernels["precision"].drop_nulls().to_list()}
+    for precision in ("fp64", "fp32", "fp16", "tensor"):
+        compute = peaks.get(f"peak_{precision}_flop_per_s")
+        if compute is None or (used and precision not in used and precision != "fp32"):
+            continue
+        for level in ("dram", "l2", "l1"):
+            bandwidth = peaks.get(f"peak_{level}_bytes_per_s")
+            if bandwidth is None or compute.value is None or bandwidth.value is None:
+                continue
+            ridge = compute.value / bandwidth.value
+            xs = [low, ridge, high]
+            ys = [low * bandwidth.value, compute.value, compute.value]
+            figure.add_trace(go.Scatter(
+                x=xs, y=ys, mode="lines", line={"color": PRECISION_COLOURS[precision], "dash": LEVEL_DASH[level], "width": 1.5},
+                name=f"{precision.upper()} roof, {level.upper()} ({format_rate(compute.value, 'FLOP/s')}, {format_rate(bandwidth.value, 'B/s')}; {compute.source})",
+                hoverinfo="name",
+            ))
+            figure.add_trace(go.Scatter(
+                x=[ridge], y=[compute.value], mode="markers", marker={"symbol": "diamond", "size": 8, "color": PRECISION_COLOURS[precision]},
+                name=f"ridge {precision.upper()}/{level.upper()} at {ridge:.3g} FLOP/B", showlegend=False,
+                hovertemplate=f"ridge point {precision.upper()}/{level.upper()}: %{{x:.3g}} FLOP/B<extra></extra>",
+            ))
+    rows = list(kernels.iter_rows(named=True))
+    for bound in ("memory", "compute", "latency", "unknown"):
+        group = [r for r in rows if r["bound"] == bound]
+        if not group:
+            continue
+        figure.add_trace(go.Scatter(
+            x=[r["arithmetic_intensity"] for r in group],
+            y=[r["achieved_flop_per_s"] for r in group],
+            mode="markers",
+            name=f"{bound}-bound kernels",
+            marker={"color": BOUND_COLOURS[bound], "size": _sizes([r["duration_ns"] for r in group]), "opacity": 0.8,
+                    "line": {"width": [3 if r["kernel_name"] == highlight else 0.5 for r in group], "color": "black"}},
+            customdata=[r["kernel_name"] for r in group],
+            text=[_hover(r) for r in group],
+            hovertemplate="%{text}<extra></extra>",
+        ))
+    figure.update_xaxes(type="log", title="arithmetic intensity (FLOP per DRAM byte)")
+    figure.update_yaxes(type="log", title="achieved performance (FLOP/s)")
+    sources = sorted({p.source for p in peaks.values() if p.source})
+    figure.update_layout(title=f"Roofline — {_text(analysis.device.name or 'unknown device')} (peaks from {', '.join(sources) or 'nowhere'})", **_LAYOUT)
+    return figure
+
+
+def _hover(row: dict[str, Any]) -> str:
+    parts = [
+        f"<b>{_text(row['short_name'])}</b>",
+        f"{_text(row['kernel_name'])[:160]}",
+        f"time {format_duration(row['duration_ns'])} in {row['launches']} launches",
+        f"verdict: {_text(row['bound'])} ({_text(row['label'])})",
+    ]
+    if row.get("arithmetic_intensity") is not None:
+        parts.append(f"AI {row['arithmetic_intensity']:.3g} FLOP/B")
+    if row.get("achieved_flop_per_s") is not None:
+        parts.append(f"achieved {format_rate(row['achieved_flop_per_s'], 'FLOP/s')}")
+    if row.get("roof_pct") is not None:
+        parts.append(f"{row['roof_pct']:.1f}% of roof ({_text(row['binding_roof'])})")
+    return "<br>".join(parts)
+
+
+def sol_figure(analysis: Analysis, highlight: str | None = None) -> go.Figure:
+    """Return the speed-of-light plane: memory vs compute throughput (% of peak), with ncu's 60/80 % thresholds."""
+    figure = go.Figure()
+    rows = [r for r in analysis.kernels.iter_rows(named=True) if r["compute_pct"] is not None and r["memory_pct"] is not None]
+    for value, dash in ((LATENCY_THRESHOLD_PCT, "dot"), (HIGH_THRESHOLD_PCT, "dash")):
+        figure.add_shape(type="line", x0=0, x1=100, y0=value, y1=value, line={"dash": dash, "color": "#999"})
+        figure.add_shape(type="line", x0=value, x1=value, y0=0, y1=100, line={"dash": dash, "color": "#999"})
+    figure.add_annotation(x=30, y=30, text="latency-bound (< 60 % of both)", showarrow=False, font={"color": "#999"})
+    for bound in ("memory", "compute", "latency", "unknown"):
+        group = [r for r in rows if r["bound"] == bound]
+        if not group:
+            continue
+        figure.add_trace(go.Scatter(
+            x=[r["memory_pct"] for r in group], y=[r["compute_pct"] for r in group], mode="markers", name=f"{bound}-bound kernels",
+            marker={"color": BOUND_COLOURS[bound], "size": _sizes([r["duration_ns"] for r in group]), "opacity": 0.8,
+                    "line": {"width": [3 if r["kernel_name"] == highlight else 0.5 for r in group], "color": "black"}},
+            customdata=[r["kernel_name"] for r in group],
+            text=[_hover(r) for r in group], hovertemplate="%{text}<extra></extra>",
+        ))
+    figure.update_xaxes(range=[0, 105], title="memory throughput (% of peak)")
+    figure.update_yaxes(range=[0, 105], title="compute (SM) throughput (% of peak)")
+    figure.update_layout(title="Speed of light — this export has no FLOP/byte counts for a roofline", **_LAYOUT)
+    return figure
+
+
+def telemetry_figure(analysis: Analysis, max_points: int = 5000) -> go.Figure:
+    """Return EMC bandwidth (GB/s) against the board's peak, and GPU busy %, over time (downsampled)."""
+    telemetry = analysis.telemetry
+    figure = go.Figure()
+    if telemetry is None:
+        return figure
+    frame = telemetry.frame
+    step = max(1, frame.height // max_points)
+    frame = frame.gather_every(step)
+    time = frame["time_s"].to_list()
+    if frame["emc_bytes_per_s"].drop_nulls().len():
+        figure.add_trace(go.Scatter(x=time, y=(frame["emc_bytes_per_s"] / 1e9).to_list(), name="EMC bandwidth (GB/s)", mode="lines"))
+    if telemetry.board is not None:
+        figure.add_trace(go.Scatter(x=[time[0], time[-1]], y=[telemetry.board.peak_bytes_per_s / 1e9] * 2, mode="lines",
+                                    name=f"{_text(telemetry.board.name)} peak", line={"dash": "dash", "color": "black"}))
+    if frame["gpu_pct"].drop_nulls().len():
+        figure.add_trace(go.Scatter(x=time, y=frame["gpu_pct"].to_list(), name="GPU busy (%)", mode="lines", yaxis="y2"))
+    figure.update_layout(
+        title="tegrastats: memory bandwidth and GPU load" + (f" (every {step}th sample)" if step > 1 else ""),
+        xaxis={"title": "time (s)"}, yaxis={"title": "GB/s", "rangemode": "tozero"},
+        yaxis2={"title": "GPU %", "overlaying": "y", "side": "right", "range": [0, 100]}, **_LAYOUT,
+    )
+    return figure
+
+
+def runs_figure(analysis: Analysis) -> go.Figure:
+    """Return decode tokens/s per llama.cpp row, labelled with MBU where known."""
+    if analysis.llm is None:
+        return go.Figure()
+    runs = [r for r in analysis.llm.runs.iter_rows(named=True) if r["phase"] == "decode"]
+    labels = [_text(f"#{r['run']} {r['model'] or ''} {r['test']}" + (f" ngl {r['n_gpu_layers']}" if r["n_gpu_layers"] is not None else "")) for r in runs]
+    figure = go.Figure(go.Bar(
+        x=labels, y=[r["tokens_per_s"] for r in runs],
+        text=["" if r["mbu_pct"] is None else f"MBU {r['mbu_pct']:.0f}%" for r in runs], textposition="outside",
+        marker={"color": ["#1f77b4" if r["offload"] == "full" else "#aec7e8" for r in runs]},
+        hovertemplate="%{x}<br>%{y:.2f} tokens/s<extra></extra>",
+    ))
+    figure.update_layout(title="llama.cpp decode tokens/s (MBU = share of the device's memory bandwidth)", yaxis={"title": "tokens/s"}, **_LAYOUT)
+    return figure
+
+
+def main_figure(analysis: Analysis) -> go.Figure:
+    """Return the figure that best shows this input: roofline/SOL for kernels, bandwidth for logs, tokens/s for llama.cpp."""
+    if analysis.telemetry is not None:
+        return telemetry_figure(analysis)
+    if analysis.llm is not None:
+        return runs_figure(analysis)
+    return roofline_figure(analysis)
