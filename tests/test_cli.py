@@ -129,9 +129,12 @@ def test_empty_file(tmp_path):
     _assert_one_line_error(invoke("analyze", path), "empty.csv", "empty")
 
 
-def test_csv_that_is_not_an_ncu_export(tmp_path, realdata_file):
-    path = realdata_file("nsys_stats/cuda_gpu_kern_sum_rtx5090_llmperfopt_allstage.csv")
+def test_csv_that_is_not_a_profiler_export(tmp_path, realdata_file):
+    path = tmp_path / "sales.csv"
+    path.write_text("region,month,revenue\nnorth,jan,100\n")
     _assert_one_line_error(invoke("analyze", path), "not a supported trace", "ncu --csv")
+    listing = realdata_file("other/ncu2025.1.1_list_sections_llmperfopt.txt")
+    _assert_one_line_error(invoke("analyze", listing), "not a supported trace")
 
 
 def test_header_without_launches(tmp_path):
@@ -160,11 +163,20 @@ def test_binary_garbage(tmp_path):
     _assert_one_line_error(invoke("analyze", path), "binary")
 
 
-def test_recognised_but_not_yet_supported_inputs(realdata_file):
-    sqlite = realdata_file("nsys_sqlite/vecadd_streams_T4_nsys2022.4.2.sqlite")
-    _assert_one_line_error(invoke("analyze", sqlite), "SQLite")
-    report = realdata_file("ncu_rep/CuVectorAddDrv.ncu-rep")
-    _assert_one_line_error(invoke("analyze", report), "ncu -i")
+def test_sqlite_that_is_not_an_nsys_export(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "app.sqlite"
+    with sqlite3.connect(path) as connection:
+        connection.execute("CREATE TABLE users (id INTEGER, name TEXT)")
+    _assert_one_line_error(invoke("analyze", path), "not an Nsight Systems export")
+
+
+def test_truncated_sqlite(tmp_path, realdata_file):
+    data = realdata_file("nsys_sqlite/vecadd_streams_T4_nsys2022.4.2.sqlite").read_bytes()
+    path = tmp_path / "cut.sqlite"
+    path.write_bytes(data[: len(data) // 3])
+    _assert_one_line_error(invoke("analyze", path), "cut.sqlite")
 
 
 def test_unknown_gpu():

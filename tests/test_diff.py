@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ncu_truth import details_truth, read_rows
-from traceview.analyzer.diff import normalise_kernel_name
+from traceview.analyzer.names import normalise_kernel_name
 from traceview.app.cli import REGRESSION_EXIT_CODE, app
 
 runner = CliRunner()

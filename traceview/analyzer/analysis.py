@@ -11,6 +11,17 @@ import polars as pl
 from traceview.analyzer.devices import GpuSpec, find_by_compute_capability, find_by_name, lookup_gpu
 from traceview.analyzer.jetson import Board, Telemetry, analyze_telemetry
 from traceview.analyzer.llm import LlmAnalysis, analyze_runs
+from traceview.analyzer.timeline import (
+    Timeline,
+    busy_per_device,
+    join_ncu,
+    kernel_summary,
+    memcpy_summary,
+    nvtx_summary,
+    sync_summary,
+    timeline_findings,
+    tiny_kernel_summary,
+)
 from traceview.analyzer.ranking import rank_kernels
 from traceview.analyzer.roofline import RECOMMENDATIONS, classify_launch
 from traceview.parsers.schema import KERNELS, MEMORY_LEVELS, PRECISIONS
@@ -55,10 +66,12 @@ class Analysis:
     notes: list[str] = field(default_factory=list)
     telemetry: Telemetry | None = None  # tegrastats logs
     llm: LlmAnalysis | None = None  # llama.cpp outputs
+    timeline: Timeline | None = None  # Nsight Systems exports
 
     @property
     def total_duration_ns(self) -> float | None:
-        total = self.launches["duration_ns"].sum() if self.launches.height else None
+        """Kernel time summed over the run, ns (None when the input has no durations)."""
+        total = self.kernels["duration_ns"].sum() if self.kernels.height else None
         return float(total) if total else None
 
 
@@ -228,3 +241,121 @@ def analyze_llama(
     device = Device(spec.name if spec else (names[0] if names else None), spec.compute_capability if spec else None, spec, how, peaks)
     launches = with_verdicts(pl.DataFrame(schema=KERNELS), device)
     return Analysis(source, device, launches, rank_kernels(launches), [], llm=llm)
+
+
+def analyze_nsys(
+    kernels: pl.DataFrame,
+    names: dict[int, str],
+    memops: pl.DataFrame,
+    sync: pl.DataFrame,
+    api: pl.DataFrame,
+    nvtx: pl.DataFrame,
+    gpus: pl.DataFrame,
+    source: Source,
+    gpu: str | None = None,
+    ncu: Analysis | None = None,
+) -> Analysis:
+    """Return the whole-run analysis of Nsight Systems data, with Nsight Compute verdicts joined when given."""
+    summary = kernel_summary(kernels, names)
+    ranked, unmatched, matched = join_ncu(summary, ncu.kernels if ncu is not None else None)
+    starts = [frame["start_ns"].min() for frame in (kernels, memops) if frame.height]
+    run_start = int(min(starts)) if starts else 0  # type: ignore[type-var]
+    devices = busy_per_device(kernels, memops, run_start)
+    gpu_rows = {row["device_id"]: row for row in gpus.iter_rows(named=True)}
+    for device in devices:
+        device["name"] = gpu_rows.get(device["device_id"], {}).get("name")
+    memcpy = memcpy_summary(memops)
+    syncs = sync_summary(sync, api)
+    tiny = tiny_kernel_summary(kernels)
+    timeline = Timeline(devices, memcpy, syncs, tiny, nvtx_summary(nvtx), timeline_findings(devices, memcpy, syncs, tiny), unmatched, matched)
+
+    spec = lookup_gpu(gpu) if gpu else None
+    names_seen = [n for n in gpus["name"].drop_nulls().unique().to_list()]
+    if spec is None and names_seen:
+        spec = find_by_name(names_seen[0])
+    how = f"chosen with --gpu {gpu}" if gpu else ("recorded in the export (TARGET_INFO_GPU)" if names_seen else
+                                                  "the export records no GPU (no TARGET_INFO_GPU); use --gpu for peaks")
+    peaks = {key: Peak(_table_peak(spec, key), "table" if _table_peak(spec, key) else None) for key in PEAK_KEYS}
+    bandwidth = gpus["memory_bandwidth_bytes_per_s"].drop_nulls()
+    if bandwidth.len() and not gpu:
+        peaks["peak_dram_bytes_per_s"] = Peak(float(bandwidth.max()), "profile")  # type: ignore[arg-type]
+    if ncu is not None:
+        peaks = {key: (ncu.device.peaks[key] if ncu.device.peaks[key].value else peak) for key, peak in peaks.items()}
+    display = (f"{len(names_seen)}× GPUs: " + ", ".join(names_seen)) if len(names_seen) > 1 else (names_seen[0] if names_seen else (spec.name if spec else None))
+    cc = gpus["compute_capability"].drop_nulls().first() if gpus.height else None
+    device = Device(display, cc or (spec.compute_capability if spec else None), spec, how, peaks)
+    notes = []
+    if kernels.height == 0:
+        notes.append("the export has no CUDA kernel activity (CUDA tracing off?): only NVTX and API findings")
+    if ncu is not None:
+        notes.append(f"joined Nsight Compute results from {ncu.source.path}: {matched} of {summary.height} kernels matched by name")
+        if unmatched:
+            notes.append(f"{len(unmatched)} Nsight Compute kernel(s) match no kernel in this run: " + "; ".join(n[:80] for n in unmatched[:5]))
+    launches = with_verdicts(pl.DataFrame(schema=KERNELS), device)
+    return Analysis(source, device, launches, ranked, notes, timeline=timeline)
+
+
+def analyze_stats(
+    reports: dict[str, pl.DataFrame],
+    source: Source,
+    gpu: str | None = None,
+    ncu: Analysis | None = None,
+    notes: list[str] | None = None,
+) -> Analysis:
+    """Return the analysis of `nsys stats` reports: kernels ranked by total time (verdicts from joined ncu results),
+    memcpy time by direction, blocking API time, NVTX ranges. No busy/idle figures: the summaries carry no timeline."""
+    from traceview.analyzer.timeline import BLOCKING_API
+    from traceview.parsers.ncu_csv import short_kernel_name
+
+    kern = reports.get("cuda_gpu_kern_sum")
+    if kern is None:
+        kern = reports.get("cuda_gpu_trace")
+    summary_rows = []
+    if kern is not None:
+        total = float(kern["total_ns"].sum() or 0)
+        for row in kern.iter_rows(named=True):
+            summary_rows.append({
+                "kernel_name": row["name"], "short_name": short_kernel_name(row["name"]), "launches": row["count"],
+                "duration_ns": row["total_ns"], "avg_duration_ns": row["avg_ns"], "median_duration_ns": row["med_ns"],
+                "min_duration_ns": row["min_ns"], "max_duration_ns": row["max_ns"],
+                "share_pct": 100.0 * row["total_ns"] / total if total and row["total_ns"] is not None else None,
+            })
+    summary = pl.DataFrame(summary_rows, infer_schema_length=None) if summary_rows else pl.DataFrame(
+        schema={"kernel_name": pl.String, "short_name": pl.String, "launches": pl.Int64, "duration_ns": pl.Float64})
+    ranked, unmatched, matched = join_ncu(summary, ncu.kernels if ncu is not None else None)
+    mem = reports.get("cuda_gpu_mem_time_sum")
+    memcpy = [] if mem is None else [
+        {"operation": r["name"], "count": r["count"], "bytes": None, "duration_ns": r["total_ns"], "pageable_count": None, "pageable_ns": None}
+        for r in mem.iter_rows(named=True)
+    ]
+    api = reports.get("cuda_api_sum")
+    blocking = [] if api is None else [r for r in api.iter_rows(named=True) if BLOCKING_API.match(r["name"] or "")]
+    syncs = {
+        "by_type": [],
+        "blocking_api_count": sum(int(r["count"] or 0) for r in blocking),
+        "blocking_api_ns": int(sum(r["total_ns"] or 0 for r in blocking)),
+        "blocking_api_calls": [{"name": r["name"], "count": r["count"], "duration_ns": r["total_ns"]} for r in blocking[:10]],
+        "api_calls": int(api["count"].sum() or 0) if api is not None else 0,
+    }
+    nvtx_frame = reports.get("nvtx_sum")
+    nvtx = [] if nvtx_frame is None else [
+        {"text": r["name"], "kind": r["style"], "count": r["count"], "total_ns": r["total_ns"], "mean_ns": r["avg_ns"]}
+        for r in nvtx_frame.iter_rows(named=True)
+    ]
+    timeline = Timeline([], memcpy, syncs, {"launches": None}, nvtx, timeline_findings([], [], syncs, {}), unmatched, matched)
+    spec = lookup_gpu(gpu) if gpu else None
+    peaks = {key: Peak(_table_peak(spec, key), "table" if _table_peak(spec, key) else None) for key in PEAK_KEYS}
+    if ncu is not None:
+        peaks = {key: (ncu.device.peaks[key] if ncu.device.peaks[key].value else peak) for key, peak in peaks.items()}
+    name = spec.name if spec else (ncu.device.name if ncu is not None else None)
+    how = f"chosen with --gpu {gpu}" if gpu else ("from the joined Nsight Compute results" if ncu is not None and name else
+                                                  "nsys stats reports name no device; use --gpu for peaks")
+    device = Device(name, spec.compute_capability if spec else None, spec, how, peaks)
+    all_notes = list(notes or [])
+    all_notes.append("nsys stats summaries carry no timeline: GPU busy %, idle gaps and pageable copies need the SQLite export")
+    if ncu is not None:
+        all_notes.append(f"joined Nsight Compute results from {ncu.source.path}: {matched} of {summary.height} kernels matched by name")
+        if unmatched:
+            all_notes.append(f"{len(unmatched)} Nsight Compute kernel(s) match no kernel in this run: " + "; ".join(n[:80] for n in unmatched[:5]))
+    launches = with_verdicts(pl.DataFrame(schema=KERNELS), device)
+    return Analysis(source, device, launches, ranked, all_notes, timeline=timeline)

@@ -39,7 +39,7 @@ SHORT_RECOMMENDATIONS = {
     Bound.MEMORY: "fewer bytes",
     Bound.COMPUTE: "cheaper math",
     Bound.LATENCY: "more parallelism",
-    Bound.UNKNOWN: "collect SOL metrics",
+    Bound.UNKNOWN: "profile with ncu",
 }
 
 RECOMMENDATIONS = {

@@ -17,10 +17,11 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from traceview import __version__
-from traceview.analyzer.analysis import Analysis, Source, analyze, analyze_llama, analyze_samples
+from traceview.analyzer.analysis import Analysis, Source, analyze, analyze_llama, analyze_nsys, analyze_samples, analyze_stats
 from traceview.analyzer.decode import decode_ceiling, kv_cache_bytes, parse_bytes, parse_count
 from traceview.analyzer.devices import GPUS, find_by_name
 from traceview.analyzer.jetson import BOARDS, Board, find_board
@@ -74,6 +75,27 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _progress() -> tuple[Callable[[int, int], None], Callable[[], None]]:
+    """Return (callback, close) for a progress bar on stderr that appears only for reads of a million rows or more."""
+    bar: dict[str, Any] = {}
+
+    def update(done: int, total: int) -> None:
+        if total < 1_000_000:
+            return
+        if not bar:
+            progress = Progress(TextColumn("reading kernels"), BarColumn(), TextColumn("{task.completed:,}/{task.total:,} rows"),
+                                TimeElapsedColumn(), console=stderr, transient=True)
+            progress.start()
+            bar["progress"], bar["task"] = progress, progress.add_task("read", total=total)
+        bar["progress"].update(bar["task"], completed=done)
+
+    def close() -> None:
+        if bar:
+            bar["progress"].stop()
+
+    return update, close
+
+
 def run_analysis(
     path: Path,
     gpu: str | None,
@@ -81,10 +103,27 @@ def run_analysis(
     tokens: int | None = None,
     weights: str | None = None,
     bandwidth: str | None = None,
+    ncu: Path | None = None,
 ) -> Analysis:
     """Parse and analyze one trace file (the main job, shared by every command that reads a trace)."""
-    trace = load_trace(path, interval_s=interval_s)
+    update, close = _progress()
+    try:
+        trace = load_trace(path, interval_s=interval_s, progress=update)
+    finally:
+        close()
     source = Source(str(path), trace.format.value, _sha256(path), path.stat().st_size, trace.profiler)
+    if ncu is not None and trace.nsys is None and trace.stats is None:
+        raise UsageError("--ncu joins Nsight Compute results onto an Nsight Systems input (.sqlite or nsys stats CSV); this input is not one")
+    ncu_analysis = run_analysis(ncu, gpu) if ncu is not None else None
+    if ncu_analysis is not None and ncu_analysis.kernels.height and ncu_analysis.telemetry is None and ncu_analysis.llm is None:
+        pass
+    elif ncu_analysis is not None:
+        raise UsageError(f"--ncu {ncu} is not a Nsight Compute export (CSV or .ncu-rep)")
+    if trace.nsys is not None:
+        e = trace.nsys
+        return analyze_nsys(e.kernels, e.names, e.memops, e.sync, e.api, e.nvtx, e.gpus, source, gpu, ncu_analysis)
+    if trace.stats is not None:
+        return analyze_stats(trace.stats.reports, source, gpu, ncu_analysis, trace.stats.notes)
     if trace.samples is not None:
         board = find_board(gpu) if gpu else None
         skipped = trace.skipped
@@ -146,6 +185,7 @@ IntervalOption = Annotated[float, typer.Option("--interval", min=0.001, help="te
 TokensOption = Annotated[int | None, typer.Option("--tokens", min=1, help="tegrastats: tokens generated during the log, for energy per token.")]
 WeightsOption = Annotated[str | None, typer.Option("--weights", help="llama.cpp: bytes read per decoded token (default: the model size the output reports).")]
 BandwidthOption = Annotated[str | None, typer.Option("--bandwidth", help="llama.cpp: memory bandwidth for MBU, e.g. 1008GB/s (default: the device's).")]
+NcuOption = Annotated[Path | None, typer.Option("--ncu", help="Nsight Systems input: join this Nsight Compute export (CSV or .ncu-rep) by kernel name.")]
 
 
 def _options(top: int | None, color: bool = False, per_launch: bool = False) -> ReportOptions:
@@ -176,11 +216,12 @@ def analyze_command(
     tokens: TokensOption = None,
     weights: WeightsOption = None,
     bandwidth: BandwidthOption = None,
+    ncu: NcuOption = None,
 ) -> None:
     """Label every kernel compute-, memory- or latency-bound and rank them by recoverable time."""
     fmt = _infer_format(output, output_format)
     _refuse_overwrite(output, force)
-    analysis = run_analysis(file, gpu, interval, tokens, weights, bandwidth)
+    analysis = run_analysis(file, gpu, interval, tokens, weights, bandwidth, ncu)
     color = fmt is OutputFormat.table and output is None and sys.stdout.isatty()
     write_output(REPORTERS[fmt.value]().render(analysis, _options(top, color, per_launch)), output, force)
 
@@ -199,6 +240,7 @@ def report_command(
     tokens: TokensOption = None,
     weights: WeightsOption = None,
     bandwidth: BandwidthOption = None,
+    ncu: NcuOption = None,
 ) -> None:
     """Write a report for a ticket: self-contained HTML, Markdown or JSON, with provenance."""
     fmt = output_format or _infer_format(output, None)
@@ -209,7 +251,7 @@ def report_command(
     if png:
         _refuse_overwrite(png_path, force)
         _require_kaleido()
-    analysis = run_analysis(file, gpu, interval, tokens, weights, bandwidth)
+    analysis = run_analysis(file, gpu, interval, tokens, weights, bandwidth, ncu)
     write_output(REPORTERS[fmt.value]().render(analysis, _options(top)), output, force)
     if png:
         write_png(analysis, png_path)

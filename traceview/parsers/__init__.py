@@ -8,8 +8,10 @@ from pathlib import Path
 import polars as pl
 
 from traceview.errors import TraceFormatError
-from traceview.parsers import llama_cpp, ncu_csv, tegrastats
-from traceview.parsers.sniff import TraceFormat, detect_format, unsupported
+from collections.abc import Callable
+
+from traceview.parsers import llama_cpp, ncu_csv, ncu_rep, nsys_sqlite, nsys_stats, tegrastats
+from traceview.parsers.sniff import TraceFormat, detect_format
 
 
 @dataclass(frozen=True)
@@ -23,18 +25,29 @@ class Trace:
     samples: pl.DataFrame | None = None
     skipped: tegrastats.ParseReport | None = None
     runs: pl.DataFrame | None = None  # llama.cpp measurements (LLAMA_RUNS)
+    nsys: nsys_sqlite.NsysExport | None = None  # Nsight Systems SQLite export
+    stats: nsys_stats.StatsReports | None = None  # nsys stats reports
 
 
-def load_trace(path: str | Path, interval_s: float = 1.0) -> Trace:
+def load_trace(path: str | Path, interval_s: float = 1.0, progress: Callable[[int, int], None] | None = None) -> Trace:
     """Return the parsed trace; raises TraceFormatError with a fix for anything unreadable.
 
-    interval_s is the tegrastats sampling interval, used where the log has no timestamps.
+    interval_s is the tegrastats sampling interval, used where the log has no timestamps; progress(done, total)
+    is called while a large Nsight Systems kernel table is read.
     """
     path = Path(path)
     fmt = detect_format(path)
+    if fmt is TraceFormat.NSYS_SQLITE:
+        export = nsys_sqlite.parse(path, progress)
+        version = " ".join(v for v in (export.product_version, f"(schema {export.schema_version})" if export.schema_version else None) if v)
+        return Trace(path, fmt, profiler=f"Nsight Systems {version}".strip(), nsys=export)
+    if fmt is TraceFormat.NSYS_STATS:
+        return Trace(path, fmt, profiler="nsys stats", stats=nsys_stats.parse(path))
     if fmt is TraceFormat.TEGRASTATS:
         samples, report = tegrastats.parse(path, interval_s)
         return Trace(path, fmt, profiler="tegrastats", samples=samples, skipped=report)
+    if fmt is TraceFormat.NCU_REP:
+        return Trace(path, fmt, ncu_rep.parse(path), "Nsight Compute report (.ncu-rep, read with ncu-report)")
     if fmt.value.startswith("llama-"):
         return Trace(path, fmt, profiler="llama.cpp", runs=llama_cpp.parse(path))
     if fmt in (TraceFormat.NCU_DETAILS, TraceFormat.NCU_RAW):
@@ -42,7 +55,7 @@ def load_trace(path: str | Path, interval_s: float = 1.0) -> Trace:
         if header is None:  # detect_format found one, so the file changed underneath us
             raise TraceFormatError(path, "the file changed while it was being read", "run the command again")
         return Trace(path, fmt, ncu_csv.parse(path, header), ncu_csv.profiler_hint(header))
-    raise unsupported(path, fmt)
+    raise TraceFormatError(path, f"no reader for {fmt.value}", "this is a bug: please report it")
 
 
 __all__ = ["Trace", "TraceFormat", "detect_format", "load_trace"]

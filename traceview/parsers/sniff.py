@@ -15,21 +15,12 @@ class TraceFormat(str, Enum):
     NCU_RAW = "ncu-csv-raw"
     NCU_REP = "ncu-rep"
     NSYS_SQLITE = "nsys-sqlite"
+    NSYS_STATS = "nsys-stats"
     TEGRASTATS = "tegrastats"
     LLAMA_BENCH_MD = "llama-bench-md"
     LLAMA_BENCH_CSV = "llama-bench-csv"
     LLAMA_BENCH_JSON = "llama-bench-json"
     LLAMA_TIMINGS = "llama-timings"
-
-
-_NOT_YET = {
-    TraceFormat.NCU_REP: "this is a binary Nsight Compute report (.ncu-rep); this version reads its CSV export",
-    TraceFormat.NSYS_SQLITE: "this is an SQLite database (Nsight Systems export); this version reads Nsight Compute CSV",
-}
-_NOT_YET_FIX = {
-    TraceFormat.NCU_REP: "export it with `ncu -i report.ncu-rep --csv --page raw > run.csv` and analyze that",
-    TraceFormat.NSYS_SQLITE: "profile the kernels with Nsight Compute (`ncu --set full --csv ...`) and analyze that CSV",
-}
 
 
 def check_readable(path: Path) -> None:
@@ -67,20 +58,20 @@ def detect_format(path: str | Path) -> TraceFormat:
             return TraceFormat.TEGRASTATS
         from traceview.parsers.llama_cpp import detect as detect_llama
 
-        llama = detect_llama(head.decode("utf-8", errors="replace"))
+        text = head.decode("utf-8", errors="replace")
+        llama = detect_llama(text)
         if llama is not None:
             return TraceFormat(llama)
+        from traceview.parsers.nsys_stats import looks_like_stats
+
+        if looks_like_stats(text):
+            return TraceFormat.NSYS_STATS
         header = find_header(path)
         if header is not None:
             return TraceFormat.NCU_RAW if header.page == "raw" else TraceFormat.NCU_DETAILS
         raise UnknownFormatError(
             path,
-            "not a supported trace: no Nsight Compute CSV header (\"ID\",\"Process ID\",...), tegrastats sample or llama.cpp output found",
-            "pass an `ncu --csv` export (details or raw page), a `tegrastats --logfile` log, or llama-bench / llama.cpp timing output",
+            "not a supported trace: no Nsight Compute CSV header (\"ID\",\"Process ID\",...), nsys stats table, tegrastats sample or llama.cpp output found",
+            "pass an `ncu --csv` export, an nsys SQLite export or `nsys stats` CSV, a `tegrastats --logfile` log, or llama-bench / llama.cpp output",
         )
-    raise UnknownFormatError(path, "binary file of an unknown kind", "pass an `ncu --csv` export (details or raw page)")
-
-
-def unsupported(path: Path, fmt: TraceFormat) -> TraceFormatError:
-    """Return the error for a recognised format that this version cannot analyze yet."""
-    return TraceFormatError(path, _NOT_YET[fmt], _NOT_YET_FIX[fmt])
+    raise UnknownFormatError(path, "binary file of an unknown kind", "pass an ncu CSV or .ncu-rep, an nsys .sqlite export, a tegrastats log or llama.cpp output")

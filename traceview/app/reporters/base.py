@@ -88,7 +88,7 @@ def summary(analysis: Analysis) -> dict[str, Any]:
         by_bound[row[0]] = by_bound.get(row[0], 0.0) + (row[1] or 0.0)
     recoverable = kernels["recoverable_ns"].sum() if kernels.height else None
     return {
-        "launches": analysis.launches.height,
+        "launches": int(kernels["launches"].sum()) if kernels.height else 0,
         "kernels": kernels.height,
         "total_duration_ns": analysis.total_duration_ns,
         "recoverable_ns": float(recoverable) if recoverable else None,
@@ -147,6 +147,24 @@ def telemetry_record(analysis: Analysis) -> dict[str, Any] | None:
     }
 
 
+def timeline_record(analysis: Analysis) -> dict[str, Any] | None:
+    """Return Nsight Systems timeline findings as plain data (times in ns, shares in %), or None."""
+    t = analysis.timeline
+    if t is None:
+        return None
+    return {
+        "gpu_busy_pct": {str(d["device_id"]): d["busy_pct"] for d in t.devices},
+        "devices": t.devices,
+        "idle_gaps": {str(d["device_id"]): d["idle_gaps"] for d in t.devices},
+        "memcpy": t.memcpy,
+        "sync": t.sync,
+        "tiny_kernels": t.tiny_kernels,
+        "nvtx": t.nvtx,
+        "findings": t.findings,
+        "ncu_join": {"matched_kernels": t.matched_kernels, "unmatched_ncu_kernels": t.unmatched_kernels},
+    }
+
+
 RUN_FIELDS = (
     "run", "format", "line_number", "model", "test", "phase", "n_prompt", "n_gen", "tokens_per_s", "tokens_per_s_stddev",
     "model_size_bytes", "model_params", "backend", "n_gpu_layers", "offload", "device", "device_bandwidth_bytes_per_s",
@@ -193,9 +211,44 @@ def report_data(analysis: Analysis, options: ReportOptions) -> dict[str, Any]:
     telemetry = telemetry_record(analysis)
     if telemetry is not None:
         data["telemetry"] = telemetry
+    timeline = timeline_record(analysis)
+    if timeline is not None:
+        data["timeline"] = timeline
     if analysis.llm is not None:
         data["runs"] = run_records(analysis)
         data["findings"] = analysis.llm.findings
     if options.per_launch:
         data["launches"] = launch_records(analysis)
     return data
+
+
+def timeline_lines(analysis: Analysis) -> list[str]:
+    """Return the timeline findings as plain sentences, for the terminal, Markdown and HTML reporters."""
+    t = timeline_record(analysis)
+    if t is None:
+        return []
+    lines = ["Timeline:"]
+    for device in t["devices"]:
+        gaps = device["idle_gaps"]
+        lines.append(
+            f"- GPU {device['device_id']}{' (' + device['name'] + ')' if device.get('name') else ''}: busy {format_pct(device['busy_pct'])} of "
+            f"{format_duration(device['span_ns'])}; {gaps['count']} idle gaps, {format_duration(gaps['total_ns'])} in all, largest "
+            f"{format_duration(gaps['largest_ns'])}"
+        )
+    for op in t["memcpy"]:
+        lines.append(f"- {op['operation']}: {op['count']} operations, {format_duration(op['duration_ns'])}"
+                     + (f", {op['bytes'] / 1e6:.1f} MB" if op.get("bytes") else ""))
+    sync = t["sync"]
+    if sync.get("blocking_api_count"):
+        lines.append(f"- blocking CUDA API calls: {sync['blocking_api_count']}, {format_duration(sync['blocking_api_ns'])}")
+    tiny = t["tiny_kernels"]
+    if tiny.get("launches"):
+        lines.append(f"- launches under 10 us: {tiny['launches']} ({format_pct(tiny['share_of_launches_pct'])} of launches)")
+    for entry in t["nvtx"][:5]:
+        lines.append(f"- NVTX {entry['text']!s:.60}: {entry['count']}× {format_duration(entry['total_ns'])}")
+    lines += [f"- finding: {finding}" for finding in t["findings"]]
+    join = t["ncu_join"]
+    if join["matched_kernels"] or join["unmatched_ncu_kernels"]:
+        lines.append(f"- Nsight Compute join: {join['matched_kernels']} kernels matched; unmatched ncu kernels: "
+                     + ("; ".join(n[:60] for n in join["unmatched_ncu_kernels"]) or "none"))
+    return lines

@@ -17,6 +17,7 @@ from traceview.app.reporters.base import (
     run_records,
     summary,
     telemetry_record,
+    timeline_lines,
 )
 
 _STYLE = """
@@ -61,6 +62,9 @@ class HTMLReporter:
             sections.append(self._runs(analysis))
         else:
             sections.append(self._kernels(analysis, options))
+            if analysis.timeline is not None:
+                items = "".join(f"<li>{_e(line[2:])}</li>" for line in timeline_lines(analysis) if line.startswith("- "))
+                sections.append(f"<h2>Timeline</h2><ul>{items}</ul>")
         sections += [f'<p class="note">Note: {_e(note)}</p>' for note in analysis.notes]
         sections.append(self._provenance(analysis, options))
         return (

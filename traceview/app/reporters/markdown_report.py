@@ -18,6 +18,7 @@ from traceview.app.reporters.base import (
     run_records,
     summary,
     telemetry_record,
+    timeline_lines,
 )
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-!|~])")
@@ -111,6 +112,8 @@ class MarkdownReporter:
         if len(analysis.kernels) > len(kernels):
             lines.append("")
             lines.append(f"{len(analysis.kernels) - len(kernels)} more kernels not shown (`--top`).")
+        if analysis.timeline is not None:
+            lines += [""] + [escape_markdown(line) if not line.startswith("- ") else "- " + escape_markdown(line[2:]) for line in timeline_lines(analysis)]
         lines += ["", "**Why, and what to do**", ""]
         for k in kernels:
             lines.append(f"{k['rank']}. {escape_markdown(k['short_name'])}: {escape_markdown(k['reason'])}. Next: {escape_markdown(k['recommendation'])}.")

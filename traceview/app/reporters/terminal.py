@@ -22,6 +22,7 @@ from traceview.app.reporters.base import (
     run_records,
     summary,
     telemetry_record,
+    timeline_lines,
 )
 
 BOUND_STYLES = {"memory": "cyan", "compute": "magenta", "latency": "yellow", "unknown": "dim"}
@@ -141,3 +142,6 @@ class TerminalReporter:
         hidden = analysis.kernels.height - (options.top or analysis.kernels.height)
         if hidden > 0:
             console.print(Text(f"{hidden} more kernels (use --top to show more)", style="dim"))
+        if analysis.timeline is not None:
+            for line in timeline_lines(analysis):
+                console.print(Text(line))

@@ -1,0 +1,88 @@
+"""Nsight Compute `.ncu-rep` reports → the same KERNELS frame as the CSV path, read with NVIDIA's `ncu-report` wheel.
+
+The wheel (an optional extra: `pip install traceview[ncu-rep]`) reads reports without a GPU or an Nsight install.
+Values come unscaled in base units, so they go through the CSV parser's metric table unchanged.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from traceview.errors import TraceFormatError
+from traceview.parsers.ncu_csv import _ALIASES, _ANY_UNIT_ALIASES, _RAW_STRING_METRICS, _TENSOR_PATTERN, _assemble
+
+INSTALL_HINT = (
+    "reading .ncu-rep needs NVIDIA's ncu-report wheel: pip install 'traceview[ncu-rep]' — "
+    "or export CSV with `ncu -i report.ncu-rep --csv --page raw > run.csv` and analyze that"
+)
+_WANTED = {key.split("|", 1)[0] for key in _ALIASES} | set(_ANY_UNIT_ALIASES)
+_TENSOR = re.compile(_TENSOR_PATTERN)
+
+
+def _load(path: Path) -> Any:
+    try:
+        import ncu_report  # type: ignore[import-not-found]
+    except ImportError:
+        raise TraceFormatError(path, "this is a binary Nsight Compute report (.ncu-rep)", INSTALL_HINT) from None
+    try:
+        return ncu_report, ncu_report.load_report(str(path))
+    except Exception as error:  # the wheel raises plain exceptions for unreadable reports
+        raise TraceFormatError(path, f"ncu-report cannot read it ({str(error).splitlines()[0] if str(error) else type(error).__name__})",
+                               "is the report complete? re-copy it, or open it in Nsight Compute") from None
+
+
+def parse(path: str | Path) -> pl.DataFrame:
+    """Return one row per profiled kernel launch (KERNELS schema), like ncu_csv.parse on a raw-page export."""
+    path = Path(path)
+    ncu_report, context = _load(path)
+    string_kind = ncu_report.IMetric.ValueKind_STRING
+    long_rows: list[dict[str, Any]] = []
+    identity_rows: list[dict[str, Any]] = []
+    launch = 0
+    for range_index in range(context.num_ranges()):
+        report_range = context.range_by_idx(range_index)
+        for action_index in range(report_range.num_actions()):
+            action = report_range.action_by_idx(action_index)
+            names = set(action.metric_names())
+
+            def string(metric: str) -> str | None:
+                return action.metric_by_name(metric).as_string() if metric in names else None
+
+            def number(metric: str) -> float | None:
+                return action.metric_by_name(metric).as_double() if metric in names else None
+
+            dims = [number(f"launch__{kind}_dim_{axis}") for kind in ("grid", "block") for axis in "xyz"]
+            identity = {
+                "launch_id": str(launch),
+                "kernel_name": action.name(ncu_report.IAction.NameBase_DEMANGLED) or action.name(),
+                "grid_size": f"({int(dims[0])}, {int(dims[1])}, {int(dims[2])})" if None not in dims[:3] else None,
+                "block_size": f"({int(dims[3])}, {int(dims[4])}, {int(dims[5])})" if None not in dims[3:] else None,
+                "device_index": str(int(number("device__attribute_device_index") or 0)),
+                "stream_id": str(int(number("launch__stream_id"))) if number("launch__stream_id") is not None else None,
+            }
+            for metric, alias in _RAW_STRING_METRICS.items():
+                metric_obj = action.metric_by_name(metric) if metric in names else None
+                if metric_obj is not None:
+                    value = metric_obj.as_string() if metric_obj.kind() == string_kind else metric_obj.as_double()
+                    identity[alias] = None if value is None else (str(int(value)) if isinstance(value, float) else str(value))
+            identity["device_name"] = string("device__attribute_display_name")
+            identity_rows.append(identity)
+            for metric in names:
+                if metric not in _WANTED and not _TENSOR.match(metric):
+                    continue
+                metric_obj = action.metric_by_name(metric)
+                if metric_obj.kind() == string_kind:
+                    continue
+                value = metric_obj.as_double()
+                if value is not None:
+                    long_rows.append({"launch_id": str(launch), "metric": metric, "unit": metric_obj.unit() or "", "value": repr(float(value))})
+            launch += 1
+    if not identity_rows:
+        raise TraceFormatError(path, "the report holds no profiled kernel launches", "was any kernel profiled? check the ncu filters (-k, -c)")
+    identity = pl.DataFrame(identity_rows, infer_schema_length=None)
+    long = pl.DataFrame(long_rows, schema={"launch_id": pl.String, "metric": pl.String, "unit": pl.String, "value": pl.String})
+    return _assemble(long, identity, None)

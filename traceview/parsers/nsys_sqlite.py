@@ -1,0 +1,222 @@
+"""Nsight Systems SQLite exports → typed frames: kernels, memory operations, synchronisation, CUDA API calls, NVTX.
+
+Every schema seen (formats.md §3): metadata in META_DATA_EXPORT, EXPORT_META_DATA or neither; GPUs in
+TARGET_INFO_GPU (Hz, B/s) or TARGET_INFO_CUDA_GPU (kHz, kB/s) or neither; kernel tables with or without
+`mangledName` and with columns added by newer versions; non-UTF-8 bytes in StringIds. Columns are selected by name;
+a missing optional table gives an empty frame, never an error. The kernel table is read in bulk into Arrow through
+ADBC, in row-id chunks so a progress callback can report long reads.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+
+from traceview.errors import TraceFormatError
+
+KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
+_CHUNK_ROWS = 1_000_000
+
+NSYS_KERNELS = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "stream_id": pl.Int64,
+                          "name_id": pl.Int64, "short_name_id": pl.Int64})
+NSYS_MEMOPS = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "operation": pl.String,
+                         "bytes": pl.Int64, "src_kind": pl.String, "dst_kind": pl.String})
+NSYS_SYNC = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "sync_type": pl.String})
+NSYS_API = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "name": pl.String})
+NSYS_NVTX = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "text": pl.String, "kind": pl.String})
+NSYS_GPUS = pl.Schema({"device_id": pl.Int64, "name": pl.String, "sm_count": pl.Int64, "clock_hz": pl.Float64,
+                       "memory_bandwidth_bytes_per_s": pl.Float64, "compute_capability": pl.String})
+
+# Fallbacks for exports without ENUM_* tables (nsys ≤ 2022.1); the values match the later enum tables.
+_COPY_KINDS = {0: "Unknown", 1: "Host-to-Device", 2: "Device-to-Host", 3: "Host-to-Array", 4: "Array-to-Host",
+               5: "Array-to-Array", 6: "Array-to-Device", 7: "Device-to-Array", 8: "Device-to-Device", 9: "Host-to-Host",
+               10: "Peer-to-Peer", 11: "Unified Host-to-Device", 12: "Unified Device-to-Host", 13: "Unified Device-to-Device"}
+_MEM_KINDS = {0: "Pageable", 1: "Pinned", 2: "Device", 3: "Array", 4: "Managed", 5: "Device Static", 6: "Managed Static", 7: "Unknown"}
+_SYNC_TYPES = {0: "Unknown", 1: "Event sync", 2: "Stream wait sync", 3: "Stream sync", 4: "Context sync"}
+_NVTX_KINDS = {59: "PushPop", 60: "StartEnd", 34: "Mark"}
+
+
+@dataclass
+class NsysExport:
+    """Everything traceview reads from one export; frames are empty where the export lacks the table."""
+
+    path: Path
+    product_version: str | None
+    schema_version: str | None
+    gpus: pl.DataFrame
+    kernels: pl.DataFrame
+    names: dict[int, str]
+    memops: pl.DataFrame
+    sync: pl.DataFrame
+    api: pl.DataFrame
+    nvtx: pl.DataFrame
+    tables: set[str] = field(default_factory=set)
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    connection.text_factory = bytes  # StringIds may hold Latin-1 bytes (a Windows capture)
+    return connection
+
+
+def _text(value: object) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return str(value)
+
+
+def _columns(connection: sqlite3.Connection, table: str) -> list[str]:
+    return [_text(row[1]) or "" for row in connection.execute(f'PRAGMA table_info("{table}")')]
+
+
+def _enum(connection: sqlite3.Connection, tables: set[str], table: str, fallback: dict[int, str]) -> dict[int, str]:
+    if table not in tables:
+        return fallback
+    return {int(row[0]): _text(row[2]) or _text(row[1]) or str(row[0]) for row in connection.execute(f'SELECT id, name, label FROM "{table}"')}
+
+
+def _frame(connection: sqlite3.Connection, sql: str, schema: pl.Schema) -> pl.DataFrame:
+    rows = [tuple(_text(v) if isinstance(v, bytes) else v for v in row) for row in connection.execute(sql)]
+    return pl.DataFrame(rows, schema=list(schema.keys()), orient="row").cast(dict(schema))  # type: ignore[arg-type]
+
+
+def parse(path: str | Path, progress: Callable[[int, int], None] | None = None) -> NsysExport:
+    """Return the export's frames; `progress(rows_read, rows_total)` is called while the kernel table is read."""
+    path = Path(path)
+    try:
+        connection = _connect(path)
+        tables = {_text(row[0]) or "" for row in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    except sqlite3.DatabaseError as error:
+        raise TraceFormatError(path, f"not a readable SQLite database ({error})", "pass the .sqlite that `nsys export --type sqlite` wrote") from error
+    if not tables & {KERNEL_TABLE, "StringIds", "NVTX_EVENTS", "TARGET_INFO_GPU", "META_DATA_EXPORT", "EXPORT_META_DATA"}:
+        raise TraceFormatError(path, "an SQLite database, but not an Nsight Systems export (no CUPTI_ACTIVITY_KIND_*, StringIds or NVTX tables)",
+                               "pass the .sqlite that `nsys export --type sqlite` wrote")
+    try:
+        return _read(path, connection, tables, progress)
+    except sqlite3.DatabaseError as error:
+        raise TraceFormatError(path, f"the database cannot be read ({error}); the export may be truncated", "re-export it with nsys export --type sqlite") from error
+    finally:
+        connection.close()
+
+
+def _read(path: Path, connection: sqlite3.Connection, tables: set[str], progress: Callable[[int, int], None] | None) -> NsysExport:
+    meta: dict[str, str] = {}
+    for table in ("META_DATA_EXPORT", "EXPORT_META_DATA"):
+        if table in tables:
+            meta = {_text(k) or "": _text(v) or "" for k, v in connection.execute(f'SELECT name, value FROM "{table}"')}
+            break
+    names = {int(row[0]): _text(row[1]) or "" for row in connection.execute("SELECT id, value FROM StringIds")} if "StringIds" in tables else {}
+    copy_kinds = _enum(connection, tables, "ENUM_CUDA_MEMCPY_OPER", _COPY_KINDS)
+    mem_kinds = _enum(connection, tables, "ENUM_CUDA_MEM_KIND", _MEM_KINDS)
+    sync_types = _enum(connection, tables, "ENUM_CUPTI_SYNC_TYPE", _SYNC_TYPES)
+
+    kernels = _read_kernels(path, connection, tables, progress)
+    memops = pl.DataFrame(schema=NSYS_MEMOPS)
+    if "CUPTI_ACTIVITY_KIND_MEMCPY" in tables:
+        frame = _frame(connection, 'SELECT start, "end", deviceId, copyKind, bytes, srcKind, dstKind FROM CUPTI_ACTIVITY_KIND_MEMCPY',
+                       pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "kind": pl.Int64, "bytes": pl.Int64, "src": pl.Int64, "dst": pl.Int64}))
+        memops = frame.select(
+            "start_ns", "end_ns", "device_id",
+            ("memcpy " + pl.col("kind").replace_strict(copy_kinds, default="Unknown", return_dtype=pl.String)).alias("operation"),
+            "bytes",
+            pl.col("src").replace_strict(mem_kinds, default=None, return_dtype=pl.String).alias("src_kind"),
+            pl.col("dst").replace_strict(mem_kinds, default=None, return_dtype=pl.String).alias("dst_kind"),
+        )
+    if "CUPTI_ACTIVITY_KIND_MEMSET" in tables:
+        columns = _columns(connection, "CUPTI_ACTIVITY_KIND_MEMSET")
+        kind = "memKind" if "memKind" in columns else "NULL"
+        frame = _frame(connection, f'SELECT start, "end", deviceId, bytes, {kind} FROM CUPTI_ACTIVITY_KIND_MEMSET',
+                       pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "bytes": pl.Int64, "kind": pl.Int64}))
+        memset = frame.select("start_ns", "end_ns", "device_id", pl.lit("memset").alias("operation"), "bytes",
+                              pl.lit(None, dtype=pl.String).alias("src_kind"),
+                              pl.col("kind").replace_strict(mem_kinds, default=None, return_dtype=pl.String).alias("dst_kind"))
+        memops = pl.concat([memops, memset])
+    sync = pl.DataFrame(schema=NSYS_SYNC)
+    if "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION" in tables:
+        frame = _frame(connection, 'SELECT start, "end", deviceId, syncType FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION',
+                       pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "type": pl.Int64}))
+        sync = frame.select("start_ns", "end_ns", "device_id",
+                            pl.col("type").replace_strict(sync_types, default="Unknown", return_dtype=pl.String).alias("sync_type"))
+    api = pl.DataFrame(schema=NSYS_API)
+    if "CUPTI_ACTIVITY_KIND_RUNTIME" in tables:
+        frame = _frame(connection, 'SELECT start, "end", nameId FROM CUPTI_ACTIVITY_KIND_RUNTIME',
+                       pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "name_id": pl.Int64}))
+        api = frame.select("start_ns", "end_ns", pl.col("name_id").replace_strict(names, default="?", return_dtype=pl.String).alias("name"))
+    nvtx = pl.DataFrame(schema=NSYS_NVTX)
+    if "NVTX_EVENTS" in tables:
+        columns = _columns(connection, "NVTX_EVENTS")
+        text_id = "textId" if "textId" in columns else "NULL"
+        frame = _frame(connection, f'SELECT start, "end", eventType, text, {text_id} FROM NVTX_EVENTS WHERE eventType IN (59, 60, 34)',
+                       pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "type": pl.Int64, "text": pl.String, "text_id": pl.Int64}))
+        nvtx = frame.select(
+            "start_ns", "end_ns",
+            pl.coalesce(pl.col("text"), pl.col("text_id").replace_strict(names, default=None, return_dtype=pl.String)).alias("text"),
+            pl.col("type").replace_strict(_NVTX_KINDS, default="Other", return_dtype=pl.String).alias("kind"),
+        )
+    return NsysExport(path, meta.get("EXPORT_PRODUCT_VERSION"), meta.get("EXPORT_SCHEMA_VERSION"), _read_gpus(connection, tables),
+                      kernels, names, memops, sync, api, nvtx, tables)
+
+
+def _read_kernels(path: Path, connection: sqlite3.Connection, tables: set[str], progress: Callable[[int, int], None] | None) -> pl.DataFrame:
+    if KERNEL_TABLE not in tables:
+        return pl.DataFrame(schema=NSYS_KERNELS)
+    columns = set(_columns(connection, KERNEL_TABLE))
+    name = "demangledName" if "demangledName" in columns else "shortName"
+    stream = "streamId" if "streamId" in columns else "NULL"
+    select = f'SELECT start, "end", deviceId, {stream}, {name}, shortName FROM {KERNEL_TABLE}'
+    bounds = connection.execute(f"SELECT min(rowid), max(rowid), count(*) FROM {KERNEL_TABLE}").fetchone()
+    if not bounds or bounds[2] == 0:
+        return pl.DataFrame(schema=NSYS_KERNELS)
+    low, high, total = bounds
+    try:
+        import adbc_driver_sqlite.dbapi as adbc
+    except ImportError:  # fall back to the standard library (slower, same result)
+        adbc = None
+    parts = []
+    done = 0
+    reader = adbc.connect(f"file:{path}?mode=ro") if adbc else None
+    try:
+        for first in range(low, high + 1, _CHUNK_ROWS):
+            sql = f"{select} WHERE rowid BETWEEN {first} AND {first + _CHUNK_ROWS - 1}"
+            if reader is not None:
+                cursor = reader.cursor()
+                cursor.execute(sql)
+                part = pl.from_arrow(cursor.fetch_arrow_table())
+                cursor.close()
+                assert isinstance(part, pl.DataFrame)
+                part.columns = list(NSYS_KERNELS.keys())
+                part = part.cast(dict(NSYS_KERNELS))  # type: ignore[arg-type]
+            else:
+                part = _frame(connection, sql, NSYS_KERNELS)
+            parts.append(part)
+            done += part.height
+            if progress is not None:
+                progress(done, total)
+    finally:
+        if reader is not None:
+            reader.close()
+    return pl.concat(parts) if parts else pl.DataFrame(schema=NSYS_KERNELS)
+
+
+def _read_gpus(connection: sqlite3.Connection, tables: set[str]) -> pl.DataFrame:
+    if "TARGET_INFO_GPU" in tables and {"memoryBandwidth", "clockRate"} <= set(_columns(connection, "TARGET_INFO_GPU")):
+        columns = set(_columns(connection, "TARGET_INFO_GPU"))
+        cc = "computeMajor || '.' || computeMinor" if {"computeMajor", "computeMinor"} <= columns else "NULL"
+        frame = _frame(connection, f"SELECT id, name, smCount, clockRate, memoryBandwidth, {cc} FROM TARGET_INFO_GPU", NSYS_GPUS)
+        # Windows captures list the display adapters too (Intel, "Microsoft Basic Render Driver") with zero bandwidth.
+        return frame.filter((pl.col("sm_count") > 0) & (pl.col("memory_bandwidth_bytes_per_s") > 0))
+    if "TARGET_INFO_CUDA_GPU" in tables:
+        columns = set(_columns(connection, "TARGET_INFO_CUDA_GPU"))
+        name = "name" if "name" in columns else "NULL"
+        cc = "computeCapabilityMajor || '.' || computeCapabilityMinor" if {"computeCapabilityMajor", "computeCapabilityMinor"} <= columns else "NULL"
+        device = "cudaId" if "cudaId" in columns else ("id" if "id" in columns else "0")
+        # Pre-2022 units: kHz and kB/s.
+        frame = _frame(connection, f"SELECT {device}, {name}, numMultiprocessors, coreClockRate * 1000.0, globalMemoryBandwidth * 1000.0, {cc} FROM TARGET_INFO_CUDA_GPU", NSYS_GPUS)
+        return frame
+    return pl.DataFrame(schema=NSYS_GPUS)

@@ -1,0 +1,202 @@
+"""`nsys stats` reports → one frame per report (schema STATS), from CSV files or the console table form.
+
+Reports recognised by their columns: kernel summary (`cuda_gpu_kern_sum`, old `gpukernsum`), CUDA API summary
+(`cuda_api_sum`), GPU memory time summary (`cuda_gpu_mem_time_sum`), NVTX summary (`nvtx_sum`), and the GPU trace
+(`cuda_gpu_trace`). Header spellings of every era (`Time (%)`/`Time(%)`, `Avg (ns)`/`Average`, `Instances`/`Num Calls`/
+`Calls`/`Count`/`Operations`) map onto one set of column names. The console form (`nsys profile --stats=true`) is
+split on the column boundaries its dashed underline gives, with thousands separators removed.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+
+from traceview.errors import TraceFormatError
+
+STATS = pl.Schema({
+    "time_pct": pl.Float64, "total_ns": pl.Float64, "count": pl.Int64, "avg_ns": pl.Float64, "med_ns": pl.Float64,
+    "min_ns": pl.Float64, "max_ns": pl.Float64, "stddev_ns": pl.Float64, "name": pl.String, "style": pl.String,
+})
+_COLUMNS = {
+    "time (%)": "time_pct", "time(%)": "time_pct",
+    "total time (ns)": "total_ns", "total time": "total_ns",
+    "instances": "count", "num calls": "count", "calls": "count", "count": "count", "operations": "count",
+    "avg (ns)": "avg_ns", "average (ns)": "avg_ns", "average": "avg_ns",
+    "med (ns)": "med_ns", "median (ns)": "med_ns",
+    "min (ns)": "min_ns", "minimum (ns)": "min_ns", "minimum": "min_ns",
+    "max (ns)": "max_ns", "maximum (ns)": "max_ns", "maximum": "max_ns",
+    "stddev (ns)": "stddev_ns",
+    "name": "name", "operation": "name", "range": "name", "style": "style",
+}
+_EXECUTING = re.compile(r"^\[\d+/\d+\] Executing '(\w+)' stats report")
+
+
+@dataclass
+class StatsReports:
+    """The reports found in one file, by report name, and what was skipped."""
+
+    reports: dict[str, pl.DataFrame] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def report_kind(columns: list[str], hint: str | None = None) -> str | None:
+    """Return the report name for a header (the console's `Executing` line wins when given)."""
+    lowered = [c.strip().lower() for c in columns]
+    if hint:
+        return {"gpukernsum": "cuda_gpu_kern_sum", "cudaapisum": "cuda_api_sum", "gpumemtimesum": "cuda_gpu_mem_time_sum",
+                "nvtxsum": "nvtx_sum", "gputrace": "cuda_gpu_trace"}.get(hint, hint)
+    if "start (ns)" in lowered and "duration (ns)" in lowered:
+        return "cuda_gpu_trace"
+    if "range" in lowered or "style" in lowered:
+        return "nvtx_sum"
+    if "operation" in lowered and any(c.startswith("total time") for c in lowered):
+        return "cuda_gpu_mem_time_sum"
+    if "instances" in lowered and "name" in lowered:
+        return "cuda_gpu_kern_sum"
+    if ("num calls" in lowered or "calls" in lowered) and "name" in lowered:
+        return "cuda_api_sum"
+    return None
+
+
+def looks_like_stats(head: str) -> bool:
+    """True when the text holds an `nsys stats` CSV header or console table."""
+    for line in head.splitlines()[:200]:
+        text = line.strip()
+        if _EXECUTING.match(text):
+            return True
+        if (text.startswith("Time (%)") or text.startswith("Time(%)")) and ("Total Time" in text):
+            return True
+        if text.startswith("Start (ns),Duration (ns)"):
+            return True
+    return False
+
+
+def _number(text: str) -> float | None:
+    cleaned = text.strip().replace(",", "")
+    try:
+        return float(cleaned)
+    except ValueError:
+        return None
+
+
+def _frame(path: Path, columns: list[str], rows: list[list[str]], first_line: int, notes: list[str]) -> pl.DataFrame:
+    names = [_COLUMNS.get(c.strip().lower()) for c in columns]
+    records = []
+    for offset, row in enumerate(rows):
+        if [cell.strip() for cell in row] in (["..."], ["…"]):
+            notes.append(f"line {first_line + offset}: a literal '...' row (the table was cut by hand) was skipped")
+            continue
+        if len(row) != len(columns):
+            raise TraceFormatError(path, f"row has {len(row)} fields for {len(columns)} columns", "pass the report as nsys stats wrote it",
+                                   line=first_line + offset)
+        record: dict[str, object] = {}
+        for name, cell in zip(names, row, strict=True):
+            if name in ("name", "style"):
+                record[name] = cell.strip()
+            elif name is not None:
+                record[name] = _number(cell)
+        records.append(record)
+    frame = pl.DataFrame(records, infer_schema_length=None) if records else pl.DataFrame()
+    for name, dtype in STATS.items():
+        if name not in frame.columns:
+            frame = frame.with_columns(pl.lit(None, dtype=dtype).alias(name))
+    return frame.select([pl.col(n).cast(t) for n, t in STATS.items()])
+
+
+def parse(path: str | Path) -> StatsReports:
+    """Return every report in a `nsys stats` CSV file or console capture."""
+    path = Path(path)
+    text = path.read_text(encoding="utf-8", errors="replace")
+    result = StatsReports()
+    lines = text.splitlines()
+    console = any(_EXECUTING.match(line.strip()) for line in lines) or any(re.match(r"^\s*-{4,}(\s+-{4,})+\s*$", line) for line in lines)
+    if console:
+        _parse_console(path, lines, result)
+    else:
+        _parse_csv(path, lines, result)
+    if not result.reports:
+        raise TraceFormatError(path, "no nsys stats table found", "pass `nsys stats --format csv --report cuda_gpu_kern_sum` output")
+    return result
+
+
+def _parse_csv(path: Path, lines: list[str], result: StatsReports) -> None:
+    start = next((i for i, line in enumerate(lines) if line.startswith(("Time (%)", "Time(%)", "Start (ns)"))), None)
+    if start is None:
+        return
+    rows = list(csv.reader(io.StringIO("\n".join(line for line in lines[start:] if line.strip()))))
+    kind = report_kind(rows[0])
+    if kind is None:
+        raise TraceFormatError(path, f"unknown nsys stats report with columns {rows[0][:4]}", "supported: cuda_gpu_kern_sum, cuda_api_sum, cuda_gpu_mem_time_sum, nvtx_sum", line=start + 1)
+    if kind == "cuda_gpu_trace":
+        result.notes.append("cuda_gpu_trace is read as a per-launch list; totals come from its Duration column")
+        result.reports[kind] = _trace_frame(path, rows, start + 2)
+        return
+    result.reports[kind] = _frame(path, rows[0], rows[1:], start + 2, result.notes)
+
+
+def _trace_frame(path: Path, rows: list[list[str]], first_line: int) -> pl.DataFrame:
+    header = [c.strip() for c in rows[0]]
+    duration = header.index("Duration (ns)")
+    name = header.index("Name") if "Name" in header else len(header) - 1
+    totals: dict[str, list[float]] = {}
+    for offset, row in enumerate(rows[1:]):
+        if len(row) < len(header):
+            raise TraceFormatError(path, "short row in cuda_gpu_trace", "pass the report as nsys stats wrote it", line=first_line + offset)
+        value = _number(row[duration])
+        if value is not None:
+            totals.setdefault(row[name], []).append(value)
+    records = [{"total_ns": sum(v), "count": len(v), "avg_ns": sum(v) / len(v), "min_ns": min(v), "max_ns": max(v), "name": k} for k, v in totals.items()]
+    frame = pl.DataFrame(records) if records else pl.DataFrame()
+    for column, dtype in STATS.items():
+        if column not in frame.columns:
+            frame = frame.with_columns(pl.lit(None, dtype=dtype).alias(column))
+    return frame.select([pl.col(n).cast(t) for n, t in STATS.items()])
+
+
+def _parse_console(path: Path, lines: list[str], result: StatsReports) -> None:
+    hint: str | None = None
+    index = 0
+    skipped: dict[str, int] = {}
+    while index < len(lines):
+        line = lines[index]
+        match = _EXECUTING.match(line.strip())
+        if match:
+            hint = match.group(1)
+        dashes = lines[index + 1] if index + 1 < len(lines) else ""
+        if re.match(r"^\s*-{3,}(\s+-{3,})+\s*$", dashes) and ("Time" in line or "Total" in line):
+            spans = [(m.start(), m.end()) for m in re.finditer(r"-+", dashes)]
+            header = [line[a:b].strip() for a, b in _widen(spans, line)]
+            rows = []
+            cursor = index + 2
+            while cursor < len(lines) and lines[cursor].strip():
+                raw = lines[cursor]
+                rows.append([raw[a:b] for a, b in _widen(spans, raw)])
+                cursor += 1
+            kind = report_kind(header, hint)
+            if kind is not None:
+                if kind in result.reports:
+                    skipped[kind] = skipped.get(kind, 0) + 1
+                else:
+                    result.reports[kind] = _frame(path, header, rows, index + 3, result.notes)
+            hint = None
+            index = cursor
+            continue
+        index += 1
+    for kind, count in skipped.items():
+        result.notes.append(f"{count} more '{kind}' table(s) in this file (other runs) were not read; the first one was")
+
+
+def _widen(spans: list[tuple[int, int]], line: str) -> list[tuple[int, int]]:
+    """Column slices without overlap: each runs from the previous column's end to its own end (numbers are
+    right-aligned to the dashes); the last runs to the end of the line (names are left-aligned and may be long)."""
+    slices = []
+    for position, (_, end) in enumerate(spans):
+        begin = 0 if position == 0 else spans[position - 1][1]
+        slices.append((begin, end if position + 1 < len(spans) else max(len(line), end)))
+    return slices
