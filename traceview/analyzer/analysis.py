@@ -13,14 +13,13 @@ from traceview.analyzer.jetson import Board, Telemetry, analyze_telemetry
 from traceview.analyzer.llm import LlmAnalysis, analyze_runs
 from traceview.analyzer.timeline import (
     Timeline,
-    busy_per_device,
+    device_activity,
     join_ncu,
     kernel_summary,
     memcpy_summary,
     nvtx_summary,
     sync_summary,
     timeline_findings,
-    tiny_kernel_summary,
 )
 from traceview.analyzer.ranking import rank_kernels
 from traceview.analyzer.roofline import RECOMMENDATIONS, classify_launch
@@ -260,13 +259,12 @@ def analyze_nsys(
     ranked, unmatched, matched = join_ncu(summary, ncu.kernels if ncu is not None else None)
     starts = [frame["start_ns"].min() for frame in (kernels, memops) if frame.height]
     run_start = int(min(starts)) if starts else 0  # type: ignore[type-var]
-    devices = busy_per_device(kernels, memops, run_start)
+    devices, tiny = device_activity(kernels, memops, run_start)
     gpu_rows = {row["device_id"]: row for row in gpus.iter_rows(named=True)}
     for device in devices:
         device["name"] = gpu_rows.get(device["device_id"], {}).get("name")
     memcpy = memcpy_summary(memops)
     syncs = sync_summary(sync, api)
-    tiny = tiny_kernel_summary(kernels)
     timeline = Timeline(devices, memcpy, syncs, tiny, nvtx_summary(nvtx), timeline_findings(devices, memcpy, syncs, tiny), unmatched, matched)
 
     spec = lookup_gpu(gpu) if gpu else None

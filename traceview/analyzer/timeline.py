@@ -15,6 +15,7 @@ import polars as pl
 
 from traceview.analyzer.names import normalise_kernel_name
 from traceview.analyzer.roofline import Bound
+from traceview.parsers.ncu_csv import short_kernel_name
 
 TINY_KERNEL_NS = 10_000  # kernels under 10 us are dominated by launch overhead unless launched back to back
 BLOCKING_API = re.compile(
@@ -41,10 +42,9 @@ class Timeline:
 
 def kernel_summary(kernels: pl.DataFrame, names: dict[int, str]) -> pl.DataFrame:
     """Return one row per kernel name: launches, total/avg/median/min/max time (ns), per-device launches and time."""
-    durations = kernels.with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("d"))
+    durations = kernels.lazy().select("name_id", "device_id", (pl.col("end_ns") - pl.col("start_ns")).alias("d"))
     per_device = durations.group_by("name_id", "device_id").agg(pl.len().alias("launches"), pl.col("d").sum().alias("duration_ns"))
     summary = durations.group_by("name_id").agg(
-        pl.col("short_name_id").first(),
         pl.len().alias("launches"),
         pl.col("d").sum().cast(pl.Float64).alias("duration_ns"),
         pl.col("d").mean().alias("avg_duration_ns"),
@@ -55,15 +55,15 @@ def kernel_summary(kernels: pl.DataFrame, names: dict[int, str]) -> pl.DataFrame
     devices = per_device.sort("device_id").group_by("name_id").agg(
         pl.struct(pl.col("device_id"), pl.col("launches"), pl.col("duration_ns")).alias("devices")
     )
-    summary = summary.join(devices, on="name_id", how="left")
-    ids = summary["name_id"].to_list() + summary["short_name_id"].to_list()
-    lookup = {i: names.get(i, f"<string {i}>") for i in ids if i is not None}
-    total = float(summary["duration_ns"].sum() or 0)
-    return summary.with_columns(
-        pl.col("name_id").replace_strict(lookup, default=None, return_dtype=pl.String).alias("kernel_name"),
-        pl.col("short_name_id").replace_strict(lookup, default=None, return_dtype=pl.String).alias("short_name"),
+    frame = summary.join(devices, on="name_id", how="left").collect()
+    full = {i: names.get(i, f"<string {i}>") for i in frame["name_id"].to_list()}
+    short = {i: short_kernel_name(name) for i, name in full.items()}
+    total = float(frame["duration_ns"].sum() or 0)
+    return frame.with_columns(
+        pl.col("name_id").replace_strict(full, default=None, return_dtype=pl.String).alias("kernel_name"),
+        pl.col("name_id").replace_strict(short, default=None, return_dtype=pl.String).alias("short_name"),
         (100.0 * pl.col("duration_ns") / total if total else pl.lit(None, dtype=pl.Float64)).alias("share_pct"),
-    ).drop("name_id", "short_name_id")
+    ).drop("name_id")
 
 
 def join_ncu(summary: pl.DataFrame, ncu_kernels: pl.DataFrame | None) -> tuple[pl.DataFrame, list[str], int]:
@@ -110,26 +110,35 @@ def join_ncu(summary: pl.DataFrame, ncu_kernels: pl.DataFrame | None) -> tuple[p
     return ranked.with_columns(pl.col("rank").cast(pl.Int64)), [u["kernel_name"] for u in unmatched], matched
 
 
-def _busy_and_gaps(intervals: pl.DataFrame) -> pl.DataFrame:
-    """Per device: first start, last end, busy ns (union of intervals) and the idle gaps inside that span."""
-    ordered = intervals.sort("device_id", "start_ns").with_columns(
-        pl.col("end_ns").cum_max().shift(1).over("device_id").alias("covered_until")
-    ).with_columns((pl.col("start_ns") - pl.col("covered_until")).clip(lower_bound=0).fill_null(0).alias("gap_ns"))
-    return ordered
+def _sorted_by_start(frame: pl.DataFrame) -> pl.DataFrame:
+    # Exports are nearly always in start order already: checking is O(n), sorting is not.
+    return frame if frame["start_ns"].is_sorted() else frame.sort("start_ns")
 
 
-def busy_per_device(kernels: pl.DataFrame, memops: pl.DataFrame, run_start_ns: int) -> list[dict[str, Any]]:
-    """Return per device: span, busy and idle time (ns), busy %, and its idle gaps (count, largest, where)."""
-    intervals = pl.concat([kernels.select("start_ns", "end_ns", "device_id"), memops.select("start_ns", "end_ns", "device_id")])
-    if intervals.height == 0:
-        return []
-    ordered = _busy_and_gaps(intervals)
-    devices = []
-    for (device,), group in ordered.group_by("device_id", maintain_order=True):
-        span = int(group["end_ns"].max() - group["start_ns"].min())  # type: ignore[operator]
-        gaps = group.filter(pl.col("gap_ns") > 0)
-        idle = int(gaps["gap_ns"].sum())
-        largest = gaps.sort("gap_ns", descending=True).head(1)
+def device_activity(kernels: pl.DataFrame, memops: pl.DataFrame, run_start_ns: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Return (per device: span, busy and idle ns, busy %, idle gaps; tiny-kernel statistics over all devices).
+
+    One ordered pass per device: kernels and copies are merged by start time (both already sorted), busy time is the
+    union of their intervals (a running maximum of end times), gaps are the holes in it.
+    """
+    devices: list[dict[str, Any]] = []
+    tiny_parts: list[pl.DataFrame] = []
+    device_ids = sorted(set(kernels["device_id"].unique().drop_nulls().to_list()) | set(memops["device_id"].unique().drop_nulls().to_list()))
+    single = len(device_ids) == 1
+    for device in device_ids:
+        own = kernels.select("start_ns", "end_ns") if single else kernels.filter(pl.col("device_id") == device).select("start_ns", "end_ns")
+        own = _sorted_by_start(own)
+        copies = _sorted_by_start(memops.filter(pl.col("device_id") == device).select("start_ns", "end_ns"))
+        merged = own.merge_sorted(copies, key="start_ns") if copies.height else own
+        if merged.height == 0:
+            continue
+        gaps = merged.select(
+            (pl.col("start_ns") - pl.col("end_ns").cum_max().shift(1)).alias("gap"),
+            pl.col("end_ns").cum_max().shift(1).alias("covered_until"),
+        ).filter(pl.col("gap") > 0)
+        span = int(merged["end_ns"].max() - merged["start_ns"].min())  # type: ignore[operator]
+        idle = int(gaps["gap"].sum() or 0)
+        largest = gaps.row(int(gaps["gap"].arg_max()), named=True) if gaps.height else None  # type: ignore[arg-type]
         devices.append({
             "device_id": device,
             "span_ns": span,
@@ -139,13 +148,28 @@ def busy_per_device(kernels: pl.DataFrame, memops: pl.DataFrame, run_start_ns: i
             "idle_gaps": {
                 "count": gaps.height,
                 "total_ns": idle,
-                "over_10us": int((gaps["gap_ns"] >= 10_000).sum()),
-                "over_1ms": int((gaps["gap_ns"] >= 1_000_000).sum()),
-                "largest_ns": int(largest["gap_ns"][0]) if largest.height else 0,
-                "largest_at_ns": int(largest["covered_until"][0] - run_start_ns) if largest.height else None,
+                "over_10us": int((gaps["gap"] >= 10_000).sum()),
+                "over_1ms": int((gaps["gap"] >= 1_000_000).sum()),
+                "largest_ns": int(largest["gap"]) if largest else 0,
+                "largest_at_ns": int(largest["covered_until"] - run_start_ns) if largest else None,
             },
         })
-    return devices
+        if own.height:
+            tiny_parts.append(own.select(
+                (pl.col("end_ns") - pl.col("start_ns")).alias("d"),
+                (pl.col("start_ns") - pl.col("end_ns").shift(1)).clip(lower_bound=0).alias("gap_before"),
+            ).filter(pl.col("d") < TINY_KERNEL_NS))
+    launches = kernels.height
+    tiny = pl.concat(tiny_parts) if tiny_parts else pl.DataFrame(schema={"d": pl.Int64, "gap_before": pl.Int64})
+    tiny_stats: dict[str, Any] = {
+        "threshold_ns": TINY_KERNEL_NS,
+        "launches": tiny.height,
+        "share_of_launches_pct": 100.0 * tiny.height / launches if launches else None,
+        "duration_ns": int(tiny["d"].sum() or 0),
+        "median_duration_ns": float(tiny["d"].median()) if tiny.height else None,  # type: ignore[arg-type]
+        "median_gap_before_ns": float(tiny["gap_before"].median()) if tiny["gap_before"].drop_nulls().len() else None,  # type: ignore[arg-type]
+    }
+    return devices, tiny_stats
 
 
 def memcpy_summary(memops: pl.DataFrame) -> list[dict[str, Any]]:
@@ -172,25 +196,6 @@ def sync_summary(sync: pl.DataFrame, api: pl.DataFrame) -> dict[str, Any]:
         "blocking_api_ns": int(blocking["d"].sum() or 0),
         "blocking_api_calls": calls.head(10).to_dicts(),
         "api_calls": api.height,
-    }
-
-
-def tiny_kernel_summary(kernels: pl.DataFrame) -> dict[str, Any]:
-    """Return how many launches are under 10 us, their time, and the median idle gap before each (launch-bound if larger)."""
-    if kernels.height == 0:
-        return {"launches": 0}
-    ordered = kernels.sort("device_id", "start_ns").with_columns(
-        (pl.col("end_ns") - pl.col("start_ns")).alias("d"),
-        (pl.col("start_ns") - pl.col("end_ns").shift(1).over("device_id")).clip(lower_bound=0).alias("gap_before"),
-    )
-    tiny = ordered.filter(pl.col("d") < TINY_KERNEL_NS)
-    return {
-        "threshold_ns": TINY_KERNEL_NS,
-        "launches": tiny.height,
-        "share_of_launches_pct": 100.0 * tiny.height / ordered.height,
-        "duration_ns": int(tiny["d"].sum() or 0),
-        "median_duration_ns": float(tiny["d"].median()) if tiny.height else None,  # type: ignore[arg-type]
-        "median_gap_before_ns": float(tiny["gap_before"].median()) if tiny.height and tiny["gap_before"].drop_nulls().len() else None,  # type: ignore[arg-type]
     }
 
 

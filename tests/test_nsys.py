@@ -1,0 +1,224 @@
+"""Nsight Systems inputs against the files themselves: SQL over each export, the stats CSVs, .ncu-rep, the ncu join."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+from typer.testing import CliRunner
+
+from traceview.app.cli import app
+from traceview.parsers import TraceFormat, detect_format, load_trace
+
+runner = CliRunner()
+SQLITE = [
+    "nsys2026.2_h100x2_sliced_nsys-ai.sqlite",
+    "nsys2026.1_rtx3080_torch_zeros_nsys-ai.sqlite",
+    "nvfuser_H200_nsys2024.6.2.sqlite",
+    "nsys2022.1_gtx1060maxq_windows_extrap.sqlite",
+    "dlprof_pytorch_cnn_RTX2070S_nsys2022.1.3.sqlite",
+    "vecadd_streams_T4_nsys2022.4.2.sqlite",
+    "EDGE_nvtx_only_TITANRTX_nsys2022.4.2.sqlite",
+]
+GPU_NAMES = {
+    "nsys2026.1_rtx3080_torch_zeros_nsys-ai.sqlite": "NVIDIA GeForce RTX 3080",
+    "nvfuser_H200_nsys2024.6.2.sqlite": "NVIDIA H200",
+    "nsys2022.1_gtx1060maxq_windows_extrap.sqlite": "GeForce GTX 1060 with Max-Q Design",
+    "vecadd_streams_T4_nsys2022.4.2.sqlite": "Tesla T4",
+    "nsys2026.2_h100x2_sliced_nsys-ai.sqlite": None,  # the sliced export has no TARGET_INFO_GPU
+}
+
+
+def sql(path, query):
+    connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    connection.text_factory = bytes
+    try:
+        return connection.execute(query).fetchall()
+    finally:
+        connection.close()
+
+
+def analyze_json(*args):
+    result = runner.invoke(app, ["analyze", *[str(a) for a in args], "-f", "json"])
+    assert result.exit_code == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+@pytest.mark.parametrize("name", SQLITE)
+def test_kernel_counts_and_time_per_device_match_sql(realdata_file, name):
+    path = realdata_file(f"nsys_sqlite/{name}")
+    assert detect_format(path) is TraceFormat.NSYS_SQLITE
+    tables = {row[0].decode() for row in sql(path, "SELECT name FROM sqlite_master WHERE type='table'")}
+    expected = {}
+    if "CUPTI_ACTIVITY_KIND_KERNEL" in tables:
+        expected = {d: (n, t) for d, n, t in sql(path, 'SELECT deviceId, count(*), sum("end" - start) FROM CUPTI_ACTIVITY_KIND_KERNEL GROUP BY deviceId')}
+    data = analyze_json(path)
+    assert data["summary"]["launches"] == sum(n for n, _ in expected.values())
+    assert data["summary"]["total_duration_ns"] == (pytest.approx(sum(t for _, t in expected.values())) if expected else None)
+    per_device = {}
+    for kernel in data["kernels"]:
+        assert kernel["bound"] == "unknown" and "--ncu" in kernel["reason"]
+    export = load_trace(path).nsys
+    for device, group in export.kernels.group_by("device_id"):
+        per_device[device[0]] = (group.height, int((group["end_ns"] - group["start_ns"]).sum()))
+    assert per_device == expected
+    if name in GPU_NAMES:
+        assert data["device"]["name"] == GPU_NAMES[name]
+    if not expected:
+        assert data["kernels"] == [] and any("no CUDA kernel activity" in n for n in data["notes"])
+
+
+def _idle_ns(intervals):
+    """Idle time inside the busy span: the plain definition, computed without polars."""
+    intervals = sorted(intervals)
+    idle, covered = 0, intervals[0][1]
+    for start, end in intervals[1:]:
+        if start > covered:
+            idle += start - covered
+        covered = max(covered, end)
+    return idle
+
+
+@pytest.mark.parametrize("name", ["nsys2026.2_h100x2_sliced_nsys-ai.sqlite", "vecadd_streams_T4_nsys2022.4.2.sqlite", "dlprof_pytorch_cnn_RTX2070S_nsys2022.1.3.sqlite"])
+def test_idle_gaps_match_the_export(realdata_file, name):
+    path = realdata_file(f"nsys_sqlite/{name}")
+    tables = {row[0].decode() for row in sql(path, "SELECT name FROM sqlite_master WHERE type='table'")}
+    parts = [t for t in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET") if t in tables]
+    rows = [r for t in parts for r in sql(path, f'SELECT deviceId, start, "end" FROM {t}')]
+    data = analyze_json(path)
+    for device in data["timeline"]["devices"]:
+        intervals = [(s, e) for d, s, e in rows if d == device["device_id"]]
+        assert device["idle_gaps"]["total_ns"] == _idle_ns(intervals)
+        span = max(e for _, e in intervals) - min(s for s, _ in intervals)
+        assert device["span_ns"] == span
+        assert device["busy_pct"] == pytest.approx(100 * (span - _idle_ns(intervals)) / span)
+    assert set(data["timeline"]["gpu_busy_pct"]) == {str(d["device_id"]) for d in data["timeline"]["devices"]}
+
+
+def test_memcpy_directions_and_pageable_copies(realdata_file):
+    path = realdata_file("nsys_sqlite/vecadd_streams_T4_nsys2022.4.2.sqlite")
+    expected = {k: (n, b) for k, n, b in sql(path, "SELECT copyKind, count(*), sum(bytes) FROM CUPTI_ACTIVITY_KIND_MEMCPY GROUP BY copyKind")}
+    pageable = sql(path, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE srcKind = 0 OR dstKind = 0")[0][0]
+    memcpy = {m["operation"]: m for m in analyze_json(path)["timeline"]["memcpy"]}
+    assert memcpy["memcpy Host-to-Device"]["count"] == expected[1][0] and memcpy["memcpy Host-to-Device"]["bytes"] == expected[1][1]
+    assert memcpy["memcpy Device-to-Host"]["count"] == expected[2][0]
+    assert sum(m["pageable_count"] for m in memcpy.values()) == pageable
+
+
+def test_nvtx_ranges_and_latin1_strings(realdata_file):
+    nvtx = analyze_json(realdata_file("nsys_sqlite/EDGE_nvtx_only_TITANRTX_nsys2022.4.2.sqlite"))["timeline"]["nvtx"]
+    assert nvtx and nvtx[0]["total_ns"] >= nvtx[-1]["total_ns"]
+    path = realdata_file("nsys_sqlite/nsys2022.1_gtx1060maxq_windows_extrap.sqlite")
+    with pytest.raises(sqlite3.OperationalError, match="UTF-8"):  # the quirk is real: strict decoding fails
+        sqlite3.connect(f"file:{path}?mode=ro", uri=True).execute("SELECT value FROM EXPORT_META_DATA").fetchall()
+    windows = load_trace(path).nsys
+    assert windows.product_version == "2022.1.1.61" and windows.schema_version == "2.9.1"
+
+
+def test_gpu_peaks_from_the_export(realdata_file):
+    data = analyze_json(realdata_file("nsys_sqlite/nvfuser_H200_nsys2024.6.2.sqlite"))
+    assert data["device"]["peaks"]["dram_bytes_per_s"] == {"value": 4916736000000.0, "source": "profile"}
+    assert data["device"]["peaks"]["tensor_flop_per_s"]["source"] == "table"
+
+
+STATS = {
+    "cuda_gpu_kern_sum_rtx5090_llmperfopt_allstage.csv": 113,
+    "cuda_gpu_kern_sum_mudock_adt_cuda_native.csv": 6,
+    "dotllm_llama31_8b_q4km_rtx4090_prefill476_cuda_gpu_kern_sum.csv": 15,
+    "nsys_console_stats_a100_vectoradd_README.txt": 1,
+    "dotllm_llama31_8b_q4km_rtx4090_prefill476_cuda_api_sum_TRUNCATED.csv": 0,
+}
+
+
+@pytest.mark.parametrize("name", sorted(STATS))
+def test_stats_reports(realdata_file, name):
+    path = realdata_file(f"nsys_stats/{name}")
+    assert detect_format(path) is TraceFormat.NSYS_STATS
+    data = analyze_json(path)
+    assert len(data["kernels"]) == STATS[name]
+
+
+def test_stats_kernel_totals_match_the_csv(realdata_file):
+    import csv
+
+    path = realdata_file("nsys_stats/dotllm_llama31_8b_q4km_rtx4090_prefill476_cuda_gpu_kern_sum.csv")
+    rows = list(csv.DictReader(path.open()))
+    data = analyze_json(path)
+    assert data["summary"]["launches"] == sum(int(r["Instances"]) for r in rows)
+    assert data["summary"]["total_duration_ns"] == sum(float(r["Total Time (ns)"]) for r in rows)
+    assert data["kernels"][0]["short_name"] == "flash_attention_prefill_f16"
+
+
+def test_console_stats_and_truncated_api_sum(realdata_file):
+    console = analyze_json(realdata_file("nsys_stats/nsys_console_stats_a100_vectoradd_README.txt"))
+    kernel = console["kernels"][0]
+    assert (kernel["launches"], kernel["duration_ns"]) == (1010, 1831281)  # "1,831,281" with separators
+    assert {m["operation"] for m in console["timeline"]["memcpy"]} == {"[CUDA memcpy HtoD]", "[CUDA memcpy DtoH]"}
+    assert console["timeline"]["nvtx"][0]["text"] == "Profile_Loop"
+    api = analyze_json(realdata_file("nsys_stats/dotllm_llama31_8b_q4km_rtx4090_prefill476_cuda_api_sum_TRUNCATED.csv"))
+    assert any("'...'" in note for note in api["notes"])
+    assert api["timeline"]["sync"]["blocking_api_count"] == 293 + 1  # cuMemcpyHtoD_v2 and cuCtxSynchronize
+
+
+def test_ncu_join_carries_verdicts_onto_whole_run_time(realdata_file):
+    stats = realdata_file("nsys_stats/cuda_gpu_kern_sum_rtx5090_llmperfopt_allstage.csv")
+    gemm = realdata_file("ncu_details/ncu2025.1_cc120_cutlass_gemm_details_llmperfopt.csv")
+    data = analyze_json(stats, "--ncu", gemm)
+    top = data["kernels"][0]
+    assert top["short_name"] == "Kernel2" and top["bound"] == "latency" and top["launches"] == 1180
+    # ncu's 67.9 % estimated speedup of the one profiled launch, applied to 1,180 launches' time.
+    assert top["recoverable_ns"] == pytest.approx(top["duration_ns"] * 0.679, rel=1e-3)
+    assert data["timeline"]["ncu_join"] == {"matched_kernels": 1, "unmatched_ncu_kernels": []}
+    assert sum(k["bound"] == "unknown" for k in data["kernels"]) == 112
+
+
+def test_unmatched_ncu_kernels_are_listed(realdata_file):
+    stats = realdata_file("nsys_stats/cuda_gpu_kern_sum_mudock_adt_cuda_native.csv")
+    gemm = realdata_file("ncu_details/ncu2025.1_cc120_cutlass_gemm_details_llmperfopt.csv")
+    data = analyze_json(stats, "--ncu", gemm)
+    assert data["timeline"]["ncu_join"]["matched_kernels"] == 0
+    assert len(data["timeline"]["ncu_join"]["unmatched_ncu_kernels"]) == 1
+    assert any("match no kernel" in note for note in data["notes"])
+
+
+def test_ncu_option_needs_an_nsys_input(realdata_file):
+    result = runner.invoke(app, ["analyze", str(realdata_file("ncu_details/ncu2025.1_cc120_gemv_details_llmperfopt.csv")), "--ncu", "x.csv"])
+    assert result.exit_code == 1 and "--ncu joins" in result.stderr
+
+
+def test_ncu_rep_reports(realdata_file):
+    pytest.importorskip("ncu_report", reason="the optional ncu-report wheel is not installed")
+    import ncu_report
+
+    for name, expected in (("CuVectorAddDrv.ncu-rep", 1), ("manual_nvtx.ncu-rep", 3)):
+        path = realdata_file(f"ncu_rep/{name}")
+        assert detect_format(path) is TraceFormat.NCU_REP
+        context = ncu_report.load_report(str(path))
+        actions = [context.range_by_idx(0).action_by_idx(i) for i in range(context.range_by_idx(0).num_actions())]
+        truth = {a.name(ncu_report.IAction.NameBase_DEMANGLED): a.metric_by_name("gpu__time_duration.sum").as_double() for a in actions}
+        data = analyze_json(path)
+        assert data["summary"]["launches"] == expected
+        assert {k["name"]: k["duration_ns"] for k in data["kernels"]} == truth
+        assert data["device"]["name"] == "NVIDIA GeForce RTX 3070"
+        for kernel, action in zip(sorted(data["kernels"], key=lambda k: k["short_name"]), sorted(actions, key=lambda a: a.name()), strict=True):
+            sm = action.metric_by_name("sm__throughput.avg.pct_of_peak_sustained_elapsed").as_double()
+            mem = action.metric_by_name("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed").as_double()
+            assert kernel["compute_pct"] == pytest.approx(sm) and kernel["memory_pct"] == pytest.approx(mem)
+    daxpy = next(k for k in analyze_json(realdata_file("ncu_rep/manual_nvtx.ncu-rep"))["kernels"] if k["short_name"] == "daxpy_kernel")
+    assert daxpy["bound"] == "memory"  # Memory 90.7 %, SM 12.0 %
+
+
+def test_ncu_rep_without_the_wheel(realdata_file, monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_wheel(name, *args, **kwargs):
+        if name == "ncu_report":
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_wheel)
+    result = runner.invoke(app, ["analyze", str(realdata_file("ncu_rep/CuVectorAddDrv.ncu-rep"))])
+    assert result.exit_code == 1 and "pip install 'traceview[ncu-rep]'" in result.stderr and "ncu -i" in result.stderr
