@@ -313,6 +313,38 @@ def diff_command(
         raise typer.Exit(REGRESSION_EXIT_CODE)
 
 
+def bundled_samples() -> list[Path]:
+    """Return the real sample exports shipped with traceview (in the wheel, or in the source checkout)."""
+    package = Path(__file__).resolve().parent.parent
+    for folder in (package / "sample_traces", package.parent / "sample_traces"):
+        if folder.is_dir():
+            return [folder / "ncu" / "v100_cfd_details_ncu2019.5.csv", folder / "ncu" / "gtx1650_calc_energy_raw.csv"]
+    return []
+
+
+@app.command("serve")
+@user_errors
+def serve_command(
+    files: Annotated[list[Path] | None, typer.Argument(help="Exports to load (any input analyze reads); default: bundled samples.")] = None,
+    gpu: GpuOption = None,
+    host: Annotated[str, typer.Option("--host", help="Address to bind; only 127.0.0.1 is reachable from this machine alone.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port to listen on.")] = 8050,
+    max_upload_mb: Annotated[int, typer.Option("--max-upload-mb", min=1, help="Largest file the page accepts for upload.")] = 512,
+) -> None:
+    """Open the dashboard in the browser: roofline, ranked bottlenecks, details, uploads and run comparison."""
+    from traceview.app.dashboard import RunStore, create_app
+
+    paths = files or bundled_samples()
+    if not paths:
+        raise UsageError("no file given and no bundled sample found — pass an export: traceview serve run.csv")
+    store = RunStore()
+    for path in paths:
+        store.add(run_analysis(path, gpu), path.name)
+    dashboard = create_app(store, lambda path: run_analysis(path, gpu), max_upload_mb * 2**20)
+    typer.echo(f"traceview dashboard: http://{host}:{port}/  (Ctrl+C to stop)")
+    dashboard.run(host=host, port=port, debug=False)
+
+
 @app.command("gpus")
 @user_errors
 def gpus_command() -> None:

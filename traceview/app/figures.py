@@ -11,6 +11,7 @@ import math
 from typing import Any
 
 import plotly.graph_objects as go
+import polars as pl
 
 from traceview.analyzer.analysis import Analysis
 from traceview.analyzer.roofline import LATENCY_THRESHOLD_PCT, HIGH_THRESHOLD_PCT
@@ -39,12 +40,28 @@ def has_roofline_points(analysis: Analysis) -> bool:
     return bool(k.height) and k.filter(k["arithmetic_intensity"].is_not_null() & k["achieved_flop_per_s"].is_not_null()).height > 0
 
 
-def roofline_figure(analysis: Analysis, highlight: str | None = None) -> go.Figure:
-    """Return the roofline (log-log FLOP/s against FLOP per DRAM byte), or the SOL chart when the export has no counts."""
+MAX_POINTS = 5000  # the browser never gets more dots than this; the longest launches are kept
+
+
+def _launch_points(analysis: Analysis) -> pl.DataFrame:
+    """Per-launch rows shaped like the kernel rows (launches = 1), the longest MAX_POINTS of them."""
+    launches = analysis.launches
+    if launches.height == 0:
+        return analysis.kernels
+    frame = launches.with_columns(pl.lit(1).alias("launches"))
+    return frame.sort("duration_ns", descending=True, nulls_last=True).head(MAX_POINTS)
+
+
+def roofline_figure(analysis: Analysis, highlight: str | None = None, per_launch: bool = False) -> go.Figure:
+    """Return the roofline (log-log FLOP/s against FLOP per DRAM byte), or the SOL chart when the export has no counts.
+
+    One dot per kernel name (area = time), or per launch when asked; colour = verdict.
+    """
+    points = _launch_points(analysis) if per_launch else analysis.kernels
     if not has_roofline_points(analysis):
-        return sol_figure(analysis, highlight)
+        return sol_figure(analysis, highlight, points)
     peaks = {key: peak for key, peak in analysis.device.peaks.items() if peak.value}
-    kernels = analysis.kernels.filter(analysis.kernels["arithmetic_intensity"].is_not_null() & analysis.kernels["achieved_flop_per_s"].is_not_null())
+    kernels = points.filter(points["arithmetic_intensity"].is_not_null() & points["achieved_flop_per_s"].is_not_null())
     intensities = [v for v in kernels["arithmetic_intensity"].to_list() if v and v > 0]
     low = 10 ** math.floor(math.log10(min(intensities + [0.1]) / 10))
     high = 10 ** math.ceil(math.log10(max(intensities + [1000.0]) * 10))
@@ -98,7 +115,7 @@ def _hover(row: dict[str, Any]) -> str:
     parts = [
         f"<b>{_text(row['short_name'])}</b>",
         f"{_text(row['kernel_name'])[:160]}",
-        f"time {format_duration(row['duration_ns'])} in {row['launches']} launches",
+        f"time {format_duration(row['duration_ns'])} in {row.get('launches', 1)} launch(es)",
         f"verdict: {_text(row['bound'])} ({_text(row['label'])})",
     ]
     if row.get("arithmetic_intensity") is not None:
@@ -110,10 +127,11 @@ def _hover(row: dict[str, Any]) -> str:
     return "<br>".join(parts)
 
 
-def sol_figure(analysis: Analysis, highlight: str | None = None) -> go.Figure:
+def sol_figure(analysis: Analysis, highlight: str | None = None, points: pl.DataFrame | None = None) -> go.Figure:
     """Return the speed-of-light plane: memory vs compute throughput (% of peak), with ncu's 60/80 % thresholds."""
     figure = go.Figure()
-    rows = [r for r in analysis.kernels.iter_rows(named=True) if r["compute_pct"] is not None and r["memory_pct"] is not None]
+    source = analysis.kernels if points is None else points
+    rows = [r for r in source.iter_rows(named=True) if r.get("compute_pct") is not None and r.get("memory_pct") is not None]
     for value, dash in ((LATENCY_THRESHOLD_PCT, "dot"), (HIGH_THRESHOLD_PCT, "dash")):
         figure.add_shape(type="line", x0=0, x1=100, y0=value, y1=value, line={"dash": dash, "color": "#999"})
         figure.add_shape(type="line", x0=value, x1=value, y0=0, y1=100, line={"dash": dash, "color": "#999"})

@@ -1,0 +1,210 @@
+"""The dashboard in a real browser (headless Chromium through Selenium) against real exports."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, SAMPLES
+from traceview.app.cli import run_analysis
+from traceview.app.dashboard import RunStore, create_app, table_rows
+
+CFD = SAMPLES / "ncu" / "v100_cfd_details_ncu2019.5.csv"
+RAW = SAMPLES / "ncu" / "gtx1650_calc_energy_raw.csv"
+ELEMENTWISE = SAMPLES / "ncu" / "rtx5090_elementwise_details_ncu2025.1.csv"
+HOSTILE = '<img src=x onerror="window.__xss=1">|`x`'
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def dashboard():
+    from werkzeug.serving import make_server
+
+    store = RunStore()
+    for path in (CFD, RAW):
+        store.add(run_analysis(path, None), path.name)
+    app = create_app(store, lambda path: run_analysis(path, None), max_upload_bytes=2 * 2**20)
+    port = _free_port()
+    server = make_server("127.0.0.1", port, app.server, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{port}/", store
+    server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    webdriver = pytest.importorskip("selenium.webdriver")
+    binary = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver_path = shutil.which("chromedriver")
+    if not binary or not driver_path:
+        pytest.skip("Chromium and chromedriver are not installed (.ci/run installs Debian's chromium and chromium-driver)")
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = binary
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1500,1300",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(driver_path), options=options)
+    driver.set_page_load_timeout(60)
+    yield driver
+    driver.quit()
+
+
+def wait_for(check, timeout=30.0, interval=0.2):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            last = check()
+            if last:
+                return last
+        except Exception as error:  # the page is still rendering
+            last = error
+        time.sleep(interval)
+    raise AssertionError(f"timed out waiting; last value: {last!r}")
+
+
+KERNEL_DOTS = """
+const g = document.querySelector('#roofline .js-plotly-plot');
+if (!g || !g.data) return null;
+return g.data.filter(t => (t.name || '').endsWith('-bound kernels')).reduce((n, t) => n + t.x.length, 0);
+"""
+
+
+def open_run(driver, url, label):
+    driver.get(url)
+    wait_for(lambda: driver.execute_script(KERNEL_DOTS) is not None)
+    if label != CFD.name:
+        choose_run(driver, label)
+
+
+def choose_run(driver, label):
+    from selenium.webdriver.common.by import By
+
+    driver.find_element(By.ID, "run").click()
+    option = wait_for(lambda: next((o for o in driver.find_elements(By.CSS_SELECTOR, "[role=option]") if o.text.strip() == label), None))
+    option.click()
+    wait_for(lambda: label in driver.find_element(By.ID, "run").text)
+
+
+def ranks_and_names(driver):
+    from selenium.webdriver.common.by import By
+
+    ranks = [c.text for c in driver.find_elements(By.CSS_SELECTOR, '#kernels td[data-dash-column="rank"]')]
+    names = [c.text for c in driver.find_elements(By.CSS_SELECTOR, '#kernels td[data-dash-column="short_name"]')]
+    return ranks, names
+
+
+def test_roofline_and_table_for_real_exports(dashboard, browser):
+    url, store = dashboard
+    open_run(browser, url, CFD.name)
+    expected = table_rows(store.get(CFD.name))
+    assert wait_for(lambda: browser.execute_script(KERNEL_DOTS) == len(expected))  # one dot per kernel
+    ranks, names = wait_for(lambda: ranks_and_names(browser) if ranks_and_names(browser)[0] else None)
+    assert ranks == [str(r["rank"]) for r in expected] == ["1", "2", "3"]
+    assert names == [r["short_name"] for r in expected]
+    choose_run(browser, RAW.name)
+    assert wait_for(lambda: browser.execute_script(KERNEL_DOTS) == 1)
+    assert "Roofline" in browser.find_element("css selector", "#roofline").text
+
+
+def test_clicking_a_row_opens_its_detail(dashboard, browser):
+    url, store = dashboard
+    open_run(browser, url, CFD.name)
+    wait_for(lambda: ranks_and_names(browser)[0])
+    browser.find_elements("css selector", "#kernels td.dash-select-cell input")[1].click()
+    second = table_rows(store.get(CFD.name))[1]
+    name = wait_for(lambda: browser.find_element("id", "detail-name").text)
+    assert name == second["id"]
+    assert "ncu SOL" in browser.find_element("id", "detail-reason").text
+
+
+def upload(driver, path):
+    from selenium.webdriver.common.by import By
+
+    driver.find_element(By.CSS_SELECTOR, "#upload input[type=file]").send_keys(str(path))
+
+
+def test_upload_of_a_real_file_updates_the_page(dashboard, browser):
+    url, _ = dashboard
+    open_run(browser, url, CFD.name)
+    upload(browser, ELEMENTWISE)
+    wait_for(lambda: ELEMENTWISE.name in browser.find_element("id", "run").text)
+    assert wait_for(lambda: ranks_and_names(browser)[1] == ["elementwise_kernel"])
+    assert "Loaded" in browser.find_element("id", "message").text
+
+
+def test_bad_upload_shows_the_cli_message_and_the_app_keeps_running(dashboard, browser, tmp_path):
+    url, _ = dashboard
+    open_run(browser, url, CFD.name)
+    garbage = tmp_path / "garbage.bin"
+    garbage.write_bytes(os.urandom(2048) + b"\x00")
+    upload(browser, garbage)
+    message = wait_for(lambda: browser.find_element("id", "message").text)
+    assert message.startswith("Error: garbage.bin") and "binary" in message
+    assert ranks_and_names(browser)[0] == ["1", "2", "3"]  # still showing the loaded run
+
+
+def test_hostile_kernel_name_stays_inert(dashboard, browser, tmp_path):
+    url, _ = dashboard
+    text = ELEMENTWISE.read_text(encoding="utf-8")
+    original = text.splitlines()[1].split('","')[4]
+    hostile = tmp_path / "hostile.csv"
+    hostile.write_text(text.replace(original, HOSTILE.replace('"', '""')), encoding="utf-8")
+    open_run(browser, url, CFD.name)
+    upload(browser, hostile)
+    wait_for(lambda: "hostile.csv" in browser.find_element("id", "run").text)
+    wait_for(lambda: ranks_and_names(browser)[0] == ["1"])
+    browser.find_elements("css selector", "#kernels td.dash-select-cell input")[0].click()
+    assert wait_for(lambda: browser.find_element("id", "detail-name").text) == HOSTILE
+    browser.execute_script("const g = document.querySelector('#roofline .js-plotly-plot'); Plotly.Fx.hover(g, [{curveNumber: 0, pointNumber: 0}]);")
+    time.sleep(1)
+    assert browser.execute_script("return window.__xss === undefined")
+    assert not browser.find_elements("css selector", 'img[src="x"]')
+
+
+def test_screenshot_of_the_main_view(dashboard, browser, tmp_path):
+    url, _ = dashboard
+    open_run(browser, url, RAW.name)
+    wait_for(lambda: browser.execute_script(KERNEL_DOTS) == 1)
+    browser.find_elements("css selector", "#kernels td.dash-select-cell input")[0].click()
+    wait_for(lambda: browser.find_element("id", "detail-name").text)
+    # Regenerate the README's picture with TRACEVIEW_UPDATE_SCREENSHOT=1; otherwise only check that one can be taken.
+    target = ROOT / "docs" / "dashboard.png" if os.environ.get("TRACEVIEW_UPDATE_SCREENSHOT") else tmp_path / "dashboard.png"
+    target.parent.mkdir(exist_ok=True)
+    assert browser.save_screenshot(str(target))
+    assert Path(target).stat().st_size > 10_000
+
+
+def test_upload_limit_and_temporary_files(tmp_path, monkeypatch):
+    import base64
+
+    from traceview.app.dashboard import analyze_upload
+    from traceview.errors import TraceviewError
+
+    payload = "data:text/csv;base64," + base64.b64encode(b"x" * 2048).decode()
+    with pytest.raises(TraceviewError, match="over the 0 MB upload limit"):
+        analyze_upload(payload, "big.csv", lambda path: None, max_upload_bytes=1024)
+    seen = []
+
+    def analyze_file(path):
+        seen.append(path)
+        return run_analysis(path, None)
+
+    good = "data:text/csv;base64," + base64.b64encode(ELEMENTWISE.read_bytes()).decode()
+    analysis = analyze_upload(good, "../../etc/x|y.csv", analyze_file, max_upload_bytes=2**20)
+    assert analysis.source.path == "../../etc/x|y.csv"  # shown as given, never used as a path
+    assert seen[0].name == "upload.csv" and not seen[0].exists()  # the temporary copy is gone

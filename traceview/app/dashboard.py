@@ -1,0 +1,290 @@
+"""The Plotly Dash dashboard behind `traceview serve`: roofline, ranked bottlenecks, details, uploads and compare.
+
+Figures come from app/figures.py (shared with the HTML report); callbacks only select data and call those functions.
+Kernel names are untrusted text: the table and the detail panel render them as text, and figures escape them.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+import tempfile
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import dash
+import plotly.graph_objects as go
+from dash import Input, Output, State, dash_table, dcc, html
+
+from traceview.analyzer.analysis import Analysis
+from traceview.analyzer.diff import compare
+from traceview.app.figures import main_figure, roofline_figure, telemetry_figure
+from traceview.app.formatting import format_duration, format_pct
+from traceview.app.reporters.base import kernel_records, run_records, telemetry_record, timeline_lines
+from traceview.app.reporters.diff_report import diff_data
+from traceview.errors import TraceviewError
+
+DEFAULT_MAX_UPLOAD_MB = 512
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+TABLE_COLUMNS = [
+    ("rank", "#"), ("short_name", "kernel"), ("launches", "launches"), ("time_ms", "time (ms)"), ("share_pct", "share %"),
+    ("bound", "verdict"), ("label", "label"), ("arithmetic_intensity", "AI (FLOP/B)"), ("roof_pct", "% of roof"),
+    ("recoverable_ms", "recoverable (ms)"),
+]
+
+
+class RunStore:
+    """The analyses loaded in this server, by label (file name, made unique); uploads add to it."""
+
+    def __init__(self, limit: int = 16) -> None:
+        self._runs: dict[str, Analysis] = {}
+        self._lock = threading.Lock()
+        self.limit = limit
+
+    def add(self, analysis: Analysis, name: str) -> str:
+        with self._lock:
+            label, n = name, 2
+            while label in self._runs:
+                label, n = f"{name} ({n})", n + 1
+            if len(self._runs) >= self.limit:
+                self._runs.pop(next(iter(self._runs)))
+            self._runs[label] = analysis
+            return label
+
+    def get(self, label: str | None) -> Analysis | None:
+        with self._lock:
+            return self._runs.get(label or "")
+
+    def labels(self) -> list[str]:
+        with self._lock:
+            return list(self._runs)
+
+
+def _round(value: Any, digits: int = 2) -> Any:
+    return round(value, digits) if isinstance(value, float) else value
+
+
+def table_rows(analysis: Analysis) -> list[dict[str, Any]]:
+    """Rows for the ranked table: one per kernel, times in ms, the full name kept as the row id."""
+    rows = []
+    for k in kernel_records(analysis):
+        rows.append({
+            "id": k["name"], "rank": k["rank"], "short_name": k["short_name"], "launches": k["launches"],
+            "time_ms": _round(k["duration_ns"] / 1e6, 4) if k["duration_ns"] is not None else None,
+            "share_pct": _round(k["share_pct"]), "bound": k["bound"], "label": k["label"],
+            "arithmetic_intensity": _round(k["arithmetic_intensity"], 3), "roof_pct": _round(k["roof_pct"]),
+            "recoverable_ms": _round(k["recoverable_ns"] / 1e6, 4) if k["recoverable_ns"] is not None else None,
+        })
+    return rows
+
+
+def detail_panel(analysis: Analysis, kernel_name: str | None) -> list[Any]:
+    """Return the detail panel for one kernel: full name, every metric, why the verdict, what to do."""
+    record = next((k for k in kernel_records(analysis) if k["name"] == kernel_name), None)
+    if record is None:
+        return [html.P("Select a kernel in the table to see its details.", className="hint")]
+    metrics = [html.Tr([html.Th(key.replace("_", " ")), html.Td(str(_round(value, 4)))])
+               for key, value in record.items() if key not in ("name", "reason", "recommendation") and value is not None]
+    return [
+        html.H3(record["short_name"]),
+        html.Code(record["name"], id="detail-name", style={"whiteSpace": "pre-wrap", "wordBreak": "break-all"}),
+        html.H4("Why"), html.P(record["reason"], id="detail-reason"),
+        html.H4("What to do"), html.P(record["recommendation"]),
+        html.H4("All metrics"), html.Table(metrics, className="metrics"),
+    ]
+
+
+def side_panel(analysis: Analysis) -> list[Any]:
+    """Return what the input has besides kernels: timeline findings, telemetry findings or llama.cpp runs."""
+    parts: list[Any] = []
+    if analysis.timeline is not None:
+        parts += [html.H3("Timeline"), html.Ul([html.Li(line[2:]) for line in timeline_lines(analysis) if line.startswith("- ")])]
+    if analysis.telemetry is not None:
+        t = telemetry_record(analysis) or {}
+        parts += [html.H3("Telemetry findings"), html.Ul([html.Li(f["message"]) for f in t.get("findings", [])] or [html.Li("none")])]
+    if analysis.llm is not None:
+        rows = run_records(analysis)
+        parts += [html.H3("llama.cpp runs"), dash_table.DataTable(
+            id="runs-table",
+            columns=[{"name": c, "id": c} for c in ("run", "model", "test", "n_gpu_layers", "tokens_per_s", "mbu_pct", "note")],
+            data=[{c: _round(r[c]) for c in ("run", "model", "test", "n_gpu_layers", "tokens_per_s", "mbu_pct", "note")} for r in rows],
+            style_cell={"textAlign": "left", "whiteSpace": "normal"},
+        )]
+    for note in analysis.notes:
+        parts.append(html.P(f"Note: {note}", className="hint"))
+    return parts
+
+
+def summary_line(analysis: Analysis) -> str:
+    device = analysis.device
+    if analysis.telemetry is not None:
+        t = analysis.telemetry
+        return f"{t.samples} tegrastats samples over {t.duration_s:.0f} s — {device.name or 'unknown board'} ({device.how_identified})"
+    total = analysis.total_duration_ns
+    recoverable = analysis.kernels["recoverable_ns"].sum() if analysis.kernels.height and "recoverable_ns" in analysis.kernels.columns else None
+    return (f"{analysis.kernels.height} kernels, GPU time {format_duration(total)}, recoverable ≈ {format_duration(recoverable or None)} — "
+            f"{device.name or 'unknown device'} ({device.how_identified})")
+
+
+def compare_panel(before: Analysis | None, after: Analysis | None) -> list[Any]:
+    """Return the side-by-side comparison of two loaded runs (the analyzer's diff, rendered as a table)."""
+    if before is None or after is None:
+        return [html.P("Load two runs (upload another export) and pick them above to compare.", className="hint")]
+    try:
+        data = diff_data(compare(before, after))
+    except TraceviewError as error:
+        return [html.P(str(error), className="error")]
+    parts: list[Any] = [html.P(w, className="warning") for w in data["warnings"]]
+    if data["kind"] == "kernels":
+        total = data["total"]
+        parts.append(html.P(f"Total GPU time {format_duration(total['before_ns'])} → {format_duration(total['after_ns'])} "
+                            f"({format_pct(total['change_pct'])})"))
+        rows = [{"kernel": k["short_name"], "status": k["status"], "before (ms)": _round((k["before_ns"] or 0) / 1e6, 4),
+                 "after (ms)": _round((k["after_ns"] or 0) / 1e6, 4), "change %": _round(k["change_pct"]),
+                 "verdict": f"{k['bound_before'] or '—'} → {k['bound_after'] or '—'}"} for k in data["kernels"]]
+    elif data["kind"] == "llama":
+        rows = [{"test": r["test"], "before (tokens/s)": _round(r["tokens_per_s"]), "after (tokens/s)": _round(r["tokens_per_s_after"]),
+                 "change %": _round(r["change_pct"])} for r in data["runs"]]
+    else:
+        rows = [{"": name, "before": _round(v["before"]), "after": _round(v["after"]), "change %": _round(v["change_pct"])}
+                for name, v in data["telemetry"].items()]
+    if rows:
+        parts.append(dash_table.DataTable(id="compare-table", columns=[{"name": c, "id": c} for c in rows[0]], data=rows,
+                                          sort_action="native", style_cell={"textAlign": "left"}))
+    parts += [html.P(finding) for finding in data["findings"]]
+    return parts
+
+
+def figure_for(analysis: Analysis, highlight: str | None, per_launch: bool) -> go.Figure:
+    if analysis.telemetry is not None:
+        return telemetry_figure(analysis)
+    if analysis.llm is not None:
+        return main_figure(analysis)
+    return roofline_figure(analysis, highlight, per_launch)
+
+
+_CSS = """
+body { font-family: system-ui, sans-serif; margin: 0 1.5rem; color: #222; }
+.bar { display: flex; gap: 1rem; align-items: center; flex-wrap: wrap; margin: 0.5rem 0; }
+.upload { border: 1px dashed #888; padding: 0.5rem 1rem; border-radius: 6px; cursor: pointer; }
+.error { color: #b00020; font-weight: 600; } .warning { color: #a15c00; } .hint { color: #666; }
+.metrics th { text-align: left; padding-right: 1rem; font-weight: normal; color: #555; }
+.columns { display: grid; grid-template-columns: 2fr 1fr; gap: 1.5rem; }
+"""
+
+
+def create_app(store: RunStore, analyze_file: Callable[[Path], Analysis], max_upload_bytes: int = DEFAULT_MAX_UPLOAD_MB * 2**20) -> dash.Dash:
+    """Return the Dash app over a store of analyses; `analyze_file` reads an uploaded file (raising TraceviewError)."""
+    app = dash.Dash(__name__, title="traceview", update_title=None)
+    app.index_string = app.index_string.replace("{%css%}", "{%css%}<style>" + _CSS + "</style>")
+    labels = store.labels()
+    first = labels[0] if labels else None
+    app.layout = html.Div([
+        html.H1("traceview"),
+        html.Div(className="bar", children=[
+            html.Label("Run"), dcc.Dropdown(id="run", options=labels, value=first, clearable=False, style={"minWidth": "320px"}),
+            dcc.Upload(id="upload", children=html.Div("Drop another export here, or click to choose one"), className="upload",
+                       max_size=max_upload_bytes, multiple=False),
+            dcc.Checklist(id="per-launch", options=[{"label": " one dot per launch", "value": "yes"}], value=[]),
+        ]),
+        html.Div(id="message", role="alert"),
+        html.P(id="summary"),
+        dcc.Tabs(id="tabs", value="main", children=[
+            dcc.Tab(label="Roofline and bottlenecks", value="main", children=[
+                html.Div(className="columns", children=[
+                    html.Div([
+                        dcc.Graph(id="roofline", config={"displaylogo": False}),
+                        dash_table.DataTable(
+                            id="kernels", columns=[{"name": title, "id": key} for key, title in TABLE_COLUMNS],
+                            row_selectable="single", sort_action="native", filter_action="native", page_size=25,
+                            style_cell={"textAlign": "left", "maxWidth": "420px", "overflow": "hidden", "textOverflow": "ellipsis"},
+                            style_data_conditional=[
+                                {"if": {"filter_query": '{bound} = "memory"', "column_id": "bound"}, "color": "#1f77b4"},
+                                {"if": {"filter_query": '{bound} = "compute"', "column_id": "bound"}, "color": "#d62728"},
+                                {"if": {"filter_query": '{bound} = "latency"', "column_id": "bound"}, "color": "#ff7f0e"},
+                            ],
+                        ),
+                    ]),
+                    html.Div([html.Div(id="detail"), html.Div(id="side")]),
+                ]),
+            ]),
+            dcc.Tab(label="Compare runs", value="compare", children=[
+                html.Div(className="bar", children=[
+                    html.Label("Before"), dcc.Dropdown(id="compare-before", options=labels, value=first, style={"minWidth": "280px"}),
+                    html.Label("After"), dcc.Dropdown(id="compare-after", options=labels, value=labels[1] if len(labels) > 1 else None,
+                                                      style={"minWidth": "280px"}),
+                ]),
+                html.Div(id="compare"),
+            ]),
+        ]),
+    ])
+
+    @app.callback(
+        Output("run", "options"), Output("run", "value"), Output("compare-before", "options"), Output("compare-after", "options"),
+        Output("compare-after", "value"), Output("message", "children"),
+        Input("upload", "contents"), State("upload", "filename"), State("run", "value"), prevent_initial_call=True,
+    )
+    def upload(contents: str | None, filename: str | None, current: str | None) -> tuple[Any, ...]:
+        options = store.labels()
+        if not contents:
+            return options, current, options, options, dash.no_update, html.P("The upload was empty or larger than the limit.", className="error")
+        try:
+            label = store.add(analyze_upload(contents, filename or "upload", analyze_file, max_upload_bytes), filename or "upload")
+        except TraceviewError as error:
+            return options, current, options, options, dash.no_update, html.P(f"Error: {error}", className="error")
+        options = store.labels()
+        return options, label, options, options, label, html.P(f"Loaded {filename}.", className="hint")
+
+    @app.callback(
+        Output("roofline", "figure"), Output("kernels", "data"), Output("kernels", "selected_rows"), Output("summary", "children"),
+        Output("side", "children"),
+        Input("run", "value"), Input("per-launch", "value"),
+    )
+    def show_run(label: str | None, per_launch: list[str]) -> tuple[Any, ...]:
+        analysis = store.get(label)
+        if analysis is None:
+            return go.Figure(), [], [], "No run loaded.", []
+        return figure_for(analysis, None, bool(per_launch)), table_rows(analysis), [], summary_line(analysis), side_panel(analysis)
+
+    @app.callback(
+        Output("detail", "children"), Output("roofline", "figure", allow_duplicate=True),
+        Input("kernels", "selected_row_ids"), State("run", "value"), State("per-launch", "value"), prevent_initial_call=True,
+    )
+    def select(row_ids: list[str] | None, label: str | None, per_launch: list[str]) -> tuple[Any, ...]:
+        analysis = store.get(label)
+        if analysis is None:
+            return [], dash.no_update
+        name = row_ids[0] if row_ids else None
+        return detail_panel(analysis, name), figure_for(analysis, name, bool(per_launch))
+
+    @app.callback(Output("compare", "children"), Input("compare-before", "value"), Input("compare-after", "value"), Input("tabs", "value"))
+    def compare_runs(before: str | None, after: str | None, _tab: str) -> list[Any]:
+        return compare_panel(store.get(before), store.get(after))
+
+    return app
+
+
+def analyze_upload(contents: str, filename: str, analyze_file: Callable[[Path], Analysis], max_upload_bytes: int) -> Analysis:
+    """Decode a dcc.Upload payload into a temporary file, analyze it, and remove the file again."""
+    try:
+        data = base64.b64decode(contents.split(",", 1)[1], validate=False)
+    except (IndexError, binascii.Error) as error:
+        raise TraceviewError(f"{filename}: the upload could not be decoded") from error
+    if len(data) > max_upload_bytes:
+        raise TraceviewError(f"{filename}: {len(data) / 2**20:.0f} MB is over the {max_upload_bytes / 2**20:.0f} MB upload limit (--max-upload-mb)")
+    suffix = _SAFE_NAME.sub("_", Path(filename).suffix)[:16]
+    with tempfile.TemporaryDirectory(prefix="traceview-upload-") as folder:
+        path = Path(folder) / f"upload{suffix}"
+        path.write_bytes(data)
+        try:
+            analysis = analyze_file(path)
+        except TraceviewError as error:
+            # Name the user's file, not the temporary copy.
+            raise TraceviewError(str(error).replace(str(path), filename)) from None
+    # Show the user's file name, not the temporary path.
+    return Analysis(type(analysis.source)(filename, analysis.source.format, analysis.source.sha256, analysis.source.size_bytes,
+                                          analysis.source.profiler), analysis.device, analysis.launches, analysis.kernels,
+                    analysis.notes, analysis.telemetry, analysis.llm, analysis.timeline)
