@@ -6,6 +6,7 @@ Values come unscaled in base units, so they go through the CSV parser's metric t
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,14 @@ def _load(path: Path) -> Any:
                                "is the report complete? re-copy it, or open it in Nsight Compute") from None
 
 
+def _metric(action: Any, names: set[str], metric: str, as_string: bool) -> Any:
+    """Return one metric of an ncu-report action as text or a number, None when the report lacks it."""
+    if metric not in names:
+        return None
+    value = action.metric_by_name(metric)
+    return value.as_string() if as_string else value.as_double()
+
+
 def parse(path: str | Path) -> pl.DataFrame:
     """Return one row per profiled kernel launch (KERNELS schema), like ncu_csv.parse on a raw-page export."""
     path = Path(path)
@@ -48,12 +57,8 @@ def parse(path: str | Path) -> pl.DataFrame:
         for action_index in range(report_range.num_actions()):
             action = report_range.action_by_idx(action_index)
             names = set(action.metric_names())
-
-            def string(metric: str) -> str | None:
-                return action.metric_by_name(metric).as_string() if metric in names else None
-
-            def number(metric: str) -> float | None:
-                return action.metric_by_name(metric).as_double() if metric in names else None
+            string = functools.partial(_metric, action, names, as_string=True)
+            number = functools.partial(_metric, action, names, as_string=False)
 
             dims = [number(f"launch__{kind}_dim_{axis}") for kind in ("grid", "block") for axis in "xyz"]
             identity = {

@@ -8,6 +8,7 @@ skipped and counted. Tokens are found by anchored regexes, never by position.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -69,10 +70,8 @@ def _batches(path: Path, report: ParseReport) -> Iterator[tuple[list[int], list[
             if len(report.stray_examples) < 5:
                 report.stray_examples.append((number, text[:120]))
             if report.date_header is None and not lines and not numbers and _DATE_LINE.match(text):
-                try:
+                with contextlib.suppress(ValueError):  # a date-like line that is not a `date` output
                     report.date_header = datetime.strptime(" ".join(text.split()), "%a %b %d %H:%M:%S %Z %Y")
-                except ValueError:
-                    pass
     if lines:
         yield numbers, lines
 
