@@ -141,6 +141,32 @@ def _tensor_table_peak(spec: GpuSpec | None, dtype: str | None) -> float | None:
     return spec.tensor_fp16_flop_per_s
 
 
+def _table_peaks(spec: GpuSpec | None) -> dict[str, Peak]:
+    """Return every peak from the GPU table entry (None where the table has none)."""
+    return {key: Peak(_table_peak(spec, key), "table" if _table_peak(spec, key) else None) for key in PEAK_KEYS}
+
+
+def _with_ncu_peaks(peaks: dict[str, Peak], ncu: Analysis | None) -> dict[str, Peak]:
+    """Prefer the peaks a joined Nsight Compute analysis measured or looked up."""
+    if ncu is None:
+        return peaks
+    return {key: (ncu.device.peaks[key] if ncu.device.peaks[key].value else peak) for key, peak in peaks.items()}
+
+
+def _join_notes(ncu: Analysis | None, matched: int, kernels: int, unmatched: list[str]) -> list[str]:
+    if ncu is None:
+        return []
+    notes = [f"joined Nsight Compute results from {ncu.source.path}: {matched} of {kernels} kernels matched by name"]
+    if unmatched:
+        notes.append(f"{len(unmatched)} Nsight Compute kernel(s) match no kernel in this run: " + "; ".join(n[:80] for n in unmatched[:5]))
+    return notes
+
+
+def _without_launches(device: Device) -> pl.DataFrame:
+    """The per-launch frame of inputs that have no per-launch metrics (tegrastats, llama.cpp, Nsight Systems)."""
+    return with_verdicts(pl.DataFrame(schema=KERNELS), device)
+
+
 VERDICT_SCHEMA = {
     "bound": pl.String,
     "label": pl.String,
@@ -208,7 +234,7 @@ def analyze_samples(
     if spec and spec.fp32_flop_per_s:
         peaks["peak_fp32_flop_per_s"] = Peak(spec.fp32_flop_per_s, "table")
     device = Device(board.name if board else None, spec.compute_capability if spec else None, spec, telemetry.board_identified, peaks)
-    launches = with_verdicts(pl.DataFrame(schema=KERNELS), device)
+    launches = _without_launches(device)
     notes = []
     if skipped_lines:
         notes.append(f"skipped {skipped_lines} line(s) that are not tegrastats samples")
@@ -234,11 +260,11 @@ def analyze_llama(
         how = "named in the output (gpu_info / Device 0)" + ("" if spec else "; not in the GPU table, use --gpu or --bandwidth")
     else:
         how = "the output names no device; use --gpu NAME or --bandwidth for MBU"
-    peaks = {key: Peak(_table_peak(spec, key), "table" if _table_peak(spec, key) else None) for key in PEAK_KEYS}
+    peaks = _table_peaks(spec)
     if bandwidth_bytes_per_s:
         peaks["peak_dram_bytes_per_s"] = Peak(bandwidth_bytes_per_s, "--bandwidth")
     device = Device(spec.name if spec else (names[0] if names else None), spec.compute_capability if spec else None, spec, how, peaks)
-    launches = with_verdicts(pl.DataFrame(schema=KERNELS), device)
+    launches = _without_launches(device)
     return Analysis(source, device, launches, rank_kernels(launches), [], llm=llm)
 
 
@@ -273,24 +299,19 @@ def analyze_nsys(
         spec = find_by_name(names_seen[0])
     how = f"chosen with --gpu {gpu}" if gpu else ("recorded in the export (TARGET_INFO_GPU)" if names_seen else
                                                   "the export records no GPU (no TARGET_INFO_GPU); use --gpu for peaks")
-    peaks = {key: Peak(_table_peak(spec, key), "table" if _table_peak(spec, key) else None) for key in PEAK_KEYS}
+    peaks = _table_peaks(spec)
     bandwidth = gpus["memory_bandwidth_bytes_per_s"].drop_nulls()
     if bandwidth.len() and not gpu:
         peaks["peak_dram_bytes_per_s"] = Peak(float(bandwidth.max()), "profile")  # type: ignore[arg-type]
-    if ncu is not None:
-        peaks = {key: (ncu.device.peaks[key] if ncu.device.peaks[key].value else peak) for key, peak in peaks.items()}
+    peaks = _with_ncu_peaks(peaks, ncu)
     display = (f"{len(names_seen)}× GPUs: " + ", ".join(names_seen)) if len(names_seen) > 1 else (names_seen[0] if names_seen else (spec.name if spec else None))
     cc = gpus["compute_capability"].drop_nulls().first() if gpus.height else None
     device = Device(display, cc or (spec.compute_capability if spec else None), spec, how, peaks)
     notes = []
     if kernels.height == 0:
         notes.append("the export has no CUDA kernel activity (CUDA tracing off?): only NVTX and API findings")
-    if ncu is not None:
-        notes.append(f"joined Nsight Compute results from {ncu.source.path}: {matched} of {summary.height} kernels matched by name")
-        if unmatched:
-            notes.append(f"{len(unmatched)} Nsight Compute kernel(s) match no kernel in this run: " + "; ".join(n[:80] for n in unmatched[:5]))
-    launches = with_verdicts(pl.DataFrame(schema=KERNELS), device)
-    return Analysis(source, device, launches, ranked, notes, timeline=timeline)
+    notes += _join_notes(ncu, matched, summary.height, unmatched)
+    return Analysis(source, device, _without_launches(device), ranked, notes, timeline=timeline)
 
 
 def analyze_stats(
@@ -342,18 +363,11 @@ def analyze_stats(
     ]
     timeline = Timeline([], memcpy, syncs, {"launches": None}, nvtx, timeline_findings([], [], syncs, {}), unmatched, matched)
     spec = lookup_gpu(gpu) if gpu else None
-    peaks = {key: Peak(_table_peak(spec, key), "table" if _table_peak(spec, key) else None) for key in PEAK_KEYS}
-    if ncu is not None:
-        peaks = {key: (ncu.device.peaks[key] if ncu.device.peaks[key].value else peak) for key, peak in peaks.items()}
+    peaks = _with_ncu_peaks(_table_peaks(spec), ncu)
     name = spec.name if spec else (ncu.device.name if ncu is not None else None)
     how = f"chosen with --gpu {gpu}" if gpu else ("from the joined Nsight Compute results" if ncu is not None and name else
                                                   "nsys stats reports name no device; use --gpu for peaks")
     device = Device(name, spec.compute_capability if spec else None, spec, how, peaks)
-    all_notes = list(notes or [])
-    all_notes.append("nsys stats summaries carry no timeline: GPU busy %, idle gaps and pageable copies need the SQLite export")
-    if ncu is not None:
-        all_notes.append(f"joined Nsight Compute results from {ncu.source.path}: {matched} of {summary.height} kernels matched by name")
-        if unmatched:
-            all_notes.append(f"{len(unmatched)} Nsight Compute kernel(s) match no kernel in this run: " + "; ".join(n[:80] for n in unmatched[:5]))
-    launches = with_verdicts(pl.DataFrame(schema=KERNELS), device)
-    return Analysis(source, device, launches, ranked, all_notes, timeline=timeline)
+    all_notes = [*(notes or []), "nsys stats summaries carry no timeline: GPU busy %, idle gaps and pageable copies need the SQLite export"]
+    all_notes += _join_notes(ncu, matched, summary.height, unmatched)
+    return Analysis(source, device, _without_launches(device), ranked, all_notes, timeline=timeline)
