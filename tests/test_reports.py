@@ -146,3 +146,16 @@ def test_html_report_renders_the_roofline_offline_in_chromium(tmp_path):
     assert 'class="main-svg"' in dom  # Plotly drew the figure from the embedded library, with no network
     assert dom.count('class="point"') >= 1
     assert "Roofline" in dom and "latency-bound kernels" in dom  # the kernel's trace is in the legend
+
+
+def test_png_beside_the_markdown(tmp_path):
+    pytest.importorskip("kaleido", reason="the optional kaleido package is not installed")
+    from browser import chromium
+
+    chromium()  # skips where no Chromium is installed
+    out = tmp_path / "r.md"
+    result = report(RAW, "-o", out, "--png")
+    assert result.exit_code == 0, result.stderr
+    png = tmp_path / "r.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+    assert "![main figure](r.png)" in out.read_text()

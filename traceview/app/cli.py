@@ -252,7 +252,10 @@ def report_command(
         _refuse_overwrite(png_path, force)
         _require_kaleido()
     analysis = run_analysis(file, gpu, interval, tokens, weights, bandwidth, ncu)
-    write_output(REPORTERS[fmt.value]().render(analysis, _options(top)), output, force)
+    text = REPORTERS[fmt.value]().render(analysis, _options(top))
+    if png and fmt is OutputFormat.md:
+        text += f"\n![main figure]({png_path.name})\n"
+    write_output(text, output, force)
     if png:
         write_png(analysis, png_path)
 

@@ -19,6 +19,9 @@ KERNEL_FIELDS = (
     "launches",
     "duration_ns",
     "avg_duration_ns",
+    "median_duration_ns",
+    "min_duration_ns",
+    "max_duration_ns",
     "share_pct",
     "bound",
     "label",
@@ -33,6 +36,7 @@ KERNEL_FIELDS = (
     "recoverable_source",
     "reason",
     "recommendation",
+    "devices",
 )
 
 
