@@ -200,3 +200,28 @@ def test_python_dash_m(args):
     assert result.returncode == 0, result.stderr
     if "json" in args:
         json.loads(result.stdout)
+
+
+def test_export_cut_inside_its_header(tmp_path):
+    data = (SAMPLES / "ncu" / "gtx1650_calc_energy_raw.csv").read_bytes()
+    path = tmp_path / "cut_header.csv"
+    path.write_bytes(data[:3000])  # the raw header line is 63 kB long
+    _assert_one_line_error(invoke("analyze", path), "ends inside its header line")
+
+
+def test_damaged_details_header(tmp_path):
+    path = tmp_path / "damaged.csv"
+    path.write_text(ELEMENTWISE.read_text().replace('"Metric Unit"', '"MetriY Unit"', 1))
+    _assert_one_line_error(invoke("analyze", path), "lacks the column(s) 'Metric Unit'")
+
+
+def test_corrupted_sqlite(tmp_path, realdata_file):
+    data = bytearray(realdata_file("nsys_sqlite/vecadd_streams_T4_nsys2022.4.2.sqlite").read_bytes())
+    for position in range(100, len(data), 997):  # damage pages all over the file, header left intact
+        data[position] = (data[position] + 97) % 256
+    path = tmp_path / "damaged.sqlite"
+    path.write_bytes(bytes(data))
+    result = invoke("analyze", path)
+    assert result.exit_code in (0, 1) and "Traceback" not in result.stderr
+    if result.exit_code == 1:
+        _assert_one_line_error(result, "damaged.sqlite")

@@ -19,6 +19,7 @@ from traceview.parsers.schema import KERNELS, MEMORY_LEVELS, NCU_RULE, PRECISION
 from traceview.parsers.units import base_unit, parse_number, unit_factor
 
 HEADER_PREFIX = b'"ID",'
+_DETAILS_REQUIRED = ("ID", "Kernel Name", "Section Name", "Metric Name", "Metric Unit", "Metric Value")
 _MAX_PREAMBLE_BYTES = 64 * 1024 * 1024
 _EXPORT_HINT = "export it with `ncu -i report.ncu-rep --csv --page details > run.csv` (or --page raw)"
 
@@ -169,6 +170,10 @@ def parse(path: str | Path, header: NcuHeader | None = None) -> pl.DataFrame:
     if header is None:
         raise TraceFormatError(path, "no Nsight Compute CSV header (a line starting with \"ID\",\"Process ID\")", _EXPORT_HINT)
     _check_not_truncated(path, header)
+    missing = [c for c in (_DETAILS_REQUIRED if header.page == "details" else ("ID", "Kernel Name")) if c not in header.columns]
+    if missing:
+        raise TraceFormatError(path, f"the header lacks the column(s) {', '.join(repr(m) for m in missing)}",
+                               "pass the CSV exactly as `ncu --csv` wrote it (a damaged or hand-edited header?)", line=header.line_index + 1)
     if header.page == "details":
         long, identity, rules = _read_details(path, header)
     else:
@@ -190,7 +195,7 @@ def _read_csv(path: Path, header: NcuHeader, columns: list[str] | None = None) -
             columns=columns,
             encoding="utf8-lossy",
         )
-    except (pl.exceptions.ComputeError, pl.exceptions.NoDataError, OSError) as error:
+    except (pl.exceptions.PolarsError, OSError) as error:
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise TraceFormatError(path, f"cannot read the CSV after the header: {first_line}", _EXPORT_HINT) from error
 
@@ -204,8 +209,11 @@ def _check_not_truncated(path: Path, header: NcuHeader) -> None:
     if tail.endswith(b"\n"):
         return
     last_line = tail.rsplit(b"\n", 1)[-1].decode("utf-8", errors="replace")
-    if last_line.startswith('"ID",') or last_line.startswith("=="):
+    if last_line.startswith("=="):
         return
+    if last_line.startswith('"ID",'):
+        raise TraceFormatError(path, "the file ends inside its header line: the export looks truncated",
+                               "re-export the full report with ncu -i, or copy the whole file", line=header.line_index + 1)
     fields = next(csv.reader([last_line]), [])
     needed = len(header.columns) if header.page == "raw" else header.columns.index("Metric Value") + 1
     if last_line.count('"') % 2 == 1 or len(fields) < needed:

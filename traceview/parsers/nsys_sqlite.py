@@ -93,17 +93,29 @@ def parse(path: str | Path, progress: Callable[[int, int], None] | None = None) 
     try:
         connection = _connect(path)
         tables = {_text(row[0]) or "" for row in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    except sqlite3.DatabaseError as error:
+    except (sqlite3.Error, UnicodeError) as error:
         raise TraceFormatError(path, f"not a readable SQLite database ({error})", "pass the .sqlite that `nsys export --type sqlite` wrote") from error
     if not tables & {KERNEL_TABLE, "StringIds", "NVTX_EVENTS", "TARGET_INFO_GPU", "META_DATA_EXPORT", "EXPORT_META_DATA"}:
         raise TraceFormatError(path, "an SQLite database, but not an Nsight Systems export (no CUPTI_ACTIVITY_KIND_*, StringIds or NVTX tables)",
                                "pass the .sqlite that `nsys export --type sqlite` wrote")
     try:
         return _read(path, connection, tables, progress)
-    except sqlite3.DatabaseError as error:
+    except _read_errors() as error:
         raise TraceFormatError(path, f"the database cannot be read ({error}); the export may be truncated", "re-export it with nsys export --type sqlite") from error
     finally:
         connection.close()
+
+
+def _read_errors() -> tuple[type[BaseException], ...]:
+    """What a damaged database raises while it is read: SQLite's errors, bad text, and the ADBC driver's errors."""
+    errors: list[type[BaseException]] = [sqlite3.Error, UnicodeError, pl.exceptions.PolarsError]
+    try:
+        import adbc_driver_manager
+
+        errors.append(adbc_driver_manager.Error)
+    except (ImportError, AttributeError):
+        pass
+    return tuple(errors)
 
 
 def _read(path: Path, connection: sqlite3.Connection, tables: set[str], progress: Callable[[int, int], None] | None) -> NsysExport:
