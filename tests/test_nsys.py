@@ -222,3 +222,10 @@ def test_ncu_rep_without_the_wheel(realdata_file, monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_wheel)
     result = runner.invoke(app, ["analyze", str(realdata_file("ncu_rep/CuVectorAddDrv.ncu-rep"))])
     assert result.exit_code == 1 and "pip install 'traceview[ncu-rep]'" in result.stderr and "ncu -i" in result.stderr
+
+
+def test_ncu_option_needs_an_ncu_export(realdata_file):
+    stats = realdata_file("nsys_stats/cuda_gpu_kern_sum_mudock_adt_cuda_native.csv")
+    other = realdata_file("tegrastats/xavier_nx_jp5_sudo_ts_tegra_burn.log")
+    result = runner.invoke(app, ["analyze", str(stats), "--ncu", str(other)])
+    assert result.exit_code == 1 and "not an Nsight Compute export" in result.stderr

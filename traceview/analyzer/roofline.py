@@ -199,6 +199,8 @@ def classify_launch(row: Mapping[str, Any], peaks: Mapping[str, float | None]) -
         if label == "Small Grid":
             reason += f"; {waves:.2f} waves per SM"
         reason += f" → {label}"
+        if intensity is not None and roof_pct is not None:
+            reason += f"; roofline: {intensity:.3g} FLOP/DRAM byte, {roof_pct:.1f}% of the {binding} roof"
         compute_pct, mem_pct = sm_pct, memory_pct
     elif roofline_compute_pct is not None or roofline_memory_pct is not None:
         compute_pct, mem_pct = roofline_compute_pct, roofline_memory_pct

@@ -31,7 +31,7 @@ from traceview.app.reporters import REPORTERS, ReportOptions
 from traceview.app.reporters.decode_report import decode_record, render_decode_text
 from traceview.app.reporters.diff_report import render_diff
 from traceview.errors import TraceviewError, UsageError
-from traceview.parsers import load_trace
+from traceview.parsers import TraceFormat, load_trace
 
 app = typer.Typer(
     name="traceview",
@@ -96,6 +96,9 @@ def _progress() -> tuple[Callable[[int, int], None], Callable[[], None]]:
     return update, close
 
 
+NCU_FORMATS = {TraceFormat.NCU_DETAILS.value, TraceFormat.NCU_RAW.value, TraceFormat.NCU_REP.value}
+
+
 def run_analysis(
     path: Path,
     gpu: str | None,
@@ -115,10 +118,8 @@ def run_analysis(
     if ncu is not None and trace.nsys is None and trace.stats is None:
         raise UsageError("--ncu joins Nsight Compute results onto an Nsight Systems input (.sqlite or nsys stats CSV); this input is not one")
     ncu_analysis = run_analysis(ncu, gpu) if ncu is not None else None
-    if ncu_analysis is not None and ncu_analysis.kernels.height and ncu_analysis.telemetry is None and ncu_analysis.llm is None:
-        pass
-    elif ncu_analysis is not None:
-        raise UsageError(f"--ncu {ncu} is not a Nsight Compute export (CSV or .ncu-rep)")
+    if ncu_analysis is not None and ncu_analysis.source.format not in NCU_FORMATS:
+        raise UsageError(f"--ncu {ncu} is a {ncu_analysis.source.format} input, not an Nsight Compute export (CSV or .ncu-rep)")
     if trace.nsys is not None:
         e = trace.nsys
         return analyze_nsys(e.kernels, e.names, e.memops, e.sync, e.api, e.nvtx, e.gpus, source, gpu, ncu_analysis)
