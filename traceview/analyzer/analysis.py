@@ -287,8 +287,8 @@ def analyze_nsys(
     run_start = int(min(starts)) if starts else 0  # type: ignore[type-var]
     devices, tiny = device_activity(kernels, memops, run_start)
     gpu_rows = {row["device_id"]: row for row in gpus.iter_rows(named=True)}
-    for device in devices:
-        device["name"] = gpu_rows.get(device["device_id"], {}).get("name")
+    for activity in devices:
+        activity["name"] = gpu_rows.get(activity["device_id"], {}).get("name")
     memcpy = memcpy_summary(memops)
     syncs = sync_summary(sync, api)
     timeline = Timeline(devices, memcpy, syncs, tiny, nvtx_summary(nvtx), timeline_findings(devices, memcpy, syncs, tiny), unmatched, matched)

@@ -88,6 +88,5 @@ def parse(path: str | Path) -> pl.DataFrame:
             launch += 1
     if not identity_rows:
         raise TraceFormatError(path, "the report holds no profiled kernel launches", "was any kernel profiled? check the ncu filters (-k, -c)")
-    identity = pl.DataFrame(identity_rows, infer_schema_length=None)
     long = pl.DataFrame(long_rows, schema={"launch_id": pl.String, "metric": pl.String, "unit": pl.String, "value": pl.String})
-    return _assemble(long, identity, None)
+    return _assemble(long, pl.DataFrame(identity_rows, infer_schema_length=None), None)
