@@ -22,3 +22,20 @@ def realdata(relative: str) -> Path:
 @pytest.fixture
 def realdata_file():
     return realdata
+
+
+@pytest.fixture
+def without_module(monkeypatch):
+    """Make `import NAME` fail, as on a machine where an optional package is not installed."""
+    import builtins
+
+    real_import = builtins.__import__
+    blocked: set[str] = set()
+
+    def guarded(name, *args, **kwargs):
+        if name in blocked:
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", guarded)
+    return blocked.add

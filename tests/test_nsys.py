@@ -209,17 +209,8 @@ def test_ncu_rep_reports(realdata_file):
     assert daxpy["bound"] == "memory"  # Memory 90.7 %, SM 12.0 %
 
 
-def test_ncu_rep_without_the_wheel(realdata_file, monkeypatch):
-    import builtins
-
-    real_import = builtins.__import__
-
-    def no_wheel(name, *args, **kwargs):
-        if name == "ncu_report":
-            raise ImportError(name)
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_wheel)
+def test_ncu_rep_without_the_wheel(realdata_file, without_module):
+    without_module("ncu_report")
     result = runner.invoke(app, ["analyze", str(realdata_file("ncu_rep/CuVectorAddDrv.ncu-rep"))])
     assert result.exit_code == 1 and "pip install 'traceview[ncu-rep]'" in result.stderr and "ncu -i" in result.stderr
 

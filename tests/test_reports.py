@@ -75,20 +75,11 @@ def test_report_refuses_to_overwrite_and_unknown_extensions(tmp_path):
     assert result.exit_code == 1 and ".html, .md or .json" in result.stderr
 
 
-def test_png_without_kaleido_is_a_clear_error(tmp_path, monkeypatch):
-    import builtins
-
-    real_import = builtins.__import__
-
-    def no_kaleido(name, *args, **kwargs):
-        if name == "kaleido":
-            raise ImportError(name)
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_kaleido)
+def test_png_without_kaleido_is_a_clear_error(tmp_path, without_module):
+    without_module("kaleido")
     out = tmp_path / "r.md"
     result = report(CFD, "-o", out, "--png")
-    assert result.exit_code == 1 and "pip install kaleido" in result.stderr
+    assert result.exit_code == 1 and "pip install 'traceview[png]'" in result.stderr
     assert not out.exists()
 
 

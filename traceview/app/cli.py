@@ -265,7 +265,7 @@ def _require_kaleido() -> None:
     try:
         import kaleido  # noqa: F401
     except ImportError:
-        raise UsageError("--png needs kaleido: pip install kaleido (it uses a system Chromium, e.g. apt install chromium)") from None
+        raise UsageError("--png needs kaleido: pip install 'traceview[png]' (it drives a system Chromium, e.g. apt install chromium)") from None
 
 
 def write_png(analysis: Analysis, path: Path) -> None:
