@@ -117,3 +117,16 @@ def test_different_kinds_cannot_be_compared(realdata_file):
 )
 def test_ncu_and_nsys_spellings_normalise_alike(ncu, nsys):
     assert normalise_kernel_name(ncu) == normalise_kernel_name(nsys)
+
+
+def test_nsys_diff_puts_timeline_findings_side_by_side(realdata_file):
+    before = realdata_file("nsys_sqlite/dlprof_pytorch_cnn_RTX2070S_nsys2022.1.3.sqlite")
+    after = realdata_file("nsys_sqlite/vecadd_streams_T4_nsys2022.4.2.sqlite")
+    result, data = diff_json(before, after)
+    first = json.loads(runner.invoke(app, ["analyze", str(before), "-f", "json"]).stdout)["timeline"]["devices"][0]
+    second = json.loads(runner.invoke(app, ["analyze", str(after), "-f", "json"]).stdout)["timeline"]["devices"][0]
+    assert data["timeline"]["gpu0_busy_pct"]["before"] == pytest.approx(first["busy_pct"])
+    assert data["timeline"]["gpu0_busy_pct"]["after"] == pytest.approx(second["busy_pct"])
+    assert data["timeline"]["gpu0_idle_ns"] == {"before": first["idle_ns"], "after": second["idle_ns"],
+                                                "change_pct": pytest.approx(100 * (second["idle_ns"] - first["idle_ns"]) / first["idle_ns"])}
+    assert "different devices" in result.stderr

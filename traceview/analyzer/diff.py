@@ -103,7 +103,7 @@ def _compare_kernels(before: Analysis, after: Analysis, gate: float | None, min_
         ))
     # Biggest absolute time change first: what a reviewer should look at.
     changes.sort(key=lambda c: -abs((c.after_ns or 0) - (c.before_ns or 0)))
-    diff = Diff("kernels", before, after, total_a, total_b, _pct(total_a, total_b), changes)
+    diff = Diff("kernels", before, after, total_a, total_b, _pct(total_a, total_b), changes, telemetry=_timeline_side_by_side(before, after))
     diff.warnings.extend(_comparability(before, after, a, b))
     for change in changes:
         if change.bound_before and change.bound_after and change.bound_before != change.bound_after:
@@ -119,6 +119,22 @@ def _compare_kernels(before: Analysis, after: Analysis, gate: float | None, min_
                     f"{change.short_name} {change.change_pct:+.1f}% ({_ms(change.before_ns)} → {_ms(change.after_ns)}, "
                     f"{share:.1f}% of GPU time), over the {gate:g}% limit")
     return diff
+
+
+def _timeline_side_by_side(before: Analysis, after: Analysis) -> dict[str, Any]:
+    """Per device of two Nsight Systems runs: busy %, idle time and gap count before and after (empty otherwise)."""
+    if before.timeline is None or after.timeline is None or not (before.timeline.devices or after.timeline.devices):
+        return {}
+    rows: dict[str, Any] = {}
+    x = {d["device_id"]: d for d in before.timeline.devices}
+    y = {d["device_id"]: d for d in after.timeline.devices}
+    for device in sorted(set(x) | set(y)):
+        b, a = x.get(device), y.get(device)
+        for name, pick in (("busy_pct", lambda d: d["busy_pct"]), ("idle_ns", lambda d: d["idle_ns"]),
+                           ("idle_gaps", lambda d: d["idle_gaps"]["count"])):
+            first, second = (pick(b) if b else None), (pick(a) if a else None)
+            rows[f"gpu{device}_{name}"] = {"before": first, "after": second, "change_pct": _pct(first, second)}
+    return rows
 
 
 def _ms(ns: float | None) -> str:

@@ -42,6 +42,8 @@ def diff_data(diff: Diff, top: int | None = None) -> dict[str, Any]:
         data["top_improvements"] = [c.short_name for c in sorted(changed, key=lambda c: c.change_pct or 0) if (c.change_pct or 0) < 0][:5]
         data["new"] = [c.short_name for c in diff.kernels if c.status == "new"]
         data["vanished"] = [c.short_name for c in diff.kernels if c.status == "vanished"]
+        if diff.telemetry:
+            data["timeline"] = diff.telemetry
     elif diff.kind == "llama":
         data["runs"] = diff.runs
     else:
@@ -86,6 +88,13 @@ def _table(diff: Diff, top: int, color: bool) -> str:
             table.add_column(header, justify="right" if header in ("before", "after", "change") else "left", overflow="fold")
         for row in _kernel_rows(diff, top):
             table.add_row(*(Text(cell) for cell in row))
+        if diff.telemetry:
+            console.print(table)
+            table = Table(header_style="bold", title="timeline")
+            for header in ("", "before", "after", "change"):
+                table.add_column(header)
+            for name, values in diff.telemetry.items():
+                table.add_row(name, *(f"{values[k]:.2f}" if values[k] is not None else "n/a" for k in ("before", "after")), _signed(values["change_pct"]))
     elif diff.kind == "llama":
         for header in ("test", "before (tokens/s)", "after (tokens/s)", "change", "MBU before", "MBU after"):
             table.add_column(header)
@@ -108,6 +117,10 @@ def _markdown(diff: Diff, top: int) -> str:
     if diff.kind == "kernels":
         lines += ["| " + " | ".join(_KERNEL_HEADERS) + " |", "|---|---|---:|---:|---:|---|---|"]
         lines += ["| " + " | ".join(escape_markdown(cell) for cell in row) + " |" for row in _kernel_rows(diff, top)]
+        if diff.telemetry:
+            lines += ["", "| timeline | before | after | change |", "|---|---:|---:|---:|"]
+            lines += [f"| {escape_markdown(name)} | {v['before'] if v['before'] is not None else 'n/a'} | "
+                      f"{v['after'] if v['after'] is not None else 'n/a'} | {_signed(v['change_pct'])} |" for name, v in diff.telemetry.items()]
     elif diff.kind == "llama":
         lines += ["| test | before (tokens/s) | after (tokens/s) | change |", "|---|---:|---:|---:|"]
         lines += [f"| {escape_markdown(r['test'])} | {r['tokens_per_s'] or 0:.2f} | {r['tokens_per_s_after'] or 0:.2f} | {_signed(r['change_pct'])} |" for r in diff.runs]
