@@ -225,3 +225,10 @@ def test_corrupted_sqlite(tmp_path, realdata_file):
     assert result.exit_code in (0, 1) and "Traceback" not in result.stderr
     if result.exit_code == 1:
         _assert_one_line_error(result, "damaged.sqlite")
+
+
+def test_version():
+    from traceview import __version__
+
+    result = invoke("--version")
+    assert result.exit_code == 0 and result.stdout.strip() == f"traceview {__version__}"

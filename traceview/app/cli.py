@@ -433,13 +433,17 @@ def decode_command(
         write_output(render_decode_text(data), None, False)
 
 
-@app.callback(invoke_without_command=False)
-def _root(
-    version: Annotated[bool, typer.Option("--version", help="Print the version and exit.", is_eager=True)] = False,
-) -> None:
-    if version:
+def _print_version(value: bool) -> None:
+    if value:
         typer.echo(f"traceview {__version__}")
         raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", help="Print the version and exit.", is_eager=True, callback=_print_version)] = False,
+) -> None:
+    """GPU profiling trace analyzer."""
 
 
 def main() -> None:
