@@ -35,7 +35,7 @@ from traceview.parsers import TraceFormat, load_trace
 
 app = typer.Typer(
     name="traceview",
-    help="GPU profiling trace analyzer: roofline verdicts and ranked bottlenecks from Nsight Compute exports, "
+    help="GPU profiling trace analyzer: roofline verdicts and ranked bottlenecks from Nsight Compute and Nsight Systems exports, "
     "tegrastats logs and llama.cpp output; reports, run-vs-run diffs and LLM decode ceilings.",
     no_args_is_help=True,
     add_completion=False,
