@@ -151,6 +151,16 @@ def telemetry_record(analysis: Analysis) -> dict[str, Any] | None:
     }
 
 
+STAT_COLUMNS = ("mean", "p50", "p90", "p99", "max")
+
+
+def telemetry_stat_rows(telemetry: dict[str, Any]) -> list[tuple[str, list[str]]]:
+    """Return (label, formatted mean/p50/p90/p99/max) for each statistic the log has: bandwidth, % of peak, GPU busy."""
+    stats = [("EMC bandwidth (GB/s)", telemetry.get("bandwidth_gb_s")), ("% of board peak", telemetry.get("bandwidth_pct_of_peak")),
+             ("GPU busy (%)", telemetry.get("gpu_util_pct"))]
+    return [(label, [f"{values[k]:.1f}" for k in STAT_COLUMNS]) for label, values in stats if values]
+
+
 def timeline_record(analysis: Analysis) -> dict[str, Any] | None:
     """Return Nsight Systems timeline findings as plain data (times in ns, shares in %), or None."""
     t = analysis.timeline

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 from traceview.analyzer.analysis import Analysis
 from traceview.app.figures import main_figure
 from traceview.app.reporters.base import (
+    STAT_COLUMNS,
     ReportOptions,
     format_duration,
     format_number,
@@ -17,6 +18,7 @@ from traceview.app.reporters.base import (
     run_records,
     summary,
     telemetry_record,
+    telemetry_stat_rows,
     timeline_lines,
 )
 
@@ -98,9 +100,8 @@ class HTMLReporter:
 
     def _telemetry(self, analysis: Analysis) -> str:
         t = telemetry_record(analysis) or {}
-        stats = [("EMC bandwidth (GB/s)", t.get("bandwidth_gb_s")), ("% of board peak", t.get("bandwidth_pct_of_peak")), ("GPU busy (%)", t.get("gpu_util_pct"))]
-        rows = [[_e(label), *(f"{values[k]:.1f}" for k in ("mean", "p50", "p90", "p99", "max"))] for label, values in stats if values]
-        table = _table([("", False), ("mean", True), ("p50", True), ("p90", True), ("p99", True), ("max", True)], rows) if rows else ""
+        rows = [[_e(label), *values] for label, values in telemetry_stat_rows(t)]
+        table = _table([("", False), *((column, True) for column in STAT_COLUMNS)], rows) if rows else ""
         findings = "".join(f"<li>{_e(f['message'])}</li>" for f in t.get("findings", [])) or "<li>none</li>"
         return f"<h2>Telemetry</h2>{table}<h2>Findings</h2><ul>{findings}</ul>"
 

@@ -8,6 +8,7 @@ from typing import ClassVar
 
 from traceview.analyzer.analysis import Analysis
 from traceview.app.reporters.base import (
+    STAT_COLUMNS,
     ReportOptions,
     device_record,
     format_duration,
@@ -18,6 +19,7 @@ from traceview.app.reporters.base import (
     run_records,
     summary,
     telemetry_record,
+    telemetry_stat_rows,
     timeline_lines,
 )
 
@@ -76,12 +78,10 @@ class MarkdownReporter:
             f"{t['samples']} tegrastats samples over {t['duration_s']:.0f} s on "
             f"{escape_markdown(t['board_name'] or 'an unknown board')} ({escape_markdown(t['board_identified'])})."
         )
-        stats = [("EMC bandwidth (GB/s)", t["bandwidth_gb_s"]), ("% of board peak", t["bandwidth_pct_of_peak"]), ("GPU busy (%)", t["gpu_util_pct"])]
-        if any(s for _, s in stats):
-            lines += ["", "| | mean | p50 | p90 | p99 | max |", "|---|---:|---:|---:|---:|---:|"]
-            for label, values in stats:
-                if values:
-                    lines.append(f"| {label} | " + " | ".join(f"{values[k]:.1f}" for k in ("mean", "p50", "p90", "p99", "max")) + " |")
+        rows = telemetry_stat_rows(t)
+        if rows:
+            lines += ["", "| | " + " | ".join(STAT_COLUMNS) + " |", "|---" + "|---:" * len(STAT_COLUMNS) + "|"]
+            lines += [f"| {label} | " + " | ".join(values) + " |" for label, values in rows]
         lines += ["", "**Findings**", ""]
         lines += [f"- {escape_markdown(f['message'])}" for f in t["findings"]] or ["- none"]
         return "\n".join(lines + self._provenance(analysis, options))

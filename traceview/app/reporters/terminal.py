@@ -12,6 +12,7 @@ from rich.text import Text
 from traceview.analyzer.analysis import Analysis
 from traceview.analyzer.roofline import SHORT_RECOMMENDATIONS, Bound
 from traceview.app.reporters.base import (
+    STAT_COLUMNS,
     ReportOptions,
     device_record,
     format_duration,
@@ -22,6 +23,7 @@ from traceview.app.reporters.base import (
     run_records,
     summary,
     telemetry_record,
+    telemetry_stat_rows,
     timeline_lines,
 )
 
@@ -62,12 +64,10 @@ class TerminalReporter:
             line += f"; {t['skipped_lines']} non-sample line(s) skipped"
         console.print(Text(line))
         table = Table(header_style="bold")
-        for title in ("", "mean", "p50", "p90", "p99", "max"):
+        for title in ("", *STAT_COLUMNS):
             table.add_column(title, justify="left" if not title else "right")
-        rows = [("EMC bandwidth (GB/s)", t["bandwidth_gb_s"]), ("% of board peak", t["bandwidth_pct_of_peak"]), ("GPU busy (%)", t["gpu_util_pct"])]
-        for label, stats in rows:
-            if stats:
-                table.add_row(label, *(f"{stats[k]:.1f}" for k in ("mean", "p50", "p90", "p99", "max")))
+        for label, values in telemetry_stat_rows(t):
+            table.add_row(label, *values)
         if table.rows:
             console.print(table)
         if t["peak_bandwidth_gb_s"]:
