@@ -152,14 +152,19 @@ def _infer_format(output: Path | None, chosen: OutputFormat | None) -> OutputFor
     return OutputFormat.table
 
 
+def _refuse_overwrite(output: Path | None, force: bool) -> None:
+    """Fail before any work when -o exists and --force is absent, so nothing is overwritten."""
+    if output is not None and output.exists() and not force:
+        raise UsageError(f"{output} already exists — pass --force to overwrite it, or choose another -o path")
+
+
 def write_output(text: str, output: Path | None, force: bool) -> None:
     """Write to stdout, or atomically to `output` (refusing to overwrite without force)."""
     if output is None:
         sys.stdout.write(text)
         sys.stdout.flush()
         return
-    if output.exists() and not force:
-        raise UsageError(f"{output} already exists — pass --force to overwrite it, or choose another -o path")
+    _refuse_overwrite(output, force)  # again at the last moment: the file may have appeared during the analysis
     if output.parent and not output.parent.exists():
         raise UsageError(f"{output.parent} does not exist — create the folder first")
     handle = tempfile.NamedTemporaryFile("w", dir=output.parent, prefix=f".{output.name}.", delete=False, encoding="utf-8")
@@ -195,12 +200,6 @@ def _options(top: int | None, color: bool = False, per_launch: bool = False) -> 
         command_line=shlex.join(["traceview", *sys.argv[1:]]),
         generated_at=datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
     )
-
-
-def _refuse_overwrite(output: Path | None, force: bool) -> None:
-    """Fail before any work when -o exists and --force is absent, so nothing is overwritten."""
-    if output is not None and output.exists() and not force:
-        raise UsageError(f"{output} already exists — pass --force to overwrite it, or choose another -o path")
 
 
 @app.command("analyze")
