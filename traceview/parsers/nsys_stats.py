@@ -85,6 +85,11 @@ def _number(text: str) -> float | None:
         return None
 
 
+def _stats_frame(records: list[dict[str, object]]) -> pl.DataFrame:
+    """Return the records as a STATS frame; columns a report lacks are null."""
+    return pl.DataFrame([{name: record.get(name) for name in STATS} for record in records], schema=STATS)
+
+
 def _frame(path: Path, columns: list[str], rows: list[list[str]], first_line: int, notes: list[str]) -> pl.DataFrame:
     names = [_COLUMNS.get(c.strip().lower()) for c in columns]
     records = []
@@ -102,11 +107,7 @@ def _frame(path: Path, columns: list[str], rows: list[list[str]], first_line: in
             elif name is not None:
                 record[name] = _number(cell)
         records.append(record)
-    frame = pl.DataFrame(records, infer_schema_length=None) if records else pl.DataFrame()
-    for name, dtype in STATS.items():
-        if name not in frame.columns:
-            frame = frame.with_columns(pl.lit(None, dtype=dtype).alias(name))
-    return frame.select([pl.col(n).cast(t) for n, t in STATS.items()])
+    return _stats_frame(records)
 
 
 def parse(path: str | Path) -> StatsReports:
@@ -152,11 +153,7 @@ def _trace_frame(path: Path, rows: list[list[str]], first_line: int) -> pl.DataF
         if value is not None:
             totals.setdefault(row[name], []).append(value)
     records = [{"total_ns": sum(v), "count": len(v), "avg_ns": sum(v) / len(v), "min_ns": min(v), "max_ns": max(v), "name": k} for k, v in totals.items()]
-    frame = pl.DataFrame(records) if records else pl.DataFrame()
-    for column, dtype in STATS.items():
-        if column not in frame.columns:
-            frame = frame.with_columns(pl.lit(None, dtype=dtype).alias(column))
-    return frame.select([pl.col(n).cast(t) for n, t in STATS.items()])
+    return _stats_frame(records)
 
 
 def _parse_console(path: Path, lines: list[str], result: StatsReports) -> None:
