@@ -311,3 +311,17 @@ def _gpu_idle_findings(frame: pl.DataFrame, interval_s: float) -> list[Finding]:
         "work is CPU-bound (pre/post-processing, tokenization, a CPU fallback)",
         start, total, {"stretches": len(runs)},
     )]
+
+
+GPU_ACTIVE_PCT = 10.0
+
+
+def active_bandwidth(telemetry: Telemetry) -> tuple[int, float | None, float | None]:
+    """Return (samples, mean and p90 EMC bytes/s) over the samples where the GPU was busy (≥ 10 %), the decode
+    window of a log; all samples where the log has no GPU load. Bandwidths are None without EMC clocks."""
+    frame = telemetry.frame
+    active = frame.filter(pl.col("gpu_pct") >= GPU_ACTIVE_PCT) if frame["gpu_pct"].drop_nulls().len() else frame
+    bandwidth = active["emc_bytes_per_s"].drop_nulls()
+    if bandwidth.len() == 0:
+        return active.height, None, None
+    return active.height, float(bandwidth.mean()), float(bandwidth.quantile(0.9))  # type: ignore[arg-type]

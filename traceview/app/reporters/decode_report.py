@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import polars as pl
-
 from traceview.analyzer.decode import DecodeCeiling
-from traceview.analyzer.jetson import Telemetry
+from traceview.analyzer.jetson import Telemetry, active_bandwidth
 
 
 def decode_record(result: DecodeCeiling, bandwidth_source: str, telemetry: Telemetry | None) -> dict[str, Any]:
@@ -33,22 +31,19 @@ def decode_record(result: DecodeCeiling, bandwidth_source: str, telemetry: Telem
 
 
 def tegrastats_decode_record(telemetry: Telemetry, result: DecodeCeiling) -> dict[str, Any]:
-    """Return the EMC bandwidth measured while the GPU was busy (≥ 10 %): the decode window of the log."""
-    frame = telemetry.frame
-    active = frame.filter(pl.col("gpu_pct") >= 10) if frame["gpu_pct"].drop_nulls().len() else frame
-    bandwidth = active["emc_bytes_per_s"].drop_nulls()
+    """Return the EMC bandwidth measured while the GPU was busy: the decode window of the log."""
+    samples, mean, p90 = active_bandwidth(telemetry)
     record: dict[str, Any] = {
         "board": telemetry.board.key if telemetry.board else None,
         "samples_total": telemetry.samples,
-        "samples_gpu_busy": active.height,
-        "emc_bandwidth_bytes_per_s_mean": float(bandwidth.mean()) if bandwidth.len() else None,  # type: ignore[arg-type]
-        "emc_bandwidth_bytes_per_s_p90": float(bandwidth.quantile(0.9)) if bandwidth.len() else None,  # type: ignore[arg-type]
+        "samples_gpu_busy": samples,
+        "emc_bandwidth_bytes_per_s_mean": mean,
+        "emc_bandwidth_bytes_per_s_p90": p90,
     }
-    mean = record["emc_bandwidth_bytes_per_s_mean"]
     record["emc_pct_of_bandwidth"] = 100.0 * mean / result.bandwidth_bytes_per_s if mean else None
     if mean and result.measured_tokens_per_s:
         record["emc_bytes_per_token"] = mean / result.measured_tokens_per_s
-    if bandwidth.len() == 0:
+    if mean is None:
         record["note"] = "no EMC clock in the log (run tegrastats as root) — bandwidth not measurable"
     return record
 
