@@ -11,7 +11,10 @@ import polars as pl
 from traceview.analyzer.devices import GpuSpec, find_by_compute_capability, find_by_name, lookup_gpu
 from traceview.analyzer.jetson import Board, Telemetry, analyze_telemetry
 from traceview.analyzer.llm import LlmAnalysis, analyze_runs
+from traceview.analyzer.ranking import rank_kernels
+from traceview.analyzer.roofline import RECOMMENDATIONS, classify_launch
 from traceview.analyzer.timeline import (
+    BLOCKING_API,
     Timeline,
     device_activity,
     join_ncu,
@@ -21,8 +24,7 @@ from traceview.analyzer.timeline import (
     sync_summary,
     timeline_findings,
 )
-from traceview.analyzer.ranking import rank_kernels
-from traceview.analyzer.roofline import RECOMMENDATIONS, classify_launch
+from traceview.parsers.ncu_csv import short_kernel_name
 from traceview.parsers.schema import KERNELS, MEMORY_LEVELS, PRECISIONS
 
 PEAK_KEYS = tuple(f"peak_{p}_flop_per_s" for p in PRECISIONS) + tuple(f"peak_{m}_bytes_per_s" for m in MEMORY_LEVELS)
@@ -323,9 +325,6 @@ def analyze_stats(
 ) -> Analysis:
     """Return the analysis of `nsys stats` reports: kernels ranked by total time (verdicts from joined ncu results),
     memcpy time by direction, blocking API time, NVTX ranges. No busy/idle figures: the summaries carry no timeline."""
-    from traceview.analyzer.timeline import BLOCKING_API
-    from traceview.parsers.ncu_csv import short_kernel_name
-
     kern = reports.get("cuda_gpu_kern_sum")
     if kern is None:
         kern = reports.get("cuda_gpu_trace")

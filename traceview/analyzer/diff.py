@@ -16,6 +16,7 @@ from traceview.analyzer.analysis import Analysis
 from traceview.analyzer.names import normalise_kernel_name
 from traceview.errors import UsageError
 
+
 @dataclass(frozen=True)
 class KernelChange:
     name: str

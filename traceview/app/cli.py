@@ -9,8 +9,8 @@ import os
 import shlex
 import sys
 import tempfile
-from datetime import datetime, timezone
 from collections.abc import Callable
+from datetime import datetime, timezone
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -21,11 +21,19 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from traceview import __version__
-from traceview.analyzer.analysis import Analysis, Source, analyze, analyze_llama, analyze_nsys, analyze_samples, analyze_stats
+from traceview.analyzer.analysis import (
+    Analysis,
+    Source,
+    analyze,
+    analyze_llama,
+    analyze_nsys,
+    analyze_samples,
+    analyze_stats,
+)
 from traceview.analyzer.decode import decode_ceiling, kv_cache_bytes, parse_bytes, parse_count
 from traceview.analyzer.devices import GPUS, find_by_name
-from traceview.analyzer.jetson import BOARDS, Board, find_board
 from traceview.analyzer.diff import compare
+from traceview.analyzer.jetson import BOARDS, Board, find_board
 from traceview.app.formatting import format_rate
 from traceview.app.reporters import REPORTERS, ReportOptions
 from traceview.app.reporters.decode_report import decode_record, render_decode_text

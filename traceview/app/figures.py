@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 import polars as pl
 
 from traceview.analyzer.analysis import Analysis
-from traceview.analyzer.roofline import LATENCY_THRESHOLD_PCT, HIGH_THRESHOLD_PCT
+from traceview.analyzer.roofline import HIGH_THRESHOLD_PCT, LATENCY_THRESHOLD_PCT
 from traceview.app.formatting import format_duration, format_rate
 
 BOUND_COLOURS = {"memory": "#1f77b4", "compute": "#d62728", "latency": "#ff7f0e", "unknown": "#7f7f7f"}

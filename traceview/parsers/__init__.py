@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
 
 from traceview.errors import TraceFormatError
-from collections.abc import Callable
-
 from traceview.parsers import llama_cpp, ncu_csv, ncu_rep, nsys_sqlite, nsys_stats, tegrastats
 from traceview.parsers.sniff import TraceFormat, detect_format
 

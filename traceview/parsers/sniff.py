@@ -6,6 +6,10 @@ from enum import Enum
 from pathlib import Path
 
 from traceview.errors import TraceFormatError, UnknownFormatError
+from traceview.parsers.llama_cpp import detect as detect_llama
+from traceview.parsers.ncu_csv import find_header
+from traceview.parsers.nsys_stats import looks_like_stats
+from traceview.parsers.tegrastats import looks_like_tegrastats
 
 _SNIFF_BYTES = 64 * 1024
 
@@ -49,21 +53,13 @@ def detect_format(path: str | Path) -> TraceFormat:
         return TraceFormat.NSYS_SQLITE
     if head.startswith(b"NVR\x00"):
         return TraceFormat.NCU_REP
-    from traceview.parsers.ncu_csv import find_header  # local: sniff stays importable on its own
-
     if b"\x00" not in head:
-        from traceview.parsers.tegrastats import looks_like_tegrastats
-
         if looks_like_tegrastats(head):
             return TraceFormat.TEGRASTATS
-        from traceview.parsers.llama_cpp import detect as detect_llama
-
         text = head.decode("utf-8", errors="replace")
         llama = detect_llama(text)
         if llama is not None:
             return TraceFormat(llama)
-        from traceview.parsers.nsys_stats import looks_like_stats
-
         if looks_like_stats(text):
             return TraceFormat.NSYS_STATS
         header = find_header(path)
