@@ -21,14 +21,26 @@ import polars as pl
 from traceview.errors import TraceFormatError
 
 KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
+GRAPH_TRACE_TABLE = "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"
 _CHUNK_ROWS = 500_000
 
-NSYS_KERNELS = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "name_id": pl.Int64})
+# globalPid / globalTid pack the process id as (value >> 24) & 0xFFFFFF (Nsight Systems export documentation).
+_PID = "(({column} / 16777216) % 16777216)"
+
+NSYS_KERNELS = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "name_id": pl.Int64,
+                          "stream_id": pl.Int64, "correlation_id": pl.Int64, "pid": pl.Int64, "graph_node_id": pl.Int64})
 NSYS_MEMOPS = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "operation": pl.String,
-                         "bytes": pl.Int64, "src_kind": pl.String, "dst_kind": pl.String})
-NSYS_SYNC = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "sync_type": pl.String})
-NSYS_API = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "name": pl.String})
-NSYS_NVTX = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "text": pl.String, "kind": pl.String})
+                         "copy_kind": pl.Int64, "bytes": pl.Int64, "src_kind": pl.String, "dst_kind": pl.String,
+                         "correlation_id": pl.Int64, "pid": pl.Int64})
+NSYS_SYNC = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "sync_type": pl.String,
+                       "correlation_id": pl.Int64, "pid": pl.Int64})
+NSYS_API = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "name": pl.String, "correlation_id": pl.Int64,
+                      "tid": pl.Int64, "pid": pl.Int64})
+NSYS_NVTX = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "text": pl.String, "kind": pl.String,
+                       "tid": pl.Int64, "pid": pl.Int64})
+# Whole-graph executions (`nsys profile --cuda-graph-trace=graph`, the default): the nodes are not in the kernel table.
+NSYS_GRAPHS = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "correlation_id": pl.Int64,
+                         "pid": pl.Int64})
 NSYS_GPUS = pl.Schema({"device_id": pl.Int64, "name": pl.String, "sm_count": pl.Int64, "clock_hz": pl.Float64,
                        "memory_bandwidth_bytes_per_s": pl.Float64, "compute_capability": pl.String})
 
@@ -56,12 +68,23 @@ class NsysExport:
     api: pl.DataFrame
     nvtx: pl.DataFrame
     tables: set[str] = field(default_factory=set)
+    graphs: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=NSYS_GRAPHS))
+    capture_options: dict[str, str] = field(default_factory=dict)  # META_DATA_CAPTURE (nsys 2024+)
+    notes: list[str] = field(default_factory=list)  # optional columns or tables the export lacks
 
 
 def _connect(path: Path) -> sqlite3.Connection:
-    connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    # A path is a path: open it, then hand SQLite the open file's name through a read-only URI with every
+    # character that means something in a URI percent-encoded.
+    connection = sqlite3.connect(f"file:{_uri_path(path)}?mode=ro", uri=True)
     connection.text_factory = bytes  # StringIds may hold Latin-1 bytes (a Windows capture)
     return connection
+
+
+def _uri_path(path: Path) -> str:
+    from urllib.parse import quote
+
+    return quote(str(path.resolve()), safe="/")
 
 
 def _text(value: object) -> str | None:
@@ -83,8 +106,14 @@ def _enum(connection: sqlite3.Connection, tables: set[str], table: str, fallback
 
 
 def _frame(connection: sqlite3.Connection, sql: str, schema: pl.Schema) -> pl.DataFrame:
+    """Return the query's rows as a frame with the given schema (declared types, never inferred from the first rows)."""
     rows = [tuple(_text(v) if isinstance(v, bytes) else v for v in row) for row in connection.execute(sql)]
-    return pl.DataFrame(rows, schema=list(schema.keys()), orient="row").cast(dict(schema))  # type: ignore[arg-type]
+    return pl.DataFrame(rows, schema=list(schema.keys()), orient="row", infer_schema_length=None).cast(dict(schema))  # type: ignore[arg-type]
+
+
+def _optional(columns: set[str], name: str, expression: str | None = None) -> str:
+    """The column (or an expression over it) when the table has it, else NULL: a missing column means fewer findings."""
+    return (expression or f'"{name}"') if name in columns else "NULL"
 
 
 def parse(path: str | Path, progress: Callable[[int, int], None] | None = None) -> NsysExport:
@@ -124,56 +153,85 @@ def _read(path: Path, connection: sqlite3.Connection, tables: set[str], progress
         if table in tables:
             meta = {_text(k) or "": _text(v) or "" for k, v in connection.execute(f'SELECT name, value FROM "{table}"')}
             break
+    capture: dict[str, str] = {}
+    if "META_DATA_CAPTURE" in tables:
+        capture = {_text(k) or "": _text(v) or "" for k, v in connection.execute("SELECT name, value FROM META_DATA_CAPTURE")}
     names = {int(row[0]): _text(row[1]) or "" for row in connection.execute("SELECT id, value FROM StringIds")} if "StringIds" in tables else {}
     copy_kinds = _enum(connection, tables, "ENUM_CUDA_MEMCPY_OPER", _COPY_KINDS)
     mem_kinds = _enum(connection, tables, "ENUM_CUDA_MEM_KIND", _MEM_KINDS)
     sync_types = _enum(connection, tables, "ENUM_CUPTI_SYNC_TYPE", _SYNC_TYPES)
+    notes: list[str] = []
 
     kernels = _read_kernels(path, connection, tables, progress)
     memops = pl.DataFrame(schema=NSYS_MEMOPS)
     if "CUPTI_ACTIVITY_KIND_MEMCPY" in tables:
-        frame = _frame(connection, 'SELECT start, "end", deviceId, copyKind, bytes, srcKind, dstKind FROM CUPTI_ACTIVITY_KIND_MEMCPY',
-                       pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "kind": pl.Int64, "bytes": pl.Int64, "src": pl.Int64, "dst": pl.Int64}))
+        columns = set(_columns(connection, "CUPTI_ACTIVITY_KIND_MEMCPY"))
+        if not {"srcKind", "dstKind"} <= columns:
+            notes.append("the memcpy table has no srcKind/dstKind columns: pageable host copies cannot be told apart")
+        sql = (f'SELECT start, "end", deviceId, {_optional(columns, "copyKind")}, {_optional(columns, "bytes")}, '
+               f'{_optional(columns, "srcKind")}, {_optional(columns, "dstKind")}, {_optional(columns, "correlationId")}, '
+               f'{_optional(columns, "globalPid", _PID.format(column="globalPid"))} FROM CUPTI_ACTIVITY_KIND_MEMCPY')
+        frame = _frame(connection, sql, pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "copy_kind": pl.Int64,
+                                                   "bytes": pl.Int64, "src": pl.Int64, "dst": pl.Int64, "correlation_id": pl.Int64, "pid": pl.Int64}))
         memops = frame.select(
             "start_ns", "end_ns", "device_id",
-            ("memcpy " + pl.col("kind").replace_strict(copy_kinds, default="Unknown", return_dtype=pl.String)).alias("operation"),
-            "bytes",
+            ("memcpy " + pl.col("copy_kind").replace_strict(copy_kinds, default="Unknown", return_dtype=pl.String)).fill_null("memcpy Unknown").alias("operation"),
+            "copy_kind", "bytes",
             pl.col("src").replace_strict(mem_kinds, default=None, return_dtype=pl.String).alias("src_kind"),
             pl.col("dst").replace_strict(mem_kinds, default=None, return_dtype=pl.String).alias("dst_kind"),
+            "correlation_id", "pid",
         )
     if "CUPTI_ACTIVITY_KIND_MEMSET" in tables:
-        columns = _columns(connection, "CUPTI_ACTIVITY_KIND_MEMSET")
-        kind = "memKind" if "memKind" in columns else "NULL"
-        frame = _frame(connection, f'SELECT start, "end", deviceId, bytes, {kind} FROM CUPTI_ACTIVITY_KIND_MEMSET',
-                       pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "bytes": pl.Int64, "kind": pl.Int64}))
-        memset = frame.select("start_ns", "end_ns", "device_id", pl.lit("memset").alias("operation"), "bytes",
-                              pl.lit(None, dtype=pl.String).alias("src_kind"),
-                              pl.col("kind").replace_strict(mem_kinds, default=None, return_dtype=pl.String).alias("dst_kind"))
+        columns = set(_columns(connection, "CUPTI_ACTIVITY_KIND_MEMSET"))
+        sql = (f'SELECT start, "end", deviceId, {_optional(columns, "bytes")}, {_optional(columns, "memKind")}, '
+               f'{_optional(columns, "correlationId")}, {_optional(columns, "globalPid", _PID.format(column="globalPid"))} FROM CUPTI_ACTIVITY_KIND_MEMSET')
+        frame = _frame(connection, sql, pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "bytes": pl.Int64,
+                                                   "kind": pl.Int64, "correlation_id": pl.Int64, "pid": pl.Int64}))
+        memset = frame.select("start_ns", "end_ns", "device_id", pl.lit("memset").alias("operation"), pl.lit(None, dtype=pl.Int64).alias("copy_kind"),
+                              "bytes", pl.lit(None, dtype=pl.String).alias("src_kind"),
+                              pl.col("kind").replace_strict(mem_kinds, default=None, return_dtype=pl.String).alias("dst_kind"),
+                              "correlation_id", "pid")
         memops = pl.concat([memops, memset])
     sync = pl.DataFrame(schema=NSYS_SYNC)
     if "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION" in tables:
-        frame = _frame(connection, 'SELECT start, "end", deviceId, syncType FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION',
-                       pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "type": pl.Int64}))
+        columns = set(_columns(connection, "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"))
+        sql = (f'SELECT start, "end", deviceId, {_optional(columns, "syncType")}, {_optional(columns, "correlationId")}, '
+               f'{_optional(columns, "globalPid", _PID.format(column="globalPid"))} FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION')
+        frame = _frame(connection, sql, pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "type": pl.Int64,
+                                                   "correlation_id": pl.Int64, "pid": pl.Int64}))
         sync = frame.select("start_ns", "end_ns", "device_id",
-                            pl.col("type").replace_strict(sync_types, default="Unknown", return_dtype=pl.String).alias("sync_type"))
+                            pl.col("type").replace_strict(sync_types, default="Unknown", return_dtype=pl.String).alias("sync_type"),
+                            "correlation_id", "pid")
     api = pl.DataFrame(schema=NSYS_API)
     if "CUPTI_ACTIVITY_KIND_RUNTIME" in tables:
-        frame = _frame(connection, 'SELECT start, "end", nameId FROM CUPTI_ACTIVITY_KIND_RUNTIME',
-                       pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "name_id": pl.Int64}))
-        api = frame.select("start_ns", "end_ns", pl.col("name_id").replace_strict(names, default="?", return_dtype=pl.String).alias("name"))
+        columns = set(_columns(connection, "CUPTI_ACTIVITY_KIND_RUNTIME"))
+        sql = (f'SELECT start, "end", {_optional(columns, "nameId")}, {_optional(columns, "correlationId")}, {_optional(columns, "globalTid")}, '
+               f'{_optional(columns, "globalTid", _PID.format(column="globalTid"))} FROM CUPTI_ACTIVITY_KIND_RUNTIME')
+        frame = _frame(connection, sql, pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "name_id": pl.Int64, "correlation_id": pl.Int64,
+                                                   "tid": pl.Int64, "pid": pl.Int64}))
+        api = frame.select("start_ns", "end_ns", pl.col("name_id").replace_strict(names, default="?", return_dtype=pl.String).alias("name"),
+                           "correlation_id", "tid", "pid")
     nvtx = pl.DataFrame(schema=NSYS_NVTX)
     if "NVTX_EVENTS" in tables:
-        columns = _columns(connection, "NVTX_EVENTS")
-        text_id = "textId" if "textId" in columns else "NULL"
-        frame = _frame(connection, f'SELECT start, "end", eventType, text, {text_id} FROM NVTX_EVENTS WHERE eventType IN (59, 60, 34)',
-                       pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "type": pl.Int64, "text": pl.String, "text_id": pl.Int64}))
+        columns = set(_columns(connection, "NVTX_EVENTS"))
+        sql = (f'SELECT start, "end", eventType, {_optional(columns, "text")}, {_optional(columns, "textId")}, {_optional(columns, "globalTid")}, '
+               f'{_optional(columns, "globalTid", _PID.format(column="globalTid"))} FROM NVTX_EVENTS WHERE eventType IN (59, 60, 34)')
+        frame = _frame(connection, sql, pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "type": pl.Int64, "text": pl.String, "text_id": pl.Int64,
+                                                   "tid": pl.Int64, "pid": pl.Int64}))
         nvtx = frame.select(
             "start_ns", "end_ns",
             pl.coalesce(pl.col("text"), pl.col("text_id").replace_strict(names, default=None, return_dtype=pl.String)).alias("text"),
             pl.col("type").replace_strict(_NVTX_KINDS, default="Other", return_dtype=pl.String).alias("kind"),
+            "tid", "pid",
         )
+    graphs = pl.DataFrame(schema=NSYS_GRAPHS)
+    if GRAPH_TRACE_TABLE in tables:
+        columns = set(_columns(connection, GRAPH_TRACE_TABLE))
+        sql = (f'SELECT start, "end", {_optional(columns, "deviceId")}, {_optional(columns, "correlationId")}, '
+               f'{_optional(columns, "globalPid", _PID.format(column="globalPid"))} FROM {GRAPH_TRACE_TABLE} WHERE start > 0')
+        graphs = _frame(connection, sql, NSYS_GRAPHS)
     return NsysExport(path, meta.get("EXPORT_PRODUCT_VERSION"), meta.get("EXPORT_SCHEMA_VERSION"), _read_gpus(connection, tables),
-                      kernels, names, memops, sync, api, nvtx, tables)
+                      kernels, names, memops, sync, api, nvtx, tables, graphs, capture, notes)
 
 
 def _read_kernels(path: Path, connection: sqlite3.Connection, tables: set[str], progress: Callable[[int, int], None] | None) -> pl.DataFrame:
@@ -182,7 +240,8 @@ def _read_kernels(path: Path, connection: sqlite3.Connection, tables: set[str], 
     columns = set(_columns(connection, KERNEL_TABLE))
     name = "demangledName" if "demangledName" in columns else "shortName"
     # Only the columns the analysis uses: fewer columns is what makes the bulk read fast and small.
-    select = f'SELECT start, "end", deviceId, {name} FROM {KERNEL_TABLE}'
+    select = (f'SELECT start, "end", deviceId, {name}, {_optional(columns, "streamId")}, {_optional(columns, "correlationId")}, '
+              f'{_optional(columns, "globalPid", _PID.format(column="globalPid"))}, {_optional(columns, "graphNodeId")} FROM {KERNEL_TABLE}')
     bounds = connection.execute(f"SELECT min(rowid), max(rowid), count(*) FROM {KERNEL_TABLE}").fetchone()
     if not bounds or bounds[2] == 0:
         return pl.DataFrame(schema=NSYS_KERNELS)
@@ -195,15 +254,18 @@ def _read_kernels(path: Path, connection: sqlite3.Connection, tables: set[str], 
 
     def read(bounds: tuple[int, int]) -> pl.DataFrame:
         sql = f"{select} WHERE rowid BETWEEN {bounds[0]} AND {bounds[1]}"
-        if adbc is None:
-            with closing(_connect(path)) as own:
-                return _frame(own, sql, NSYS_KERNELS)
-        with closing(adbc.connect(f"file:{path}?mode=ro")) as reader, closing(reader.cursor()) as cursor:
-            cursor.execute(sql)
-            part = pl.from_arrow(cursor.fetch_arrow_table())
-        assert isinstance(part, pl.DataFrame)
-        part.columns = list(NSYS_KERNELS.keys())
-        return part.cast(dict(NSYS_KERNELS))  # type: ignore[arg-type]
+        if adbc is not None:
+            try:
+                with closing(adbc.connect(f"file:{_uri_path(path)}?mode=ro")) as reader, closing(reader.cursor()) as cursor:
+                    cursor.execute(sql)
+                    part = pl.from_arrow(cursor.fetch_arrow_table())
+                assert isinstance(part, pl.DataFrame)
+                part.columns = list(NSYS_KERNELS.keys())
+                return part.cast(dict(NSYS_KERNELS))  # type: ignore[arg-type]
+            except _read_errors():
+                pass  # the driver infers a column's type from its first rows; read this range with declared types instead
+        with closing(_connect(path)) as own:
+            return _frame(own, sql, NSYS_KERNELS)
 
     parts: list[pl.DataFrame] = []
     # SQLite decodes rows on one core per connection; two connections read two row ranges at once.
@@ -212,16 +274,32 @@ def _read_kernels(path: Path, connection: sqlite3.Connection, tables: set[str], 
             parts.append(part)
             if progress is not None:
                 progress(sum(p.height for p in parts), total)
-    return pl.concat(parts, rechunk=False)
+    kernels = pl.concat(parts, rechunk=False)
+    # graphNodeId is 0 or NULL for kernels not launched from a graph, depending on the nsys version.
+    return kernels.with_columns(pl.when(pl.col("graph_node_id") != 0).then(pl.col("graph_node_id")).alias("graph_node_id"))
 
 
 def _read_gpus(connection: sqlite3.Connection, tables: set[str]) -> pl.DataFrame:
+    """Return one row per CUDA device, keyed by the CUDA device id the activity tables use.
+
+    TARGET_INFO_GPU.id is nsys's own GPU index: on a host with two GPU models (or with display adapters listed, as on
+    Windows) it need not be the CUDA device id. `cuDevice`, or TARGET_INFO_CUDA_DEVICE's gpuId → cudaId, maps it.
+    """
     if "TARGET_INFO_GPU" in tables and {"memoryBandwidth", "clockRate"} <= set(_columns(connection, "TARGET_INFO_GPU")):
         columns = set(_columns(connection, "TARGET_INFO_GPU"))
         cc = "computeMajor || '.' || computeMinor" if {"computeMajor", "computeMinor"} <= columns else "NULL"
-        frame = _frame(connection, f"SELECT id, name, smCount, clockRate, memoryBandwidth, {cc} FROM TARGET_INFO_GPU", NSYS_GPUS)
+        cuda_ids: dict[int, int] = {}
+        if "TARGET_INFO_CUDA_DEVICE" in tables and {"gpuId", "cudaId"} <= set(_columns(connection, "TARGET_INFO_CUDA_DEVICE")):
+            cuda_ids = {int(g): int(c) for g, c in connection.execute("SELECT gpuId, cudaId FROM TARGET_INFO_CUDA_DEVICE") if g is not None and c is not None}
+        device = _optional(columns, "cuDevice")
+        frame = _frame(connection, f"SELECT id, {device}, name, smCount, clockRate, memoryBandwidth, {cc} FROM TARGET_INFO_GPU",
+                       pl.Schema({"gpu_id": pl.Int64, "cu_device": pl.Int64, "name": pl.String, "sm_count": pl.Int64, "clock_hz": pl.Float64,
+                                  "memory_bandwidth_bytes_per_s": pl.Float64, "compute_capability": pl.String}))
+        frame = frame.with_columns(pl.coalesce(pl.col("gpu_id").replace_strict(cuda_ids, default=None, return_dtype=pl.Int64),
+                                               pl.col("cu_device"), pl.col("gpu_id")).alias("device_id"))
         # Windows captures list the display adapters too (Intel, "Microsoft Basic Render Driver") with zero bandwidth.
-        return frame.filter((pl.col("sm_count") > 0) & (pl.col("memory_bandwidth_bytes_per_s") > 0))
+        frame = frame.filter((pl.col("sm_count") > 0) & (pl.col("memory_bandwidth_bytes_per_s") > 0))
+        return frame.select(list(NSYS_GPUS.keys())).unique("device_id", keep="first", maintain_order=True)
     if "TARGET_INFO_CUDA_GPU" in tables:
         columns = set(_columns(connection, "TARGET_INFO_CUDA_GPU"))
         name = "name" if "name" in columns else "NULL"
