@@ -89,7 +89,7 @@ def test_idle_gaps_match_the_export(realdata_file, name):
     data = analyze_json(path)
     for device in data["timeline"]["devices"]:
         intervals = [(s, e) for d, s, e in rows if d == device["device_id"]]
-        assert device["idle_gaps"]["total_ns"] == _idle_ns(intervals)
+        assert device["idle_ns"] == _idle_ns(intervals)
         span = max(e for _, e in intervals) - min(s for s, _ in intervals)
         assert device["span_ns"] == span
         assert device["busy_pct"] == pytest.approx(100 * (span - _idle_ns(intervals)) / span)
@@ -100,15 +100,15 @@ def test_memcpy_directions_and_pageable_copies(realdata_file):
     path = realdata_file("nsys_sqlite/vecadd_streams_T4_nsys2022.4.2.sqlite")
     expected = {k: (n, b) for k, n, b in sql(path, "SELECT copyKind, count(*), sum(bytes) FROM CUPTI_ACTIVITY_KIND_MEMCPY GROUP BY copyKind")}
     pageable = sql(path, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE srcKind = 0 OR dstKind = 0")[0][0]
-    memcpy = {m["operation"]: m for m in analyze_json(path)["timeline"]["memcpy"]}
-    assert memcpy["memcpy Host-to-Device"]["count"] == expected[1][0] and memcpy["memcpy Host-to-Device"]["bytes"] == expected[1][1]
-    assert memcpy["memcpy Device-to-Host"]["count"] == expected[2][0]
-    assert sum(m["pageable_count"] for m in memcpy.values()) == pageable
+    copies = {m["direction"]: m for m in analyze_json(path)["timeline"]["copies"]}
+    assert copies["HtoD"]["count"] == expected[1][0] and copies["HtoD"]["bytes"] == expected[1][1]
+    assert copies["DtoH"]["count"] == expected[2][0]
+    assert sum(m["pageable_count"] for m in copies.values()) == pageable
 
 
 def test_nvtx_ranges_and_latin1_strings(realdata_file):
     nvtx = analyze_json(realdata_file("nsys_sqlite/EDGE_nvtx_only_TITANRTX_nsys2022.4.2.sqlite"))["timeline"]["nvtx"]
-    assert nvtx and nvtx[0]["total_ns"] >= nvtx[-1]["total_ns"]
+    assert nvtx and nvtx[0]["cpu_ns"] >= nvtx[-1]["cpu_ns"]
     path = realdata_file("nsys_sqlite/nsys2022.1_gtx1060maxq_windows_extrap.sqlite")
     with pytest.raises(sqlite3.OperationalError, match="UTF-8"):  # the quirk is real: strict decoding fails
         sqlite3.connect(f"file:{path}?mode=ro", uri=True).execute("SELECT value FROM EXPORT_META_DATA").fetchall()
@@ -154,8 +154,8 @@ def test_console_stats_and_truncated_api_sum(realdata_file):
     console = analyze_json(realdata_file("nsys_stats/nsys_console_stats_a100_vectoradd_README.txt"))
     kernel = console["kernels"][0]
     assert (kernel["launches"], kernel["duration_ns"]) == (1010, 1831281)  # "1,831,281" with separators
-    assert {m["operation"] for m in console["timeline"]["memcpy"]} == {"[CUDA memcpy HtoD]", "[CUDA memcpy DtoH]"}
-    assert console["timeline"]["nvtx"][0]["text"] == "Profile_Loop"
+    assert {m["direction"] for m in console["timeline"]["copies"]} == {"[CUDA memcpy HtoD]", "[CUDA memcpy DtoH]"}
+    assert console["timeline"]["nvtx"][0]["name"] == "Profile_Loop"
     api = analyze_json(realdata_file("nsys_stats/dotllm_llama31_8b_q4km_rtx4090_prefill476_cuda_api_sum_TRUNCATED.csv"))
     assert any("'...'" in note for note in api["notes"])
     assert api["timeline"]["sync"]["blocking_api_count"] == 293 + 1  # cuMemcpyHtoD_v2 and cuCtxSynchronize
@@ -166,7 +166,7 @@ def test_ncu_join_carries_verdicts_onto_whole_run_time(realdata_file):
     gemm = realdata_file("ncu_details/ncu2025.1_cc120_cutlass_gemm_details_llmperfopt.csv")
     data = analyze_json(stats, "--ncu", gemm)
     top = data["kernels"][0]
-    assert top["short_name"] == "Kernel2" and top["bound"] == "latency" and top["launches"] == 1180
+    assert top["short_name"].startswith("Kernel2") and top["bound"] == "latency" and top["launches"] == 1180
     # ncu's 67.9 % estimated speedup of the one profiled launch, applied to 1,180 launches' time.
     assert top["recoverable_ns"] == pytest.approx(top["duration_ns"] * 0.679, rel=1e-3)
     assert data["timeline"]["ncu_join"] == {"matched_kernels": 1, "unmatched_ncu_kernels": []}

@@ -8,23 +8,17 @@ from typing import Any
 
 import polars as pl
 
-from traceview.analyzer.devices import GpuSpec, find_by_compute_capability, find_by_name, lookup_gpu
+from traceview.analyzer.decode import decode_ceiling
+from traceview.analyzer.devices import GpuSpec, find_by_compute_capability, find_by_name, host_link, lookup_gpu
 from traceview.analyzer.jetson import Board, Telemetry, analyze_telemetry
 from traceview.analyzer.llm import LlmAnalysis, analyze_runs
 from traceview.analyzer.ranking import rank_kernels
 from traceview.analyzer.roofline import RECOMMENDATIONS, classify_launch
-from traceview.analyzer.timeline import (
-    BLOCKING_API,
-    Timeline,
-    device_activity,
-    join_ncu,
-    kernel_summary,
-    memcpy_summary,
-    nvtx_summary,
-    sync_summary,
-    timeline_findings,
-)
+from traceview.analyzer.nvtx import group_summary, range_table, steps_from_kernels, steps_from_nvtx
+from traceview.analyzer.timeline import BLOCKING_API, Timeline, join_ncu, kernel_summary, stats_findings, sync_summary
+from traceview.analyzer.whole_run import DEFAULT_GAP_THRESHOLD_NS, analyze_whole_run, launch_records
 from traceview.parsers.ncu_csv import short_kernel_name
+from traceview.parsers.nsys_sqlite import NsysExport
 from traceview.parsers.schema import KERNELS, MEMORY_LEVELS, PRECISIONS
 
 PEAK_KEYS = tuple(f"peak_{p}_flop_per_s" for p in PRECISIONS) + tuple(f"peak_{m}_bytes_per_s" for m in MEMORY_LEVELS)
@@ -271,49 +265,73 @@ def analyze_llama(
 
 
 def analyze_nsys(
-    kernels: pl.DataFrame,
-    names: dict[int, str],
-    memops: pl.DataFrame,
-    sync: pl.DataFrame,
-    api: pl.DataFrame,
-    nvtx: pl.DataFrame,
-    gpus: pl.DataFrame,
+    export: NsysExport,
     source: Source,
     gpu: str | None = None,
     ncu: Analysis | None = None,
+    gap_threshold_ns: int = DEFAULT_GAP_THRESHOLD_NS,
+    weight_bytes: float | None = None,
 ) -> Analysis:
-    """Return the whole-run analysis of Nsight Systems data, with Nsight Compute verdicts joined when given."""
-    summary = kernel_summary(kernels, names)
+    """Return the whole-run analysis of Nsight Systems data, with Nsight Compute verdicts joined when given.
+
+    `weight_bytes` (the bytes a decode step reads: the model's weights) turns the per-step time into decode tokens/s,
+    bytes per token and memory-bandwidth utilisation, with the same maths as `traceview decode`.
+    """
+    kernels, gpus = export.kernels, export.gpus
+    summary = kernel_summary(kernels, export.names)
     ranked, unmatched, matched = join_ncu(summary, ncu.kernels if ncu is not None else None)
-    starts = [frame["start_ns"].min() for frame in (kernels, memops) if frame.height]
-    run_start = int(min(starts)) if starts else 0  # type: ignore[type-var]
-    devices, tiny = device_activity(kernels, memops, run_start)
-    gpu_rows = {row["device_id"]: row for row in gpus.iter_rows(named=True)}
-    for activity in devices:
-        activity["name"] = gpu_rows.get(activity["device_id"], {}).get("name")
-    memcpy = memcpy_summary(memops)
-    syncs = sync_summary(sync, api)
-    timeline = Timeline(devices, memcpy, syncs, tiny, nvtx_summary(nvtx), timeline_findings(devices, memcpy, syncs, tiny), unmatched, matched)
 
     spec = lookup_gpu(gpu) if gpu else None
-    names_seen = [n for n in gpus["name"].drop_nulls().unique().to_list()]
+    device_names = {row["device_id"]: row["name"] for row in gpus.iter_rows(named=True) if row["name"]}
+    names_seen = list(dict.fromkeys(device_names.values()))
     if spec is None and names_seen:
         spec = find_by_name(names_seen[0])
+    specs = {device: (spec if gpu else find_by_name(name)) for device, name in device_names.items()}
+    device_ids = set(kernels["device_id"].drop_nulls().unique().to_list()) | set(export.memops["device_id"].drop_nulls().unique().to_list())
+    links: dict[int, tuple[float | None, str | None]] = {}
+    for device in device_ids:
+        link = host_link(specs.get(device, spec))
+        links[device] = link if link else (None, None)
+
+    run = analyze_whole_run(kernels, export.names, export.memops, export.api, export.nvtx, export.graphs, links, gap_threshold_ns,
+                            graph_trace_option=None)
+    for activity in run.devices:
+        activity["name"] = device_names.get(activity["device_id"]) or (spec.name if gpu and spec else None)
+    launches = launch_records(kernels, export.api)
+    ranges = range_table(export.nvtx, launches)
+    steps = steps_from_nvtx(ranges) or steps_from_kernels(kernels, export.names)
+
     how = f"chosen with --gpu {gpu}" if gpu else ("recorded in the export (TARGET_INFO_GPU)" if names_seen else
-                                                  "the export records no GPU (no TARGET_INFO_GPU); use --gpu for peaks")
+                                                  "the export records no GPU (no TARGET_INFO_GPU); use --gpu for peaks and the host link")
     peaks = _table_peaks(spec)
     bandwidth = gpus["memory_bandwidth_bytes_per_s"].drop_nulls()
     if bandwidth.len() and not gpu:
         peaks["peak_dram_bytes_per_s"] = Peak(float(bandwidth.max()), "profile")  # type: ignore[arg-type]
     peaks = _with_ncu_peaks(peaks, ncu)
+    if steps is not None and weight_bytes:
+        steps["decode"] = _decode_from_steps(steps, weight_bytes, peaks["peak_dram_bytes_per_s"].value)
     display = (f"{len(names_seen)}× GPUs: " + ", ".join(names_seen)) if len(names_seen) > 1 else (names_seen[0] if names_seen else (spec.name if spec else None))
     cc = gpus["compute_capability"].drop_nulls().first() if gpus.height else None
     device = Device(display, cc or (spec.compute_capability if spec else None), spec, how, peaks)
-    notes = []
+    timeline = Timeline(run.devices, run.copies, run.findings, group_summary(ranges), run.verdict, run.gaps, run.idle_by_cause, run.launch,
+                        steps, sync_summary(export.sync, export.api), unmatched, matched)
+    notes = list(export.notes) + run.notes
     if kernels.height == 0:
         notes.append("the export has no CUDA kernel activity (CUDA tracing off?): only NVTX and API findings")
     notes += _join_notes(ncu, matched, summary.height, unmatched)
     return Analysis(source, device, _without_launches(device), ranked, notes, timeline=timeline)
+
+
+def _decode_from_steps(steps: dict[str, Any], weight_bytes: float, peak_bytes_per_s: float | None) -> dict[str, Any]:
+    """Return decode tokens/s, bytes per token and MBU from the median step time (one token per sequence per step)."""
+    tokens_per_s = 1e9 / steps["median_ns"] if steps.get("median_ns") else None
+    record: dict[str, Any] = {"tokens_per_s": tokens_per_s, "bytes_per_token": weight_bytes,
+                              "bandwidth_bytes_per_s": tokens_per_s * weight_bytes if tokens_per_s else None,
+                              "peak_bytes_per_s": peak_bytes_per_s, "mbu_pct": None, "ceiling_tokens_per_s": None}
+    if peak_bytes_per_s and tokens_per_s:
+        ceiling = decode_ceiling(weight_bytes, peak_bytes_per_s, 0.0, 1, tokens_per_s)
+        record.update(mbu_pct=ceiling.mbu_pct, ceiling_tokens_per_s=ceiling.ceiling_tokens_per_s, warning=ceiling.warning)
+    return record
 
 
 def analyze_stats(
@@ -342,8 +360,9 @@ def analyze_stats(
         schema={"kernel_name": pl.String, "short_name": pl.String, "launches": pl.Int64, "duration_ns": pl.Float64})
     ranked, unmatched, matched = join_ncu(summary, ncu.kernels if ncu is not None else None)
     mem = reports.get("cuda_gpu_mem_time_sum")
-    memcpy = [] if mem is None else [
-        {"operation": r["name"], "count": r["count"], "bytes": None, "duration_ns": r["total_ns"], "pageable_count": None, "pageable_ns": None}
+    copies = [] if mem is None else [
+        {"device_id": None, "direction": r["name"], "count": r["count"], "bytes": None, "duration_ns": r["total_ns"], "gb_per_s": None,
+         "pageable_count": None, "link_gb_per_s": None, "link": None, "link_pct": None}
         for r in mem.iter_rows(named=True)
     ]
     api = reports.get("cuda_api_sum")
@@ -357,10 +376,10 @@ def analyze_stats(
     }
     nvtx_frame = reports.get("nvtx_sum")
     nvtx = [] if nvtx_frame is None else [
-        {"text": r["name"], "kind": r["style"], "count": r["count"], "total_ns": r["total_ns"], "mean_ns": r["avg_ns"]}
+        {"name": r["name"], "count": r["count"], "cpu_ns": r["total_ns"], "mean_ns": r["avg_ns"], "gpu_ns": None, "kernels": None, "depth": None, "parent": None}
         for r in nvtx_frame.iter_rows(named=True)
     ]
-    timeline = Timeline([], memcpy, syncs, {"launches": None}, nvtx, timeline_findings([], [], syncs, {}), unmatched, matched)
+    timeline = Timeline([], copies, stats_findings(syncs), nvtx, sync=syncs, unmatched_kernels=unmatched, matched_kernels=matched)
     spec = lookup_gpu(gpu) if gpu else None
     peaks = _with_ncu_peaks(_table_peaks(spec), ncu)
     name = spec.name if spec else (ncu.device.name if ncu is not None else None)

@@ -30,6 +30,19 @@ def parse_bytes(text: str, what: str = "size") -> float:
     return float(number) * scale
 
 
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ns|us|µs|ms|s)\s*$", re.IGNORECASE)
+_DURATION_NS = {"ns": 1.0, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9}
+
+
+def parse_duration_ns(text: str, what: str = "duration") -> int:
+    """Return nanoseconds from `500ms`, `100us`, `2s`, `250ns`; a number without a unit is refused."""
+    match = _DURATION.match(str(text))
+    if not match:
+        raise UsageError(f"cannot read {what} {text!r} — give a number with a unit, like 500ms, 100us or 2s")
+    number, unit = match.groups()
+    return int(float(number) * _DURATION_NS[unit.lower()])
+
+
 def parse_count(text: str) -> float:
     """Return a parameter count from `7B`, `6.74b`, `70B`, `1.5T`, `350M` or a plain number."""
     match = _COUNT.match(str(text))

@@ -122,3 +122,22 @@ def lookup_gpu(name: str) -> GpuSpec:
         keys = ", ".join(spec.key for spec in GPUS)
         raise UsageError(f"unknown GPU {name!r} — choose one of: {keys} (see `traceview gpus`)")
     return spec
+
+
+# Host link per GPU: PCIe generation at x16 (datasheets). Jetson boards share DRAM with the CPU and have none.
+_PCIE_GENERATION = {
+    "v100-sxm2": 3, "v100-pcie": 3, "t4": 3, "a100-80gb-pcie": 4, "a100-80gb": 4, "a100-40gb": 4, "rtx3090ti": 4, "rtx3090": 4,
+    "l4": 4, "l40s": 4, "rtx4090": 4, "h100-pcie": 5, "h100-sxm": 5, "h200": 5, "b200": 5, "rtx5090": 5,
+}
+
+
+def host_link(spec: GpuSpec | None) -> tuple[float, str] | None:
+    """Return (bytes/s per direction, e.g. "PCIe Gen5 x16") of the GPU's host link, or None when unknown or integrated.
+
+    The per-direction figure is the datasheet's bidirectional bandwidth halved (Gen3 16, Gen4 32, Gen5 64 GB/s at x16),
+    the number NVIDIA quotes; real pinned copies reach about 80-90% of it.
+    """
+    generation = _PCIE_GENERATION.get(spec.key) if spec else None
+    if generation is None:
+        return None
+    return 16e9 * 2 ** (generation - 3), f"PCIe Gen{generation} x16"

@@ -109,10 +109,16 @@ def _compare_kernels(before: Analysis, after: Analysis, gate: float | None, min_
     for change in changes:
         if change.bound_before and change.bound_after and change.bound_before != change.bound_after:
             diff.findings.append(f"{change.short_name}: verdict changed from {change.bound_before} to {change.bound_after}")
+    for key, row in diff.telemetry.items():
+        if key.endswith("_verdict") and row["before"] and row["after"] and row["before"] != row["after"]:
+            diff.findings.append(f"GPU {key.removeprefix('gpu').removesuffix('_verdict')}: run verdict changed from {row['before']}-bound to {row['after']}-bound")
     if gate is not None:
         if diff.total_change_pct is not None and diff.total_change_pct > gate:
             diff.regressions.append(
                 f"total GPU time {diff.total_change_pct:+.1f}% ({_ms(total_a)} → {_ms(total_b)}), over the {gate:g}% limit")
+        step = diff.telemetry.get("step_median_ns")
+        if step and step["change_pct"] is not None and step["change_pct"] > gate:
+            diff.regressions.append(f"median step time {step['change_pct']:+.1f}% ({_ms(step['before'])} → {_ms(step['after'])}), over the {gate:g}% limit")
         for change in changes:
             share = max(change.share_before_pct or 0, change.share_after_pct or 0)
             if change.change_pct is not None and change.change_pct > gate and share >= min_share:
@@ -123,18 +129,34 @@ def _compare_kernels(before: Analysis, after: Analysis, gate: float | None, min_
 
 
 def _timeline_side_by_side(before: Analysis, after: Analysis) -> dict[str, Any]:
-    """Per device of two Nsight Systems runs: busy %, idle time and gap count before and after (empty otherwise)."""
+    """For two Nsight Systems runs: per device the verdict, busy %, the compute/communication/copy/idle shares,
+    idle time and gap count, and the step times (median, p99) and decode tokens/s where both runs have steps."""
     if before.timeline is None or after.timeline is None or not (before.timeline.devices or after.timeline.devices):
         return {}
     rows: dict[str, Any] = {}
     x = {d["device_id"]: d for d in before.timeline.devices}
     y = {d["device_id"]: d for d in after.timeline.devices}
+    picks = (
+        ("verdict", lambda d: d["verdict"]),
+        ("busy_pct", lambda d: d["busy_pct"]),
+        *((f"{c}_pct", (lambda c: lambda d: d["breakdown"][f"{c}_pct"])(c)) for c in ("compute", "communication", "copy", "idle")),
+        ("idle_ns", lambda d: d["idle_ns"]),
+        ("idle_gaps", lambda d: d["gap_count"]),
+    )
     for device in sorted(set(x) | set(y)):
         b, a = x.get(device), y.get(device)
-        for name, pick in (("busy_pct", lambda d: d["busy_pct"]), ("idle_ns", lambda d: d["idle_ns"]),
-                           ("idle_gaps", lambda d: d["idle_gaps"]["count"])):
+        for name, pick in picks:
             first, second = (pick(b) if b else None), (pick(a) if a else None)
-            rows[f"gpu{device}_{name}"] = {"before": first, "after": second, "change_pct": _pct(first, second)}
+            change = _pct(first, second) if not isinstance(first, str) and not isinstance(second, str) else None
+            rows[f"gpu{device}_{name}"] = {"before": first, "after": second, "change_pct": change}
+    steps_a, steps_b = before.timeline.steps, after.timeline.steps
+    if steps_a and steps_b:
+        for name in ("median_ns", "p99_ns"):
+            rows[f"step_{name}"] = {"before": steps_a[name], "after": steps_b[name], "change_pct": _pct(steps_a[name], steps_b[name])}
+        decode_a, decode_b = steps_a.get("decode") or {}, steps_b.get("decode") or {}
+        if decode_a.get("tokens_per_s") and decode_b.get("tokens_per_s"):
+            rows["decode_tokens_per_s"] = {"before": decode_a["tokens_per_s"], "after": decode_b["tokens_per_s"],
+                                           "change_pct": _pct(decode_a["tokens_per_s"], decode_b["tokens_per_s"])}
     return rows
 
 

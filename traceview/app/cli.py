@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
@@ -15,6 +16,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
+import polars as pl
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -30,10 +32,11 @@ from traceview.analyzer.analysis import (
     analyze_samples,
     analyze_stats,
 )
-from traceview.analyzer.decode import decode_ceiling, kv_cache_bytes, parse_bytes, parse_count
+from traceview.analyzer.decode import decode_ceiling, kv_cache_bytes, parse_bytes, parse_count, parse_duration_ns
 from traceview.analyzer.devices import GPUS, find_by_name
 from traceview.analyzer.diff import compare
 from traceview.analyzer.jetson import BOARDS, Board, find_board
+from traceview.analyzer.whole_run import DEFAULT_GAP_THRESHOLD_NS
 from traceview.app.formatting import format_rate
 from traceview.app.reporters import REPORTERS, ReportOptions
 from traceview.app.reporters.decode_report import decode_record, render_decode_text
@@ -114,7 +117,8 @@ def run_analysis(
     tokens: int | None = None,
     weights: str | None = None,
     bandwidth: str | None = None,
-    ncu: Path | None = None,
+    ncu: list[Path] | None = None,
+    gap_threshold: str | None = None,
 ) -> Analysis:
     """Parse and analyze one trace file (the main job, shared by every command that reads a trace)."""
     update, close = _progress()
@@ -123,14 +127,15 @@ def run_analysis(
     finally:
         close()
     source = Source(str(path), trace.format.value, _sha256(path), path.stat().st_size, trace.profiler)
-    if ncu is not None and trace.nsys is None and trace.stats is None:
+    if ncu and trace.nsys is None and trace.stats is None:
         raise UsageError("--ncu joins Nsight Compute results onto an Nsight Systems input (.sqlite or nsys stats CSV); this input is not one")
-    ncu_analysis = run_analysis(ncu, gpu) if ncu is not None else None
-    if ncu_analysis is not None and ncu_analysis.source.format not in NCU_FORMATS:
-        raise UsageError(f"--ncu {ncu} is a {ncu_analysis.source.format} input, not an Nsight Compute export (CSV or .ncu-rep)")
+    if gap_threshold is not None and trace.nsys is None:
+        raise UsageError("--gap-threshold applies to Nsight Systems SQLite exports; this input has no timeline")
+    ncu_analysis = _joined_ncu(ncu, gpu) if ncu else None
     if trace.nsys is not None:
-        e = trace.nsys
-        return analyze_nsys(e.kernels, e.names, e.memops, e.sync, e.api, e.nvtx, e.gpus, source, gpu, ncu_analysis)
+        return analyze_nsys(trace.nsys, source, gpu, ncu_analysis,
+                            parse_duration_ns(gap_threshold, "--gap-threshold") if gap_threshold else DEFAULT_GAP_THRESHOLD_NS,
+                            parse_bytes(weights, "weights") if weights else None)
     if trace.stats is not None:
         return analyze_stats(trace.stats.reports, source, gpu, ncu_analysis, trace.stats.notes)
     if trace.samples is not None:
@@ -148,6 +153,22 @@ def run_analysis(
         )
     assert trace.kernels is not None
     return analyze(trace.kernels, source, gpu=gpu)
+
+
+def _joined_ncu(paths: list[Path], gpu: str | None) -> Analysis:
+    """Analyze every --ncu export (people export one file per kernel) and return them as one analysis to join."""
+    analyses = []
+    for path in paths:
+        analysis = run_analysis(path, gpu)
+        if analysis.source.format not in NCU_FORMATS:
+            raise UsageError(f"--ncu {path} is a {analysis.source.format} input, not an Nsight Compute export (CSV or .ncu-rep)")
+        analyses.append(analysis)
+    if len(analyses) == 1:
+        return analyses[0]
+    first = analyses[0]
+    kernels = pl.concat([a.kernels for a in analyses], how="diagonal_relaxed")
+    source = dataclasses.replace(first.source, path=", ".join(a.source.path for a in analyses))
+    return dataclasses.replace(first, source=source, kernels=kernels)
 
 
 def _infer_format(output: Path | None, chosen: OutputFormat | None) -> OutputFormat:
@@ -197,9 +218,10 @@ OutputOption = Annotated[Path | None, typer.Option("--output", "-o", help="Write
 ForceOption = Annotated[bool, typer.Option("--force", help="Overwrite -o if it exists.")]
 IntervalOption = Annotated[float, typer.Option("--interval", min=0.001, help="tegrastats: seconds between samples when the log has no timestamps.")]
 TokensOption = Annotated[int | None, typer.Option("--tokens", min=1, help="tegrastats: tokens generated during the log, for energy per token.")]
-WeightsOption = Annotated[str | None, typer.Option("--weights", help="llama.cpp: bytes read per decoded token (default: the model size the output reports).")]
+WeightsOption = Annotated[str | None, typer.Option("--weights", help="Bytes read per decoded token, e.g. 4.2GB: llama.cpp (default: the model size it reports); Nsight Systems: decode tokens/s and MBU from the step time.")]
 BandwidthOption = Annotated[str | None, typer.Option("--bandwidth", help="llama.cpp: memory bandwidth for MBU, e.g. 1008GB/s (default: the device's).")]
-NcuOption = Annotated[Path | None, typer.Option("--ncu", help="Nsight Systems input: join this Nsight Compute export (CSV or .ncu-rep) by kernel name.")]
+NcuOption = Annotated[list[Path] | None, typer.Option("--ncu", help="Nsight Systems input: join this Nsight Compute export (CSV or .ncu-rep) by kernel name; repeat for one file per kernel.")]
+GapOption = Annotated[str | None, typer.Option("--gap-threshold", help="Nsight Systems: idle gaps at least this long are gpu_gaps findings, e.g. 100ms (default 500ms, as nsys analyze).")]
 
 
 def _options(top: int | None, color: bool = False, per_launch: bool = False) -> ReportOptions:
@@ -225,11 +247,13 @@ def analyze_command(
     weights: WeightsOption = None,
     bandwidth: BandwidthOption = None,
     ncu: NcuOption = None,
+    gap_threshold: GapOption = None,
 ) -> None:
-    """Label every kernel compute-, memory- or latency-bound and rank them by recoverable time."""
+    """Label every kernel compute-, memory- or latency-bound and rank them by recoverable time; for an Nsight Systems
+    export, say first where each GPU's time went and why it waited."""
     fmt = _infer_format(output, output_format)
     _refuse_overwrite(output, force)
-    analysis = run_analysis(file, gpu, interval, tokens, weights, bandwidth, ncu)
+    analysis = run_analysis(file, gpu, interval, tokens, weights, bandwidth, ncu, gap_threshold)
     color = fmt is OutputFormat.table and output is None and sys.stdout.isatty()
     write_output(REPORTERS[fmt.value]().render(analysis, _options(top, color, per_launch)), output, force)
 
@@ -249,6 +273,7 @@ def report_command(
     weights: WeightsOption = None,
     bandwidth: BandwidthOption = None,
     ncu: NcuOption = None,
+    gap_threshold: GapOption = None,
 ) -> None:
     """Write a report for a ticket: self-contained HTML, Markdown or JSON, with provenance."""
     fmt = output_format or _infer_format(output, None)
@@ -259,7 +284,7 @@ def report_command(
     if png:
         _refuse_overwrite(png_path, force)
         _require_kaleido()
-    analysis = run_analysis(file, gpu, interval, tokens, weights, bandwidth, ncu)
+    analysis = run_analysis(file, gpu, interval, tokens, weights, bandwidth, ncu, gap_threshold)
     text = REPORTERS[fmt.value]().render(analysis, _options(top))
     if png and fmt is OutputFormat.md:
         text += f"\n![main figure]({png_path.name})\n"

@@ -23,7 +23,7 @@ from traceview.analyzer.analysis import Analysis
 from traceview.analyzer.diff import compare
 from traceview.app.figures import main_figure, roofline_figure, telemetry_figure
 from traceview.app.formatting import format_duration, format_pct
-from traceview.app.reporters.base import kernel_records, run_records, telemetry_record, timeline_lines
+from traceview.app.reporters.base import kernel_records, run_records, telemetry_record, timeline_headline, timeline_lines
 from traceview.app.reporters.diff_report import diff_data
 from traceview.errors import TraceviewError
 
@@ -101,7 +101,10 @@ def side_panel(analysis: Analysis) -> list[Any]:
     """Return what the input has besides kernels: timeline findings, telemetry findings or llama.cpp runs."""
     parts: list[Any] = []
     if analysis.timeline is not None:
-        parts += [html.H3("Timeline"), html.Ul([html.Li(line[2:]) for line in timeline_lines(analysis) if line.startswith("- ")])]
+        headline = timeline_headline(analysis)
+        parts += [html.H3("Whole run"), *(html.P(line, className="verdict") for line in headline if not line.startswith("- ")),
+                  html.Ul([html.Li(line[2:]) for line in headline if line.startswith("- ")]),
+                  html.H3("Details"), html.Ul([html.Li(line[2:].strip()) for line in timeline_lines(analysis) if line.startswith("- ")])]
     if analysis.telemetry is not None:
         t = telemetry_record(analysis) or {}
         parts += [html.H3("Telemetry findings"), html.Ul([html.Li(f["message"]) for f in t.get("findings", [])] or [html.Li("none")])]

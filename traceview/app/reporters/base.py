@@ -37,6 +37,10 @@ KERNEL_FIELDS = (
     "reason",
     "recommendation",
     "devices",
+    "p99_duration_ns",
+    "kind",
+    "likely_bound",
+    "graph_launches",
 )
 
 
@@ -162,21 +166,124 @@ def telemetry_stat_rows(telemetry: dict[str, Any]) -> list[tuple[str, list[str]]
 
 
 def timeline_record(analysis: Analysis) -> dict[str, Any] | None:
-    """Return Nsight Systems timeline findings as plain data (times in ns, shares in %), or None."""
+    """Return Nsight Systems whole-run findings as plain data (times in ns, shares in %), or None."""
     t = analysis.timeline
     if t is None:
         return None
-    return {
-        "gpu_busy_pct": {str(d["device_id"]): d["busy_pct"] for d in t.devices},
+    return _json_safe({
+        "verdict": t.verdict,
         "devices": t.devices,
-        "idle_gaps": {str(d["device_id"]): d["idle_gaps"] for d in t.devices},
-        "memcpy": t.memcpy,
-        "sync": t.sync,
-        "tiny_kernels": t.tiny_kernels,
-        "nvtx": t.nvtx,
+        "gpu_busy_pct": {str(d["device_id"]): d["busy_pct"] for d in t.devices},
+        "copies": t.copies,
+        "gaps": t.gaps,
+        "idle_by_cause": t.idle_by_cause,
+        "launch": t.launch,
         "findings": t.findings,
+        "nvtx": t.nvtx,
+        "steps": t.steps,
+        "sync": t.sync,
         "ncu_join": {"matched_kernels": t.matched_kernels, "unmatched_ncu_kernels": t.unmatched_kernels},
-    }
+    })
+
+
+def _json_safe(value: Any) -> Any:
+    """Return the value with NaN/inf floats as None, recursively (JSON has no NaN)."""
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return _clean(value)
+
+
+def _pct_text(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1f}%"
+
+
+def timeline_headline(analysis: Analysis, findings: int = 5) -> list[str]:
+    """Return what an engineer reads first about a whole run: the verdict per run and per GPU, then the most costly
+    findings with their advice."""
+    t = timeline_record(analysis)
+    if t is None:
+        return []
+    lines = []
+    if t["verdict"] and len(t["devices"]) > 1:
+        lines.append(f"Verdict: {t['verdict']['message']}")
+    for device in t["devices"]:
+        if device.get("verdict_message"):
+            prefix = "Verdict: " if len(t["devices"]) == 1 else "- "
+            lines.append(f"{prefix}{device['verdict_message']}")
+    if t["findings"]:
+        lines.append("Top findings (most costly first):")
+    for finding in t["findings"][:findings]:
+        cost = f" [{format_duration(finding['cost_ns'])}]" if finding["cost_ns"] else ""
+        lines.append(f"- {finding['rule']}{cost}: {finding['message']} — {finding['advice']}")
+    return lines
+
+
+def timeline_lines(analysis: Analysis) -> list[str]:
+    """Return the whole-run details as plain sentences: breakdown per GPU, copies, gaps and their causes, launch
+    statistics, steps and NVTX groups (for the terminal, Markdown and HTML reporters)."""
+    t = timeline_record(analysis)
+    if t is None:
+        return []
+    lines = ["Where the time went:"]
+    for device in t["devices"]:
+        b = device["breakdown"]
+        overlaps = ", ".join(f"{k} {_pct_text(v)}" for k, v in b["overlaps"].items())
+        lines.append(
+            f"- GPU {device['device_id']}{' (' + device['name'] + ')' if device.get('name') else ''}: span {format_duration(device['span_ns'])}; "
+            f"compute {_pct_text(b['compute_pct'])}, communication {_pct_text(b['communication_pct'])}, copy {_pct_text(b['copy_pct'])}"
+            + (f", unified memory {_pct_text(b['unified_memory_pct'])}" if b["unified_memory_pct"] else "")
+            + f", idle {_pct_text(b['idle_pct'])}" + (f" (overlaps: {overlaps})" if overlaps else "")
+            + f"; {device['gap_count']} idle gaps, largest {format_duration(device['largest_gap_ns'])}")
+    for copy in t["copies"]:
+        where = f"GPU {copy['device_id']} " if copy.get("device_id") is not None else ""
+        rate = f" at {copy['gb_per_s']:.1f} GB/s" if copy.get("gb_per_s") is not None else ""
+        link = f" of {copy['link_gb_per_s']:.0f} ({copy['link']})" if rate and copy.get("link_gb_per_s") else ""
+        size = f", {copy['bytes'] / 1e9:.3f} GB" if copy.get("bytes") else ""
+        pageable = f", {copy['pageable_count']} from pageable memory" if copy.get("pageable_count") else ""
+        lines.append(f"- copies {where}{copy['direction']}: {copy['count']}, {format_duration(copy['duration_ns'])}{size}{rate}{link}{pageable}")
+    if t["idle_by_cause"]:
+        lines.append("Why the GPU waited (idle time by cause):")
+        lines += [f"- {c['cause']}: {format_duration(c['idle_ns'])} ({_pct_text(c['share_of_idle_pct'])} of idle) — {c['description']}" for c in t["idle_by_cause"]]
+    for gap in t["gaps"][:5]:
+        evidence = gap["evidence"]
+        around = [r for r in (evidence.get("nvtx_outermost"), evidence.get("nvtx_innermost")) if r]
+        calls = ", ".join(f"{c['name']} ×{c['count']}" for c in evidence.get("cuda_calls", []))
+        lines.append(f"- gap on GPU {gap['device_id']} at {format_duration(gap['start_ns'])}: {format_duration(gap['duration_ns'])}, {gap['cause']}"
+                     + (f"; NVTX: {' > '.join(repr(r['name'][:60]) for r in around)}" if around else "")
+                     + (f"; CUDA calls: {calls}" if calls else ""))
+    launch = t["launch"]
+    if launch.get("median_latency_ns") is not None:
+        idle = launch.get("onto_idle_gpu") or {}
+        lines.append(f"- launch call → kernel start: median {format_duration(launch['median_latency_ns'])}, p99 {format_duration(launch['p99_latency_ns'])} "
+                     f"over {launch['kernels_joined']} kernels (includes queueing behind earlier work)"
+                     + (f"; onto an idle GPU: median {format_duration(idle['median_latency_ns'])} over {idle['kernels']} kernels" if idle.get("kernels") else "")
+                     + f"; a launch call takes {format_duration(launch['median_launch_call_ns'])} (median)"
+                     + (f"; {launch['graph_launched_kernels']} kernels replayed from CUDA graphs" if launch.get("graph_launched_kernels") else ""))
+    steps = t["steps"]
+    if steps:
+        lines.append(f"Steps ({steps['source']}: {steps['name'][:80]}): {steps['count']} steps, median {format_duration(steps['median_ns'])}, "
+                     f"p99 {format_duration(steps['p99_ns'])}, jitter {_pct_text(steps['jitter_pct'])}"
+                     + (f"; the first step takes {steps['first_vs_median']:.1f}× the median (warm-up or prefill)" if (steps.get("first_vs_median") or 0) >= 2 else ""))
+        for phase, stats in (steps.get("phases") or {}).items():
+            lines.append(f"- {phase} ({stats['name'][:60]}): {stats['count']}×, median {format_duration(stats['median_ns'])}")
+        decode = steps.get("decode")
+        if decode and decode.get("tokens_per_s"):
+            lines.append(f"- decode: {decode['tokens_per_s']:.1f} tokens/s, {decode['bytes_per_token'] / 1e9:.2f} GB per token, "
+                         f"{decode['bandwidth_bytes_per_s'] / 1e9:.0f} GB/s" + (f" = MBU {decode['mbu_pct']:.1f}% (ceiling {decode['ceiling_tokens_per_s']:.0f} tokens/s)" if decode.get("mbu_pct") is not None else "")
+                         + (f" — {decode['warning']}" if decode.get("warning") else ""))
+    if t["nvtx"]:
+        lines.append("NVTX ranges (grouped; CPU time, and the GPU time of the kernels they launched):")
+        for entry in t["nvtx"][:12]:
+            indent = "  " * min(int(entry["depth"] or 0), 6)
+            gpu = f", GPU {format_duration(entry['gpu_ns'])}" if entry.get("gpu_ns") else ""
+            lines.append(f"- {indent}{entry['name'][:70]}: {entry['count']}× {format_duration(entry['cpu_ns'])}{gpu}")
+    join = t["ncu_join"]
+    if join["matched_kernels"] or join["unmatched_ncu_kernels"]:
+        lines.append(f"- Nsight Compute join: {join['matched_kernels']} kernels matched; unmatched ncu kernels: "
+                     + ("; ".join(n[:60] for n in join["unmatched_ncu_kernels"]) or "none"))
+    return lines
 
 
 RUN_FIELDS = (
@@ -234,35 +341,3 @@ def report_data(analysis: Analysis, options: ReportOptions) -> dict[str, Any]:
     if options.per_launch:
         data["launches"] = launch_records(analysis)
     return data
-
-
-def timeline_lines(analysis: Analysis) -> list[str]:
-    """Return the timeline findings as plain sentences, for the terminal, Markdown and HTML reporters."""
-    t = timeline_record(analysis)
-    if t is None:
-        return []
-    lines = ["Timeline:"]
-    for device in t["devices"]:
-        gaps = device["idle_gaps"]
-        lines.append(
-            f"- GPU {device['device_id']}{' (' + device['name'] + ')' if device.get('name') else ''}: busy {format_pct(device['busy_pct'])} of "
-            f"{format_duration(device['span_ns'])}; {gaps['count']} idle gaps, {format_duration(gaps['total_ns'])} in all, largest "
-            f"{format_duration(gaps['largest_ns'])}"
-        )
-    for op in t["memcpy"]:
-        lines.append(f"- {op['operation']}: {op['count']} operations, {format_duration(op['duration_ns'])}"
-                     + (f", {op['bytes'] / 1e6:.1f} MB" if op.get("bytes") else ""))
-    sync = t["sync"]
-    if sync.get("blocking_api_count"):
-        lines.append(f"- blocking CUDA API calls: {sync['blocking_api_count']}, {format_duration(sync['blocking_api_ns'])}")
-    tiny = t["tiny_kernels"]
-    if tiny.get("launches"):
-        lines.append(f"- launches under 10 us: {tiny['launches']} ({format_pct(tiny['share_of_launches_pct'])} of launches)")
-    for entry in t["nvtx"][:5]:
-        lines.append(f"- NVTX {entry['text']!s:.60}: {entry['count']}× {format_duration(entry['total_ns'])}")
-    lines += [f"- finding: {finding}" for finding in t["findings"]]
-    join = t["ncu_join"]
-    if join["matched_kernels"] or join["unmatched_ncu_kernels"]:
-        lines.append(f"- Nsight Compute join: {join['matched_kernels']} kernels matched; unmatched ncu kernels: "
-                     + ("; ".join(n[:60] for n in join["unmatched_ncu_kernels"]) or "none"))
-    return lines

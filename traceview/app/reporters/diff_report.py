@@ -94,7 +94,7 @@ def _table(diff: Diff, top: int, color: bool) -> str:
             for header in ("", "before", "after", "change"):
                 table.add_column(header)
             for name, values in diff.telemetry.items():
-                table.add_row(name, *(f"{values[k]:.2f}" if values[k] is not None else "n/a" for k in ("before", "after")), _signed(values["change_pct"]))
+                table.add_row(name, *(_value(values[k]) for k in ("before", "after")), _signed(values["change_pct"]))
     elif diff.kind == "llama":
         for header in ("test", "before (tokens/s)", "after (tokens/s)", "change", "MBU before", "MBU after"):
             table.add_column(header)
@@ -105,11 +105,18 @@ def _table(diff: Diff, top: int, color: bool) -> str:
         for header in ("", "before", "after", "change"):
             table.add_column(header)
         for name, values in diff.telemetry.items():
-            table.add_row(name, *(f"{values[k]:.2f}" if values[k] is not None else "n/a" for k in ("before", "after")), _signed(values["change_pct"]))
+            table.add_row(name, *(_value(values[k]) for k in ("before", "after")), _signed(values["change_pct"]))
     console.print(table)
     for line in diff.findings:
         console.print(Text(f"- {line}"))
     return buffer.getvalue()
+
+
+def _value(value: object) -> str:
+    """A before/after cell: numbers to two decimals, words (a verdict) as they are, n/a for unknown."""
+    if value is None:
+        return "n/a"
+    return f"{value:.2f}" if isinstance(value, (int, float)) else str(value)
 
 
 def _markdown(diff: Diff, top: int) -> str:

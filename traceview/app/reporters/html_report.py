@@ -19,6 +19,7 @@ from traceview.app.reporters.base import (
     summary,
     telemetry_record,
     telemetry_stat_rows,
+    timeline_headline,
     timeline_lines,
 )
 
@@ -47,6 +48,22 @@ def _table(headers: list[tuple[str, bool]], rows: list[list[str]]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
+def _lines_html(lines: list[str], strong_first: bool = False) -> str:
+    """Report lines as HTML: runs of `- ` items become lists, other lines paragraphs (the first bold when asked)."""
+    parts, items = [], []
+    for index, line in enumerate(lines):
+        if line.startswith("- "):
+            items.append(f"<li>{_e(line[2:].strip())}</li>")
+            continue
+        if items:
+            parts.append(f"<ul>{''.join(items)}</ul>")
+            items = []
+        parts.append(f"<p><strong>{_e(line)}</strong></p>" if strong_first and index == 0 else f"<p>{_e(line)}</p>")
+    if items:
+        parts.append(f"<ul>{''.join(items)}</ul>")
+    return "".join(parts)
+
+
 class HTMLReporter:
     name: ClassVar[str] = "html"
     file_extension: ClassVar[str] = ".html"
@@ -57,7 +74,7 @@ class HTMLReporter:
         plot = figure.to_html(full_html=False, include_plotlyjs=True, div_id="traceview-main-figure",
                               config={"displaylogo": False, "responsive": True})
         title = f"traceview: {analysis.source.path.rsplit('/', 1)[-1]}"
-        sections = [f"<h1>{_e(title)}</h1>", self._summary(analysis), plot]
+        sections = [f"<h1>{_e(title)}</h1>", self._headline(analysis), self._summary(analysis), plot]
         if analysis.telemetry is not None:
             sections.append(self._telemetry(analysis))
         elif analysis.llm is not None:
@@ -65,14 +82,17 @@ class HTMLReporter:
         else:
             sections.append(self._kernels(analysis, options))
             if analysis.timeline is not None:
-                items = "".join(f"<li>{_e(line[2:])}</li>" for line in timeline_lines(analysis) if line.startswith("- "))
-                sections.append(f"<h2>Timeline</h2><ul>{items}</ul>")
+                sections.append("<h2>Whole run</h2>" + _lines_html(timeline_lines(analysis)))
         sections += [f'<p class="note">Note: {_e(note)}</p>' for note in analysis.notes]
         sections.append(self._provenance(analysis, options))
         return (
             "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>{_e(title)}</title><style>{_STYLE}</style></head><body>\n" + "\n".join(sections) + "\n</body></html>\n"
         )
+
+    def _headline(self, analysis: Analysis) -> str:
+        lines = timeline_headline(analysis)
+        return _lines_html(lines, strong_first=True) if lines else ""
 
     def _summary(self, analysis: Analysis) -> str:
         if analysis.telemetry is not None:

@@ -20,6 +20,7 @@ from traceview.app.reporters.base import (
     summary,
     telemetry_record,
     telemetry_stat_rows,
+    timeline_headline,
     timeline_lines,
 )
 
@@ -43,6 +44,17 @@ class MarkdownReporter:
         if analysis.llm is not None:
             return self._runs(analysis, options)
         return self._kernels(analysis, options)
+
+    @staticmethod
+    def _line(line: str, bold: bool = False) -> str:
+        """A report line as Markdown: list items stay list items (indentation kept), everything else is escaped."""
+        stripped = line.lstrip(" ")
+        if line.startswith("- "):
+            body = line[2:]
+            depth = len(body) - len(body.lstrip(" "))
+            return "  " * (depth // 2) + "- " + escape_markdown(body.lstrip(" "))
+        text = escape_markdown(stripped)
+        return f"**{text}**" if bold else text
 
     @staticmethod
     def _provenance(analysis: Analysis, options: ReportOptions) -> list[str]:
@@ -92,6 +104,9 @@ class MarkdownReporter:
         top = options.top if options.top is not None else 10
         kernels = kernel_records(analysis, top)
         lines = [f"## traceview: {escape_markdown(analysis.source.path.rsplit('/', 1)[-1])}", ""]
+        headline = timeline_headline(analysis)
+        if headline:
+            lines += [self._line(line, bold=line.startswith("Verdict")) for line in headline] + [""]
         by_bound = ", ".join(
             f"{bound} {format_duration(ns)}" for bound, ns in sorted(totals["duration_ns_by_bound"].items(), key=lambda kv: -kv[1])
         )
@@ -113,7 +128,7 @@ class MarkdownReporter:
             lines.append("")
             lines.append(f"{len(analysis.kernels) - len(kernels)} more kernels not shown (`--top`).")
         if analysis.timeline is not None:
-            lines += [""] + [escape_markdown(line) if not line.startswith("- ") else "- " + escape_markdown(line[2:]) for line in timeline_lines(analysis)]
+            lines += [""] + [self._line(line) for line in timeline_lines(analysis)]
         lines += ["", "**Why, and what to do**", ""]
         for k in kernels:
             lines.append(f"{k['rank']}. {escape_markdown(k['short_name'])}: {escape_markdown(k['reason'])}. Next: {escape_markdown(k['recommendation'])}.")

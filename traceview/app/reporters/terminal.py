@@ -11,6 +11,7 @@ from rich.text import Text
 
 from traceview.analyzer.analysis import Analysis
 from traceview.analyzer.roofline import SHORT_RECOMMENDATIONS, Bound
+from traceview.analyzer.timeline import SHORT_KIND_ADVICE
 from traceview.app.reporters.base import (
     STAT_COLUMNS,
     ReportOptions,
@@ -24,10 +25,19 @@ from traceview.app.reporters.base import (
     summary,
     telemetry_record,
     telemetry_stat_rows,
+    timeline_headline,
     timeline_lines,
 )
 
 BOUND_STYLES = {"memory": "cyan", "compute": "magenta", "latency": "yellow", "unknown": "dim"}
+
+
+def _middle_cut(text: str, width: int) -> str:
+    """Shorten a long name in the middle, where instantiations rarely differ, keeping its start and its end."""
+    if len(text) <= width:
+        return text
+    head = (width - 1) * 2 // 5
+    return text[:head] + "…" + text[-(width - 1 - head):]
 
 
 class TerminalReporter:
@@ -108,8 +118,11 @@ class TerminalReporter:
             for key, peak in device["peaks"].items()
             if peak["value"]
         ]
+        for line in timeline_headline(analysis):
+            console.print(Text(line, style="bold" if line.startswith("Verdict") else ""))
         console.print(Text(f"Device: {device['name'] or 'unknown'} — {device['identified']}"))
-        console.print(Text("Peaks: " + ("; ".join(peaks) if peaks else "none known (verdicts from SOL percentages only)")))
+        if peaks or analysis.timeline is None:
+            console.print(Text("Peaks: " + ("; ".join(peaks) if peaks else "none known (verdicts from SOL percentages only)")))
         console.print(
             Text(
                 f"{totals['launches']} launches, {totals['kernels']} kernels, "
@@ -117,28 +130,37 @@ class TerminalReporter:
                 f"recoverable ≈ {format_duration(totals['recoverable_ns'])}"
             )
         )
+        records = kernel_records(analysis, options.top)
+        # Whole runs without Nsight Compute data have no roofline numbers: empty columns would only squeeze the names.
+        roofline = any(k[f] is not None for k in records for f in ("arithmetic_intensity", "roof_pct", "recoverable_ns"))
+        columns = [("#", "right", 2), ("kernel", "left", 24), ("launches", "right", 6), ("time", "right", 9), ("share", "right", 6),
+                   ("verdict", "left", 12)]
+        if roofline:
+            columns += [("AI", "right", 4), ("% roof", "right", 6), ("recoverable", "right", 9)]
+        columns.append(("next step", "left", 10))
         table = Table(show_lines=False, header_style="bold", expand=False)
-        for title, justify in (
-            ("#", "right"), ("kernel", "left"), ("launches", "right"), ("time", "right"), ("share", "right"),
-            ("verdict", "left"), ("AI", "right"), ("% roof", "right"), ("recoverable", "right"), ("next step", "left"),
-        ):
-            table.add_column(title, justify=justify, no_wrap=True, overflow="ellipsis", max_width=40 if title == "kernel" else None)  # type: ignore[arg-type]
-        for k in kernel_records(analysis, options.top):
-            verdict = Text(f"{k['bound']}", style=BOUND_STYLES.get(k["bound"], ""))
-            verdict.append(f" · {k['label']}", style="dim" if options.color else "")
-            table.add_row(
-                str(k["rank"]),
-                Text(str(k["short_name"])),
-                str(k["launches"]),
-                format_duration(k["duration_ns"]),
-                format_pct(k["share_pct"]),
-                verdict,
-                format_number(k["arithmetic_intensity"]),
-                format_pct(k["roof_pct"]),
-                format_duration(k["recoverable_ns"]),
-                SHORT_RECOMMENDATIONS[Bound(k["bound"])],
-            )
+        for title, justify, width in columns:
+            table.add_column(title, justify=justify, no_wrap=True, overflow="ellipsis", min_width=width,  # type: ignore[arg-type]
+                             max_width=56 if title == "kernel" else None)
+        heuristic = False
+        for k in records:
+            if k["bound"] == "unknown" and k.get("likely_bound"):
+                verdict = Text(f"{k['label']}*", style=BOUND_STYLES.get(k["likely_bound"], ""))
+                heuristic = True
+            else:
+                verdict = Text(f"{k['bound']}", style=BOUND_STYLES.get(k["bound"], ""))
+                verdict.append(f" · {k['label']}", style="dim" if options.color else "")
+            cells: list[str | Text] = [str(k["rank"]), Text(_middle_cut(str(k["short_name"]), 56)), str(k["launches"]),
+                                       format_duration(k["duration_ns"]), format_pct(k["share_pct"]), verdict]
+            if roofline:
+                cells += [format_number(k["arithmetic_intensity"]), format_pct(k["roof_pct"]), format_duration(k["recoverable_ns"])]
+            cells.append(SHORT_RECOMMENDATIONS[Bound(k["bound"])] if k["bound"] != "unknown" or not k.get("likely_bound")
+                         else SHORT_KIND_ADVICE.get(k["likely_bound"] if k["likely_bound"] == "latency" else k["kind"], "profile with ncu"))
+            table.add_row(*cells)
         console.print(table)
+        if heuristic:
+            console.print(Text("* kind and likely bound from the kernel's name (a heuristic); join Nsight Compute results with --ncu for measured verdicts",
+                               style="dim"))
         hidden = analysis.kernels.height - (options.top or analysis.kernels.height)
         if hidden > 0:
             console.print(Text(f"{hidden} more kernels (use --top to show more)", style="dim"))

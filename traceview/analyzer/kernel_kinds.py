@@ -1,0 +1,125 @@
+"""What a kernel is, from its name alone: its kind (GEMM, attention, ...), the bound that kind usually has, and a
+display name that tells apart instantiations sharing one function name. Pure; a heuristic, and labelled as one.
+
+Without Nsight Compute counters nothing in a timeline says why a kernel is slow, but its name says what it does:
+elementwise, reduction and normalization kernels move bytes and do little arithmetic (memory-bound on every GPU since
+Volta); large GEMMs and convolutions are compute-bound; GEMVs and decode attention are memory-bound.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+from traceview.analyzer.names import normalise_kernel_name
+
+# First match wins: attention kernels are often CUTLASS GEMMs inside, elementwise functors mention Add/Mul.
+_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(pattern, re.IGNORECASE)) for kind, pattern in (
+    ("communication", r"nccl|nvshmem|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|cross_device_reduce|sendrecv"),
+    ("attention", r"flash|fmha|attention|\battn|_attn|sdpa|paged_?att|xformers|mha_|_mha"),
+    ("gemm", r"gemm|gemv|matmul|xmma|nvjet|cutlass|cublas|wgmma|hmma|s16816|s1688|h16816|tensorop|triton_tem|triton_mm|\bmm_|splitk|dot_kernel"),
+    ("convolution", r"conv|winograd|fft2d|im2col|cudnn|dgrad|wgrad"),
+    ("normalization", r"(layer|rms|batch|group|instance|weight|l2)_?norm|softmax|normaliz|norm_kernel"),
+    ("reduction", r"reduce|reduction|triton_red|triton_per|argmax|argmin|topk|cumsum|scan_kernel|\bsum_kernel"),
+    ("elementwise", r"elementwise|pointwise|triton_poi|fill|activation|gelu|silu|relu|dropout|distribution|philox|rand|rotary|rope|embedding|cast|arange|where"),
+    ("copy", r"copy|transpose|cat_?array|memcpy|gather|scatter|index|permute|contiguous"),
+))
+
+# The usual bound of each kind; `gemv`/decode attention are memory-bound (one pass over the weights or the KV cache).
+LIKELY_BOUND = {
+    "gemm": "compute", "convolution": "compute", "attention": "compute",
+    "normalization": "memory", "reduction": "memory", "elementwise": "memory", "copy": "memory",
+    "communication": "communication",
+}
+_MEMORY_BOUND_GEMM = re.compile(r"gemv|gemvx|decode|paged|splitkv|split_kv", re.IGNORECASE)
+
+
+def kernel_kind(name: str) -> str:
+    """Return the kind of work a kernel name says it does: gemm, attention, convolution, normalization, reduction,
+    elementwise, copy, communication, or other."""
+    for kind, pattern in _KINDS:
+        if pattern.search(name):
+            return kind
+    return "other"
+
+
+def likely_bound(name: str, kind: str) -> str | None:
+    """Return the bound a kernel of this kind usually has (compute, memory, communication), or None for `other`."""
+    if kind in ("gemm", "attention") and _MEMORY_BOUND_GEMM.search(name):
+        return "memory"
+    return LIKELY_BOUND.get(kind)
+
+
+def is_communication(name: str) -> bool:
+    """True for collective-communication kernels (NCCL and its peers), which count as communication, not compute."""
+    return _KINDS[0][1].search(name) is not None
+
+
+_ANONYMOUS = re.compile(r"(<unnamed>|\(anonymous namespace\))::")
+
+
+def _template_arguments(name: str, short: str) -> list[str]:
+    """Return the top-level template arguments of the kernel function `short` in a demangled name ([] if none)."""
+    text = _ANONYMOUS.sub("", name.strip())
+    start = text.find(short + "<")
+    if start < 0:
+        return []
+    start += len(short)
+    arguments, depth, current = [], 0, ""
+    for char in text[start + 1:]:
+        if char in "<([":
+            depth += 1
+        elif char in ">)]":
+            if depth == 0:
+                arguments.append(current.strip())
+                return arguments
+            depth -= 1
+        if char == "," and depth == 0:
+            arguments.append(current.strip())
+            current = ""
+        else:
+            current += char
+    return arguments
+
+
+def _readable_argument(argument: str, limit: int = 48) -> str:
+    """Shorten one template argument: no namespaces, casts, lambda paths or parameter lists, at most `limit` chars."""
+    text = normalise_kernel_name(_ANONYMOUS.sub("", argument))
+    lambdas = re.findall(r"\[lambda\(([^)]*)\)", text)
+    text = re.sub(r"::\[lambda.*$", "", text)
+    previous = None
+    while previous != text:  # parameter lists, innermost first
+        previous, text = text, re.sub(r"\([^()]*\)", "", text)
+    text = re.sub(r"^void\s+", "", text).strip()
+    wrapper = re.match(r"^gpu_kernel_impl\w*<(.*)>$", text)
+    if wrapper:
+        text = wrapper.group(1)
+    if lambdas and lambdas[-1]:  # a lambda's argument types tell its float and long instantiations apart
+        text += f"({lambdas[-1]})"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def display_names(full_names: list[str], short_names: list[str]) -> list[str]:
+    """Return a name per kernel that tells apart the instantiations sharing one short name.
+
+    `vectorized_elementwise_kernel` ×20 becomes `vectorized_elementwise_kernel<AddFunctor<float>>`, ...: the short
+    name plus the template arguments that differ within the group (at most two); `#2`, `#3` where even those agree.
+    """
+    groups: dict[str, list[int]] = defaultdict(list)
+    for index, short in enumerate(short_names):
+        groups[short].append(index)
+    result = list(short_names)
+    for short, members in groups.items():
+        if len({full_names[i] for i in members}) < 2:
+            continue
+        arguments = [_template_arguments(full_names[i], short) for i in members]
+        width = max(len(a) for a in arguments)
+        varying = [p for p in range(width) if len({a[p] if p < len(a) else "" for a in arguments}) > 1][:2]
+        seen: dict[str, int] = defaultdict(int)
+        for index, args in zip(members, arguments, strict=True):
+            label = short
+            if varying:
+                label = f"{short}<{', '.join(_readable_argument(args[p]) if p < len(args) else '' for p in varying)}>"
+            seen[label] += 1
+            result[index] = label if seen[label] == 1 else f"{label} #{seen[label]}"
+    return result

@@ -1,0 +1,172 @@
+"""NVTX ranges grouped by name, nested as they nest, with the GPU time they launched; repeated steps. Pure.
+
+PyTorch names every op range `aten::linear, seq = 7, op_id = 317126`: grouping drops the parts that change on every
+call (`op_id`, `seq`, addresses, long numbers, step and layer numbers) so one row stands for one op. GPU time is
+projected the way nsys's `nvtx_gpu_proj_sum` does: a kernel belongs to every range, on the launching thread, that
+contains the CUDA call that launched it (matched through correlationId); `gpu_ns` is the sum of those kernels' times.
+Depth and parent assume ranges on one thread nest (push/pop ranges always do; start/end ranges usually do).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+_VOLATILE = (
+    (re.compile(r"\s*,?\s*\b(op_id|seq|sequence_number|seq_id|fwd_seq|bwd_seq)\s*[=:]\s*-?\d+"), ""),
+    (re.compile(r"0x[0-9a-fA-F]+"), "0x…"),
+    (re.compile(r"(?i)(?<![a-z])(step|iter|iteration|epoch|batch|layer|layers|token|block|blocks|rank|microbatch|h)([\s_:#=.\[-]*)\d+"), r"\1\2N"),
+    (re.compile(r"(?i)(step|iter)#\d+"), r"\1#N"),
+    (re.compile(r"\d{4,}"), "N"),
+)
+# A step is a whole word of the name (`train_step`, `ProfilerStep#N`, `decode`, `forward`), not a framework hook such
+# as `FSDP::pre_forward` or an op such as `aten::...`: names with `::` count only when they say step.
+STEP_RANGE = re.compile(r"(?i)((^|[^a-z])(step|iteration|iter|forward|decode|prefill|generate|inference)([^a-z]|$)|step)")
+_FRAMEWORK_RANGE = re.compile(r"::")
+PHASE_PATTERNS = (("prefill", re.compile(r"(?i)prefill|prompt|context")), ("decode", re.compile(r"(?i)decode|generat|token")))
+MIN_STEPS = 3
+MAX_LISTED_STEPS = 1000
+
+
+def normalise_range_name(text: str | None) -> str:
+    """Return an NVTX range name without the parts that change on every call."""
+    if text is None:
+        return "<unnamed>"
+    for pattern, replacement in _VOLATILE:
+        text = pattern.sub(replacement, text)
+    return " ".join(text.split()).strip(" ,") or "<unnamed>"
+
+
+def _depth_and_parent(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Return each range's nesting depth (0 = outermost) and the index of its parent (-1 for none), one thread."""
+    order = np.lexsort((-ends, starts))
+    sorted_starts = starts[order]
+    ends_sorted = np.sort(ends)
+    rank = np.arange(len(order))
+    depth_sorted = rank - np.searchsorted(ends_sorted, sorted_starts, side="right")
+    depth_sorted = np.clip(depth_sorted, 0, None)
+    parent_sorted = np.full(len(order), -1)
+    for level in range(1, int(depth_sorted.max(initial=0)) + 1):
+        above = np.flatnonzero(depth_sorted == level - 1)
+        here = np.flatnonzero(depth_sorted == level)
+        index = np.searchsorted(above, here) - 1
+        parent_sorted[here] = np.where(index >= 0, order[above[np.clip(index, 0, None)]], -1)
+    depth = np.empty(len(order), dtype=np.int64)
+    parent = np.empty(len(order), dtype=np.int64)
+    depth[order] = depth_sorted
+    parent[order] = parent_sorted
+    return depth, parent
+
+
+def range_table(nvtx: pl.DataFrame, launches: pl.DataFrame) -> pl.DataFrame:
+    """Return every NVTX range (marks excluded) with its group name, depth, parent group, and the kernels it launched:
+    start_ns, end_ns, tid, group, depth, parent, kernels, gpu_ns."""
+    ranges = nvtx.filter((pl.col("kind") != "Mark") & pl.col("end_ns").is_not_null() & (pl.col("end_ns") >= pl.col("start_ns")))
+    empty = pl.DataFrame(schema={"start_ns": pl.Int64, "end_ns": pl.Int64, "tid": pl.Int64, "group": pl.String, "depth": pl.Int64,
+                                 "parent": pl.String, "kernels": pl.Int64, "gpu_ns": pl.Int64})
+    if ranges.height == 0:
+        return empty
+    groups = {text: normalise_range_name(text) for text in ranges["text"].unique().to_list()}
+    ranges = ranges.with_columns(pl.col("text").replace_strict(groups, default="<unnamed>", return_dtype=pl.String).alias("group"),
+                                 pl.col("tid").fill_null(-1))
+    launched = launches.with_columns(pl.col("tid").fill_null(-1), (pl.col("end_ns") - pl.col("start_ns")).alias("d")) if launches.height else launches
+    parts = []
+    for (tid,), own in ranges.group_by("tid", maintain_order=True):
+        starts, ends = own["start_ns"].to_numpy(), own["end_ns"].to_numpy()
+        depth, parent = _depth_and_parent(starts, ends)
+        names = own["group"].to_list()
+        kernels = np.zeros(len(starts), dtype=np.int64)
+        gpu = np.zeros(len(starts), dtype=np.int64)
+        if launched.height:
+            calls = launched.filter(pl.col("tid") == tid).sort("call_start_ns")
+            if calls.height:
+                t = calls["call_start_ns"].to_numpy()
+                cumulative = np.concatenate([[0], np.cumsum(calls["d"].to_numpy())])
+                low, high = np.searchsorted(t, starts, side="left"), np.searchsorted(t, ends, side="right")
+                kernels, gpu = high - low, cumulative[high] - cumulative[low]
+        parts.append(own.select("start_ns", "end_ns", "tid", "group").with_columns(
+            pl.Series("depth", depth), pl.Series("parent", [names[p] if p >= 0 else None for p in parent], dtype=pl.String),
+            pl.Series("kernels", kernels, dtype=pl.Int64), pl.Series("gpu_ns", gpu, dtype=pl.Int64)))
+    return pl.concat(parts) if parts else empty
+
+
+def group_summary(ranges: pl.DataFrame, top: int = 60) -> list[dict[str, Any]]:
+    """Return NVTX groups by CPU time: name, count, cpu_ns, mean_ns, gpu_ns, kernels, depth, parent (the group that
+    most often encloses it)."""
+    if ranges.height == 0:
+        return []
+    grouped = ranges.with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("d")).group_by("group").agg(
+        pl.len().alias("count"), pl.col("d").sum().alias("cpu_ns"), pl.col("d").mean().alias("mean_ns"),
+        pl.col("gpu_ns").sum().alias("gpu_ns"), pl.col("kernels").sum().alias("kernels"), pl.col("depth").min().alias("depth"),
+        pl.col("parent").drop_nulls().mode().first().alias("parent"),
+    ).sort(["cpu_ns", "group"], descending=[True, False]).head(top)
+    return [{"name": r["group"], "count": r["count"], "cpu_ns": int(r["cpu_ns"]), "mean_ns": float(r["mean_ns"]), "gpu_ns": int(r["gpu_ns"]),
+             "kernels": int(r["kernels"]), "depth": int(r["depth"]), "parent": r["parent"]} for r in grouped.iter_rows(named=True)]
+
+
+def _step_statistics(durations: np.ndarray, gpu: np.ndarray | None = None) -> dict[str, Any]:
+    median = float(np.median(durations))
+    p99 = float(np.quantile(durations, 0.99))
+    result: dict[str, Any] = {
+        "count": len(durations),
+        "median_ns": median,
+        "p99_ns": p99,
+        "min_ns": float(durations.min()),
+        "max_ns": float(durations.max()),
+        "mean_ns": float(durations.mean()),
+        "jitter_pct": 100.0 * (p99 - median) / median if median else None,  # how far the slow tail sits above the typical step
+        "first_ns": float(durations[0]),
+        "first_vs_median": float(durations[0] / median) if median else None,
+        "durations_ns": [int(d) for d in durations[:MAX_LISTED_STEPS]],
+    }
+    if gpu is not None:
+        result["median_gpu_ns"] = float(np.median(gpu))
+    return result
+
+
+def steps_from_nvtx(ranges: pl.DataFrame) -> dict[str, Any] | None:
+    """Return per-step times from the outermost repeated NVTX range whose name says step/iteration/forward/decode
+    (at least MIN_STEPS of them), with prefill and decode apart where range names tell them apart."""
+    if ranges.height == 0:
+        return None
+    counts = ranges.group_by("group").agg(pl.len().alias("n"), pl.col("depth").min().alias("depth"),
+                                          (pl.col("end_ns") - pl.col("start_ns")).sum().alias("cpu"))
+    candidates = counts.filter((pl.col("n") >= MIN_STEPS) & pl.col("group").str.contains(STEP_RANGE.pattern)
+                               & (~pl.col("group").str.contains(_FRAMEWORK_RANGE.pattern) | pl.col("group").str.contains("(?i)step")))
+    candidates = candidates.sort(["depth", "cpu"], descending=[False, True])
+    if candidates.height == 0:
+        return None
+    name = candidates["group"][0]
+    chosen = ranges.filter(pl.col("group") == name).sort("start_ns")
+    stats = _step_statistics((chosen["end_ns"] - chosen["start_ns"]).to_numpy(), chosen["gpu_ns"].to_numpy())
+    phases = {}
+    for phase, pattern in PHASE_PATTERNS:
+        named = counts.filter(pl.col("group").str.contains(pattern.pattern)).sort(["depth", "cpu"], descending=[False, True])
+        if named.height:
+            own = ranges.filter(pl.col("group") == named["group"][0]).sort("start_ns")
+            phases[phase] = {"name": named["group"][0], **{k: v for k, v in _step_statistics((own["end_ns"] - own["start_ns"]).to_numpy()).items() if k != "durations_ns"}}
+    return {"source": "nvtx", "name": name, **stats, "phases": phases if len(phases) == 2 else {}}
+
+
+def steps_from_kernels(kernels: pl.DataFrame, names: dict[int, str]) -> dict[str, Any] | None:
+    """Return per-step times from a repeating kernel sequence on the busiest device: the kernel that occurs at a
+    fixed stride (every N launches) the fewest times (at least MIN_STEPS + 1) marks the start of each step."""
+    if kernels.height < 2 * (MIN_STEPS + 1):
+        return None
+    device = kernels.group_by("device_id").len().sort("len", descending=True)["device_id"][0]
+    ordered = kernels.filter(pl.col("device_id") == device).sort("start_ns").with_row_index("position")
+    periodic = ordered.group_by("name_id").agg(
+        pl.len().alias("n"), pl.col("position").min().alias("first"),
+        (pl.col("position").diff().drop_nulls().n_unique() == 1).alias("regular"), pl.col("position").diff().drop_nulls().first().alias("stride"),
+    ).filter(pl.col("regular") & (pl.col("n") >= MIN_STEPS + 1) & (pl.col("stride") > 1)).sort(["n", "first"])
+    if periodic.height == 0:
+        return None
+    marker = periodic.row(0, named=True)
+    starts = ordered.filter(pl.col("name_id") == marker["name_id"])["start_ns"].to_numpy()
+    durations = np.diff(starts)
+    return {"source": "kernel sequence", "name": f"every {marker['stride']} launches, starting at {names.get(marker['name_id'], '?')[:80]}",
+            "device_id": device, **_step_statistics(durations), "phases": {}}

@@ -1,0 +1,637 @@
+"""Where each GPU's time went in an Nsight Systems run, and why it waited. Pure functions over the parser's frames.
+
+Categories per device: compute (kernels, and whole-graph executions when graphs were traced as a whole),
+communication (NCCL-style collective kernels), copy (memcpy and memset) and unified memory (migrations, counted
+apart). One exact sweep over every start and end gives the time spent in each combination of categories, so unions,
+overlaps and idle time add up to the device's span (first to last GPU activity) with nothing counted twice.
+
+The verdict follows what the GPU was *exposed* to, HTA's convention for communication: compute time counts fully;
+communication only where no kernel ran beside it; copies only where neither did; idle is the rest. The largest of
+these four names the run: compute-, communication-, copy- or host-bound.
+
+Idle gaps get a cause from what the host did meanwhile (same process as the device's work): the NVTX ranges and
+CUDA API calls that cover most of the gap, or none. The rules named after `nsys analyze`'s (`gpu_gaps`,
+`gpu_time_util`, `cuda_memcpy_async`, `cuda_memcpy_sync`, `cuda_memset_sync`, `cuda_api_sync`) keep its semantics and
+default thresholds; `copy_throughput`, `jit_compile`, `launch_bound` and `cuda_graph_trace` are traceview's own.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from traceview.analyzer.kernel_kinds import is_communication
+
+CATEGORIES = ("compute", "communication", "copy", "unified_memory")
+COMPUTE, COMMUNICATION, COPY, UNIFIED = (1 << i for i in range(len(CATEGORIES)))
+
+DEFAULT_GAP_THRESHOLD_NS = 500_000_000  # nsys analyze gpu_gaps: DEFAULT_GAP = 500 ms
+TIME_UTIL_CHUNKS = 30  # nsys analyze gpu_time_util: DEFAULT_NUM_CHUNKS
+TIME_UTIL_THRESHOLD_PCT = 50.0  # nsys analyze gpu_time_util: DEFAULT_THRESHOLD
+TINY_KERNEL_NS = 10_000
+# A launch call normally takes microseconds; one that takes milliseconds is the driver loading (or JIT-compiling) the
+# kernel's module on first use (CUDA_MODULE_LOADING=LAZY), so it counts as module loading, not launch overhead.
+SLOW_LAUNCH_CALL_NS = 1_000_000
+LAUNCH_BOUND_STRETCH = 20  # consecutive tiny kernels that wait longer than they run
+LISTED_GAPS = 20
+
+# copyKind (ENUM_CUDA_MEMCPY_OPER; the same numbers in every version) → direction.
+DIRECTIONS = {1: "HtoD", 2: "DtoH", 3: "HtoD", 4: "DtoH", 5: "DtoD", 6: "DtoD", 7: "DtoD", 8: "DtoD", 9: "HtoH",
+              10: "PtoP", 11: "unified HtoD", 12: "unified DtoH", 13: "unified DtoD"}
+UNIFIED_KINDS = (11, 12, 13)
+HOST_LINK_DIRECTIONS = ("HtoD", "DtoH", "unified HtoD", "unified DtoH")
+
+# CUDA API calls by what they make the host do (runtime names carry a _vNNNN suffix, driver names _v2).
+_API_CLASSES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("module_load", re.compile(r"^cu(Module|Library)(Load|GetFunction|GetKernel)|^cuLink|^cudaGetFuncBySymbol|^nvrtc")),
+    ("synchronization", re.compile(r"^(cuda|cu)(Device|Ctx|Stream|Event)Synchronize")),
+    ("synchronous_copy", re.compile(r"^(cudaMemcpy(2D|3D)?(ToSymbol|FromSymbol|Peer|ToArray|FromArray)?|cuMemcpy\w*?|cudaMemset(2D|3D)?|cuMemsetD\w*?)(_v\d+)*$")),
+    ("memory_allocation", re.compile(r"^(cudaMalloc(Host|Managed|Pitch|Array|3D)?|cudaFree(Host|Array)?|cudaHostAlloc|cudaHostRegister|cudaHostUnregister|"
+                                     r"cuMem(Alloc|Free|HostAlloc|HostRegister|Create|Release|Map|Unmap|AddressReserve|AddressFree)\w*)(_v\d+)*$")),
+    ("launch", re.compile(r"^(cudaLaunch\w*|cuLaunch\w*|cudaGraphLaunch\w*|cuGraphLaunch\w*)")),
+)
+_ASYNC = re.compile(r"Async")
+_MEMCPY_API = re.compile(r"^(cudaMemcpy|cuMemcpy)")
+_MEMSET_API = re.compile(r"^(cudaMemset|cuMemset)")
+_GRAPH_LAUNCH = re.compile(r"^(cudaGraphLaunch|cuGraphLaunch)")
+JIT_RANGE = re.compile(r"compil|nvrtc|\bjit\b|_jit|jit_|autotun|codegen|ptxas|inductor|triton", re.IGNORECASE)
+DATA_RANGE = re.compile(r"data_?load|dataloader|collate|prefetch|\breader\b|load_data|preprocess|read_batch|next_batch|__next__", re.IGNORECASE)
+
+CAUSES = {
+    "gpu_launch_latency": ("work was already queued: the GPU's own launch latency between dependent kernels",
+                           "fuse the dependent kernels or capture them in a CUDA graph; this gap cannot be removed from the host"),
+    "jit_compile": ("JIT compilation or module loading on the host",
+                    "a one-time cost, not steady state: run a warm-up iteration before profiling (or cache compiled kernels) "
+                    "and start the capture after it (nsys --capture-range=cudaProfilerApi or an NVTX range)"),
+    "synchronization": ("the host was blocked in a synchronize call",
+                        "take the synchronize out of the loop or move it later: record events and query them, so the host keeps queueing work"),
+    "synchronous_copy": ("a synchronous memcpy/memset",
+                         "use cudaMemcpyAsync from pinned memory on a stream (PyTorch: pin_memory=True, .to(device, non_blocking=True))"),
+    "memory_allocation": ("cudaMalloc/cudaFree-style allocation",
+                          "allocate once and reuse buffers (a caching allocator, cudaMallocAsync memory pools) instead of allocating in the loop"),
+    "launch_overhead": ("the host was busy launching (time inside launch calls)",
+                        "launch fewer, larger kernels: fuse them, or capture the sequence in a CUDA graph and replay it"),
+    "data_loading": ("data loading on the host",
+                     "overlap loading with compute: more DataLoader workers, pinned memory and prefetching"),
+    "other_cuda_api": ("other CUDA API calls",
+                       "see the calls listed in the evidence; move them out of the hot loop"),
+    "host_code": ("host code with no CUDA call (Python, CPU work)",
+                  "profile the host in that range (nsys --sample=cpu, py-spy) and overlap the CPU work with GPU work or move it off the critical path"),
+}
+
+
+@dataclass(frozen=True)
+class WholeRun:
+    """Whole-run findings of one Nsight Systems export; times in ns, shares in %."""
+
+    verdict: dict[str, Any] | None
+    devices: list[dict[str, Any]]
+    copies: list[dict[str, Any]]
+    gaps: list[dict[str, Any]]
+    idle_by_cause: list[dict[str, Any]]
+    launch: dict[str, Any]
+    findings: list[dict[str, Any]]
+    notes: list[str]
+
+
+def _category_of_names(names: dict[int, str], ids: list[int]) -> dict[int, int]:
+    return {i: COMMUNICATION if is_communication(names.get(i, "")) else COMPUTE for i in ids}
+
+
+def activity_intervals(kernels: pl.DataFrame, memops: pl.DataFrame, graphs: pl.DataFrame, names: dict[int, str]) -> pl.DataFrame:
+    """Return every GPU activity as (device_id, start_ns, end_ns, category bit, kind) with end ≥ start."""
+    categories = _category_of_names(names, kernels["name_id"].unique().drop_nulls().to_list())
+    parts = [
+        kernels.select("device_id", "start_ns", "end_ns",
+                       pl.col("name_id").replace_strict(categories, default=COMPUTE, return_dtype=pl.Int64).alias("category")),
+        graphs.select("device_id", "start_ns", "end_ns", pl.lit(COMPUTE, dtype=pl.Int64).alias("category")),
+        memops.select("device_id", "start_ns", "end_ns",
+                      pl.when(pl.col("copy_kind").is_in(UNIFIED_KINDS)).then(pl.lit(UNIFIED)).otherwise(pl.lit(COPY)).cast(pl.Int64).alias("category")),
+    ]
+    frame = pl.concat(parts)
+    return frame.filter(pl.col("device_id").is_not_null() & pl.col("start_ns").is_not_null() & (pl.col("end_ns") >= pl.col("start_ns")))
+
+
+def _sweep(intervals: pl.DataFrame) -> pl.DataFrame:
+    """Return (device_id, start_ns, duration_ns, mask): the device's span cut where any interval starts or ends, with
+    the bit mask of the categories active in each piece (0 = idle)."""
+    events = pl.concat([
+        intervals.select("device_id", pl.col("start_ns").alias("t"), "category", pl.lit(1, dtype=pl.Int64).alias("delta")),
+        intervals.select("device_id", pl.col("end_ns").alias("t"), "category", pl.lit(-1, dtype=pl.Int64).alias("delta")),
+    ]).sort("device_id", "t")
+    active = [((pl.col("delta") * (pl.col("category") == bit)).cum_sum().over("device_id") > 0).cast(pl.Int64) * bit
+              for bit in (COMPUTE, COMMUNICATION, COPY, UNIFIED)]
+    pieces = events.select(
+        "device_id", pl.col("t").alias("start_ns"),
+        (pl.col("t").shift(-1).over("device_id") - pl.col("t")).alias("duration_ns"),
+        pl.sum_horizontal(active).alias("mask"),
+    )
+    return pieces.filter(pl.col("duration_ns") > 0)
+
+
+def _pct(part: float, whole: float) -> float | None:
+    return 100.0 * part / whole if whole else None
+
+
+def _mask_label(mask: int) -> str:
+    return "+".join(name for bit, name in enumerate(CATEGORIES) if mask & (1 << bit))
+
+
+def device_breakdown(pieces: pl.DataFrame, spans: pl.DataFrame) -> list[dict[str, Any]]:
+    """Return per device: span, union share of each category, the overlaps, idle, exposed shares and the verdict."""
+    by_mask = pieces.group_by("device_id", "mask").agg(pl.col("duration_ns").sum()).sort("device_id", "mask")
+    devices = []
+    for span_row in spans.sort("device_id").iter_rows(named=True):
+        device = span_row["device_id"]
+        span = int(span_row["span_ns"])
+        times = {int(r["mask"]): int(r["duration_ns"]) for r in by_mask.filter(pl.col("device_id") == device).iter_rows(named=True)}
+        union = {name: sum(t for m, t in times.items() if m & (1 << bit)) for bit, name in enumerate(CATEGORIES)}
+        idle = times.get(0, 0)
+        exposed = {
+            "compute": union["compute"],
+            "communication": sum(t for m, t in times.items() if m & COMMUNICATION and not m & COMPUTE),
+            "copy": sum(t for m, t in times.items() if m & (COPY | UNIFIED) and not m & (COMPUTE | COMMUNICATION)),
+            "host": idle,
+        }
+        verdict = max(exposed, key=lambda k: exposed[k])
+        breakdown = {f"{name}_pct": _pct(union[name], span) for name in CATEGORIES}
+        breakdown["idle_pct"] = _pct(idle, span)
+        breakdown["overlaps"] = {_mask_label(m): _pct(t, span) for m, t in times.items() if bin(m).count("1") > 1}
+        breakdown["exclusive"] = {f"{_mask_label(m)}_only_pct": _pct(t, span) for m, t in times.items() if bin(m).count("1") == 1}
+        devices.append({
+            "device_id": device,
+            "span_ns": span,
+            "first_ns": int(span_row["first_ns"]),
+            "busy_ns": span - idle,
+            "idle_ns": idle,
+            "busy_pct": _pct(span - idle, span),
+            "verdict": verdict if span else None,
+            "verdict_share_pct": _pct(exposed[verdict], span),
+            "exposed_pct": {k: _pct(v, span) for k, v in exposed.items()},
+            "breakdown": breakdown,
+        })
+    return devices
+
+
+VERDICT_WORDS = {"compute": "compute-bound", "communication": "communication-bound", "copy": "copy-bound", "host": "host-bound (GPU idle)"}
+_EXPOSED_WORDS = {"compute": "kernels", "communication": "communication alone", "copy": "copies alone", "host": "idle"}
+
+
+def verdict_sentence(exposed_pct: dict[str, float | None], verdict: str, subject: str) -> str:
+    """Return e.g. `copy-bound: copies alone take 97.0% of GPU 0's span (kernels 2.3%, idle 0.7%)`."""
+    others = ", ".join(f"{_EXPOSED_WORDS[k]} {v:.1f}%" for k, v in exposed_pct.items() if k != verdict and v is not None and v >= 0.05)
+    share = exposed_pct.get(verdict) or 0.0
+    return f"{VERDICT_WORDS[verdict]}: {_EXPOSED_WORDS[verdict]} take {share:.1f}% of {subject}" + (f" ({others})" if others else "")
+
+
+def run_verdict(devices: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Return the verdict over all devices (each device's exposed shares weighted by its span)."""
+    total = sum(d["span_ns"] for d in devices)
+    if not total:
+        return None
+    exposed = {k: sum((d["exposed_pct"][k] or 0.0) * d["span_ns"] for d in devices) / total for k in VERDICT_WORDS}
+    verdict = max(exposed, key=lambda k: exposed[k])
+    subject = "the GPU's span" if len(devices) == 1 else f"the {len(devices)} GPUs' spans"
+    return {"verdict": verdict, "share_pct": exposed[verdict], "exposed_pct": exposed, "message": verdict_sentence(exposed, verdict, subject)}
+
+
+def copy_summary(memops: pl.DataFrame, link_peaks: dict[int, tuple[float | None, str | None]]) -> list[dict[str, Any]]:
+    """Return per device and direction: count, bytes, time, achieved GB/s, pageable count and the host link's peak."""
+    if memops.height == 0:
+        return []
+    frame = memops.filter(pl.col("end_ns") >= pl.col("start_ns")).with_columns(
+        pl.when(pl.col("operation") == "memset").then(pl.lit("memset"))
+        .otherwise(pl.col("copy_kind").replace_strict(DIRECTIONS, default="unknown", return_dtype=pl.String)).alias("direction"),
+        ((pl.col("src_kind") == "Pageable") | (pl.col("dst_kind") == "Pageable")).fill_null(False).alias("pageable"),
+        (pl.col("end_ns") - pl.col("start_ns")).alias("d"),
+    )
+    grouped = frame.group_by("device_id", "direction").agg(
+        pl.len().alias("count"), pl.col("bytes").sum().alias("bytes"), pl.col("d").sum().alias("duration_ns"),
+        pl.col("pageable").sum().alias("pageable_count"), pl.col("bytes").filter(pl.col("pageable")).sum().alias("pageable_bytes"),
+    ).sort("device_id", "duration_ns", descending=[False, True])
+    rows = []
+    for row in grouped.iter_rows(named=True):
+        duration, size = row["duration_ns"] or 0, row["bytes"] or 0
+        peak, link = link_peaks.get(row["device_id"], (None, None)) if row["direction"] in HOST_LINK_DIRECTIONS else (None, None)
+        rate = size / duration if duration and row["direction"] != "memset" else None  # bytes per ns = GB/s
+        rows.append({**row, "gb_per_s": rate, "link_gb_per_s": peak / 1e9 if peak else None, "link": link,
+                     "link_pct": _pct(rate, peak / 1e9) if rate is not None and peak else None})
+    return rows
+
+
+class _Coverage:
+    """The union of a set of intervals, answering how much of [a, b) it covers for many (a, b) at once."""
+
+    def __init__(self, starts: np.ndarray, ends: np.ndarray) -> None:
+        order = np.argsort(starts, kind="stable")
+        starts, ends = starts[order], ends[order]
+        if len(starts):
+            running_end = np.maximum.accumulate(ends)
+            new_block = np.empty(len(starts), dtype=bool)
+            new_block[0] = True
+            new_block[1:] = starts[1:] > running_end[:-1]
+            block = np.cumsum(new_block) - 1
+            self.starts = starts[new_block]
+            self.ends = np.zeros(len(self.starts), dtype=np.int64)
+            np.maximum.at(self.ends, block, ends)
+        else:
+            self.starts = self.ends = np.zeros(0, dtype=np.int64)
+        self.before = np.concatenate([[0], np.cumsum(self.ends - self.starts)])
+
+    def _upto(self, t: np.ndarray) -> np.ndarray:
+        index = np.searchsorted(self.starts, t, side="right") - 1
+        safe = np.clip(index, 0, None)
+        if not len(self.starts):
+            return np.zeros(len(t), dtype=np.int64)
+        inside = np.clip(t - self.starts[safe], 0, self.ends[safe] - self.starts[safe])
+        return np.where(index >= 0, self.before[safe] + inside, 0)
+
+    def overlap(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return self._upto(b) - self._upto(a)
+
+
+def _api_class(name: str) -> str:
+    for label, pattern in _API_CLASSES:
+        if pattern.search(name):
+            return label
+    return "other_cuda_api"
+
+
+def api_classes(api: pl.DataFrame, first_launches: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Return the API frame with a `class` column: module_load, synchronization, synchronous_copy, memory_allocation,
+    launch or other_cuda_api. A kernel's first launch call that takes a millisecond or more counts as module loading
+    (`first_launches`: pid, correlation_id of each kernel's first launch); later slow launches are a full queue."""
+    if api.height == 0:
+        return api.with_columns(pl.lit(None, dtype=pl.String).alias("class"))
+    mapping = {name: _api_class(name) for name in api["name"].unique().drop_nulls().to_list()}
+    named = pl.col("name").replace_strict(mapping, default="other_cuda_api", return_dtype=pl.String)
+    if first_launches is not None and first_launches.height:
+        api = api.join(first_launches.select("pid", "correlation_id", pl.lit(True).alias("first_launch")), on=["pid", "correlation_id"],
+                       how="left", nulls_equal=True)
+    else:
+        api = api.with_columns(pl.lit(False).alias("first_launch"))
+    slow_launch = (named == "launch") & ((pl.col("end_ns") - pl.col("start_ns")) >= SLOW_LAUNCH_CALL_NS) & pl.col("first_launch").fill_null(False)
+    return api.with_columns(pl.when(slow_launch).then(pl.lit("module_load")).otherwise(named).alias("class")).drop("first_launch")
+
+
+def _host_for(frame: pl.DataFrame, pids: set[int]) -> pl.DataFrame:
+    """The rows of a host-side frame from the processes that own a device (all rows where the export has no pids)."""
+    if not pids or frame.height == 0 or frame["pid"].null_count() == frame.height:
+        return frame
+    return frame.filter(pl.col("pid").is_in(list(pids)))
+
+
+def _coverage(frame: pl.DataFrame) -> _Coverage:
+    valid = frame.filter(pl.col("end_ns").is_not_null() & (pl.col("end_ns") >= pl.col("start_ns")))
+    return _Coverage(valid["start_ns"].to_numpy(), valid["end_ns"].to_numpy())
+
+
+def gap_causes(gaps: pl.DataFrame, classes: pl.DataFrame, nvtx: pl.DataFrame, queued_before: np.ndarray) -> list[str]:
+    """Return a cause (a CAUSES key) for each gap of one device, from the host activity of its processes.
+
+    `classes` is the API frame with api_classes' `class` column. In order: the next kernel was already queued when the gap began (GPU launch latency); JIT/module loading covers
+    half the gap; one class of CUDA call covers half of it; a data-loading NVTX range does; other CUDA calls do;
+    else host code.
+    """
+    if gaps.height == 0:
+        return []
+    a, b = gaps["start_ns"].to_numpy(), (gaps["start_ns"] + gaps["duration_ns"]).to_numpy()
+    half = (b - a) / 2
+    ranges = nvtx.filter(pl.col("kind") != "Mark")
+    jit_ranges = ranges.filter(pl.col("text").fill_null("").str.contains(JIT_RANGE.pattern))
+    data_ranges = ranges.filter(pl.col("text").fill_null("").str.contains(DATA_RANGE.pattern))
+    jit = np.maximum(_coverage(jit_ranges).overlap(a, b), _coverage(classes.filter(pl.col("class") == "module_load")).overlap(a, b))
+    by_class = {label: _coverage(classes.filter(pl.col("class") == label)).overlap(a, b)
+                for label in ("synchronization", "synchronous_copy", "memory_allocation", "launch")}
+    other = _coverage(classes.filter(pl.col("class") == "other_cuda_api")).overlap(a, b)
+    data = _coverage(data_ranges).overlap(a, b)
+    causes = []
+    for i in range(len(a)):
+        if queued_before[i]:
+            causes.append("gpu_launch_latency")
+        elif jit[i] >= half[i]:
+            causes.append("jit_compile")
+        else:
+            best = max(by_class, key=lambda label: by_class[label][i])
+            if by_class[best][i] >= half[i]:
+                causes.append("launch_overhead" if best == "launch" else best)
+            elif data[i] >= half[i]:
+                causes.append("data_loading")
+            elif other[i] >= half[i]:
+                causes.append("other_cuda_api")
+            else:
+                causes.append("host_code")
+    return causes
+
+
+def _gap_evidence(start: int, end: int, api: pl.DataFrame, nvtx: pl.DataFrame) -> dict[str, Any]:
+    """Return what the host did during one gap: the NVTX ranges around it and the CUDA calls in it, by time."""
+    length = end - start
+    overlapping = nvtx.filter((pl.col("kind") != "Mark") & (pl.col("start_ns") < end) & (pl.col("end_ns") > start)).with_columns(
+        (pl.min_horizontal(pl.col("end_ns"), pl.lit(end)) - pl.max_horizontal(pl.col("start_ns"), pl.lit(start))).alias("overlap"),
+        (pl.col("end_ns") - pl.col("start_ns")).alias("length"),
+    )
+    covering = overlapping.filter(pl.col("overlap") * 2 >= length).sort("length")
+    innermost = covering.row(0, named=True) if covering.height else None
+    outermost = overlapping.sort("length", descending=True).row(0, named=True) if overlapping.height else None
+    calls = api.filter((pl.col("start_ns") < end) & (pl.col("end_ns") > start)).with_columns(
+        (pl.min_horizontal(pl.col("end_ns"), pl.lit(end)) - pl.max_horizontal(pl.col("start_ns"), pl.lit(start))).alias("overlap"))
+    top_calls = calls.group_by("name").agg(pl.len().alias("count"), pl.col("overlap").sum().alias("overlap_ns")).sort("overlap_ns", descending=True).head(3)
+
+    def describe(row: dict[str, Any] | None) -> dict[str, Any] | None:
+        return None if row is None else {"name": row["text"], "duration_ns": int(row["length"]), "overlap_ns": int(row["overlap"])}
+
+    return {
+        "nvtx_innermost": describe(innermost),
+        "nvtx_outermost": describe(outermost) if outermost is not None and (innermost is None or outermost["text"] != innermost["text"]) else None,
+        "cuda_calls": [{"name": r["name"], "count": r["count"], "overlap_ns": int(r["overlap_ns"])} for r in top_calls.iter_rows(named=True)],
+    }
+
+
+def launch_records(kernels: pl.DataFrame, api: pl.DataFrame) -> pl.DataFrame:
+    """Return kernels joined to the API call that launched them (same process and correlation id):
+    device_id, start_ns, end_ns, graph_node_id, call_start_ns, call_end_ns, call."""
+    if api.height == 0 or kernels.height == 0 or kernels["correlation_id"].null_count() == kernels.height:
+        return pl.DataFrame(schema={"device_id": pl.Int64, "start_ns": pl.Int64, "end_ns": pl.Int64, "graph_node_id": pl.Int64,
+                                    "name_id": pl.Int64, "call_start_ns": pl.Int64, "call_end_ns": pl.Int64, "call": pl.String, "tid": pl.Int64})
+    calls = api.select("pid", "correlation_id", pl.col("start_ns").alias("call_start_ns"), pl.col("end_ns").alias("call_end_ns"),
+                       pl.col("name").alias("call"), "tid").unique(["pid", "correlation_id"], keep="first")
+    keys = ["pid", "correlation_id"] if kernels["pid"].null_count() < kernels.height and api["pid"].null_count() < api.height else ["correlation_id"]
+    joined = kernels.select("device_id", "start_ns", "end_ns", "graph_node_id", "name_id", "pid", "correlation_id").join(
+        calls.drop("pid") if keys == ["correlation_id"] else calls, on=keys, how="inner")
+    return joined.select("device_id", "start_ns", "end_ns", "graph_node_id", "name_id", "call_start_ns", "call_end_ns", "call", "tid")
+
+
+def launch_statistics(launches: pl.DataFrame, kernels: pl.DataFrame, api: pl.DataFrame) -> dict[str, Any]:
+    """Return CPU launch → GPU start latency (median, p99 ns) of kernels launched one by one, the launch calls' own
+    cost, and how many kernels were replayed from CUDA graphs."""
+    direct = launches.filter(pl.col("graph_node_id").is_null())
+    latency = (direct["start_ns"] - direct["call_start_ns"]).filter((direct["start_ns"] - direct["call_start_ns"]) >= 0)
+    call = direct["call_end_ns"] - direct["call_start_ns"]
+    graph_calls = int(api["name"].str.contains(_GRAPH_LAUNCH.pattern).sum()) if api.height else 0
+    return {
+        "kernels_joined": launches.height,
+        "median_latency_ns": float(latency.median()) if latency.len() else None,  # type: ignore[arg-type]
+        "p99_latency_ns": float(latency.quantile(0.99)) if latency.len() else None,  # type: ignore[arg-type]
+        "median_launch_call_ns": float(call.median()) if call.len() else None,  # type: ignore[arg-type]
+        "graph_launched_kernels": int(kernels["graph_node_id"].is_not_null().sum()) if kernels.height else 0,
+        "graph_launches": graph_calls,
+    }
+
+
+def tiny_kernel_stretches(kernels: pl.DataFrame) -> dict[str, Any]:
+    """Return launch-bound evidence: runs of ≥ LAUNCH_BOUND_STRETCH consecutive kernels (per device) each under
+    10 us that wait longer before they start than they run, never counting kernels replayed from a CUDA graph."""
+    if kernels.height == 0:
+        return {"launches": 0, "stretches": 0, "stretch_ns": 0, "idle_in_stretches_ns": 0, "share_of_launches_pct": None}
+    frame = kernels.select("device_id", "start_ns", "end_ns", "graph_node_id").sort("device_id", "start_ns").with_columns(
+        (pl.col("end_ns") - pl.col("start_ns")).alias("d"),
+        (pl.col("start_ns") - pl.col("end_ns").cum_max().shift(1).over("device_id")).clip(lower_bound=0).alias("gap_before"),
+    ).with_columns(((pl.col("d") < TINY_KERNEL_NS) & pl.col("graph_node_id").is_null() & (pl.col("gap_before") >= pl.col("d"))).fill_null(False).alias("tiny"))
+    frame = frame.with_columns((pl.col("tiny") != pl.col("tiny").shift(1).over("device_id")).fill_null(True).cum_sum().alias("run"))
+    runs = frame.filter(pl.col("tiny")).group_by("device_id", "run").agg(
+        pl.len().alias("n"), pl.col("start_ns").min().alias("a"), pl.col("end_ns").max().alias("b"), pl.col("gap_before").sum().alias("idle"))
+    long_runs = runs.filter(pl.col("n") >= LAUNCH_BOUND_STRETCH)
+    tiny_total = int((frame["d"] < TINY_KERNEL_NS).sum())
+    return {
+        "launches": tiny_total,
+        "share_of_launches_pct": _pct(tiny_total, frame.height),
+        "stretches": long_runs.height,
+        "kernels_in_stretches": int(long_runs["n"].sum() or 0),
+        "stretch_ns": int((long_runs["b"] - long_runs["a"]).sum() or 0),
+        "idle_in_stretches_ns": int(long_runs["idle"].sum() or 0),
+    }
+
+
+def _where(gap: dict[str, Any]) -> str:
+    """Return `inside NVTX range 'outer' (392.9 ms; innermost 'inner', 351.6 ms)` for a gap's evidence."""
+    inner, outer = gap["evidence"]["nvtx_innermost"], gap["evidence"]["nvtx_outermost"]
+    if outer and inner:
+        return f"inside NVTX range {outer['name']!r} ({_ms(outer['duration_ns'])}; innermost {inner['name']!r}, {_ms(inner['duration_ns'])})"
+    only = inner or outer
+    return f"inside NVTX range {only['name']!r} ({_ms(only['duration_ns'])})" if only else ""
+
+
+def _finding(rule: str, cost_ns: float, message: str, advice: str, evidence: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"rule": rule, "cost_ns": int(cost_ns), "message": message, "advice": advice, "evidence": evidence or {}}
+
+
+def _ms(ns: float) -> str:
+    return f"{ns / 1e6:.2f} ms" if ns >= 1e5 else f"{ns / 1e3:.1f} us"
+
+
+def api_rules(memops: pl.DataFrame, api: pl.DataFrame) -> list[dict[str, Any]]:
+    """Return the `nsys analyze` host-API rules: cuda_memcpy_async, cuda_memcpy_sync, cuda_memset_sync, cuda_api_sync."""
+    found: list[dict[str, Any]] = []
+    if api.height == 0:
+        return found
+    calls = api.select("pid", "correlation_id", pl.col("name").alias("call"), (pl.col("end_ns") - pl.col("start_ns")).alias("call_ns"))
+    ops = memops.join(calls, on=["pid", "correlation_id"], how="inner") if memops.height else memops
+    if ops.height:
+        pageable = (pl.col("src_kind") == "Pageable") | (pl.col("dst_kind") == "Pageable")
+        async_pageable = ops.filter((pl.col("operation") != "memset") & pl.col("call").str.contains(_ASYNC.pattern) & pageable.fill_null(False))
+        if async_pageable.height:
+            found.append(_finding(
+                "cuda_memcpy_async", async_pageable["call_ns"].sum(),
+                f"{async_pageable.height} asynchronous copies use pageable host memory, so they run synchronously "
+                f"({_ms(async_pageable['call_ns'].sum())} of host time in the calls)",
+                "pin the host buffers (cudaHostAlloc / cudaHostRegister; PyTorch: pin_memory=True) so the copies overlap with work",
+                {"copies": async_pageable.height, "bytes": int(async_pageable["bytes"].sum() or 0)}))
+        sync_copies = ops.filter((pl.col("operation") != "memset") & pl.col("call").str.contains(_MEMCPY_API.pattern) & ~pl.col("call").str.contains(_ASYNC.pattern))
+        if sync_copies.height:
+            found.append(_finding(
+                "cuda_memcpy_sync", sync_copies["call_ns"].sum(),
+                f"{sync_copies.height} synchronous memcpy calls ({', '.join(sorted(set(sync_copies['call'].to_list())))[:80]}) blocked the host "
+                f"for {_ms(sync_copies['call_ns'].sum())}",
+                CAUSES["synchronous_copy"][1], {"copies": sync_copies.height, "pageable": int(sync_copies.select(pageable.fill_null(False).sum()).item())}))
+        sync_sets = ops.filter((pl.col("operation") == "memset") & pl.col("call").str.contains(_MEMSET_API.pattern) & ~pl.col("call").str.contains(_ASYNC.pattern))
+        if sync_sets.height:
+            found.append(_finding("cuda_memset_sync", sync_sets["call_ns"].sum(),
+                                  f"{sync_sets.height} synchronous memset calls blocked the host for {_ms(sync_sets['call_ns'].sum())}",
+                                  "use cudaMemsetAsync on the work's stream", {"calls": sync_sets.height}))
+    syncs = api.filter(pl.col("name").str.contains(_API_CLASSES[1][1].pattern))
+    if syncs.height:
+        durations = syncs.with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("d"))
+        by_name = durations.group_by("name").agg(pl.len().alias("count"), pl.col("d").sum().alias("ns")).sort("ns", descending=True)
+        found.append(_finding(
+            "cuda_api_sync", durations["d"].sum(),
+            f"{syncs.height} synchronization calls blocked the host for {_ms(durations['d'].sum())} "
+            f"(most: {by_name['name'][0]} ×{by_name['count'][0]}, {_ms(by_name['ns'][0])})",
+            CAUSES["synchronization"][1], {"calls": [{"name": r["name"], "count": r["count"], "duration_ns": int(r["ns"])} for r in by_name.head(5).iter_rows(named=True)]}))
+    return found
+
+
+def time_util_rule(pieces: pl.DataFrame, devices: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """nsys analyze's gpu_time_util: each device's span in 30 chunks; chunks under 50% busy (all GPU work counts)."""
+    low_chunks = []
+    cost = 0.0
+    for device in devices:
+        own = pieces.filter((pl.col("device_id") == device["device_id"]) & (pl.col("mask") != 0))
+        busy = _Coverage(own["start_ns"].to_numpy(), (own["start_ns"] + own["duration_ns"]).to_numpy())
+        edges = np.linspace(device["first_ns"], device["first_ns"] + device["span_ns"], TIME_UTIL_CHUNKS + 1).astype(np.int64)
+        used = busy.overlap(edges[:-1], edges[1:])
+        for i, (a, b) in enumerate(zip(edges[:-1], edges[1:], strict=True)):
+            if b > a and 100.0 * used[i] / (b - a) < TIME_UTIL_THRESHOLD_PCT:
+                low_chunks.append({"device_id": device["device_id"], "chunk": i, "start_ns": int(a - device["first_ns"]), "duration_ns": int(b - a),
+                                   "busy_pct": 100.0 * used[i] / (b - a)})
+                cost += (b - a) - used[i]
+    if not low_chunks:
+        return None
+    per_device = {}
+    for chunk in low_chunks:
+        per_device[chunk["device_id"]] = per_device.get(chunk["device_id"], 0) + 1
+    summary = "; ".join(f"GPU {d}: {n} of {TIME_UTIL_CHUNKS}" for d, n in per_device.items())
+    return _finding("gpu_time_util", cost, f"low GPU utilization: chunks of the span under {TIME_UTIL_THRESHOLD_PCT:.0f}% busy — {summary}",
+                    "see the idle gaps and their causes for those stretches", {"chunks": low_chunks[:60]})
+
+
+def analyze_whole_run(
+    kernels: pl.DataFrame,
+    names: dict[int, str],
+    memops: pl.DataFrame,
+    api: pl.DataFrame,
+    nvtx: pl.DataFrame,
+    graphs: pl.DataFrame,
+    link_peaks: dict[int, tuple[float | None, str | None]],
+    gap_threshold_ns: int = DEFAULT_GAP_THRESHOLD_NS,
+    graph_trace_option: str | None = None,
+) -> WholeRun:
+    """Return the time breakdown, verdicts, copies, gaps with causes, launch statistics and findings of one export."""
+    intervals = activity_intervals(kernels, memops, graphs, names)
+    notes: list[str] = []
+    dropped = kernels.height + memops.height + graphs.height - intervals.height
+    if dropped:
+        notes.append(f"{dropped} GPU activity row(s) with no device or an end before their start were left out")
+    spans = intervals.group_by("device_id").agg(pl.col("start_ns").min().alias("first_ns"), (pl.col("end_ns").max() - pl.col("start_ns").min()).alias("span_ns"))
+    pieces = _sweep(intervals) if intervals.height else pl.DataFrame(schema={"device_id": pl.Int64, "start_ns": pl.Int64, "duration_ns": pl.Int64, "mask": pl.Int64})
+    devices = device_breakdown(pieces, spans)
+    for device in devices:
+        device["verdict_message"] = verdict_sentence(device["exposed_pct"], device["verdict"], f"GPU {device['device_id']}'s span") if device["verdict"] else None
+    launches = launch_records(kernels, api)
+    first_launches = (kernels.filter(pl.col("correlation_id").is_not_null()).sort("start_ns").unique("name_id", keep="first")
+                      .select("pid", "correlation_id"))
+
+    # Gaps: the idle pieces of the sweep, with a cause from the host activity of the device's own processes.
+    all_gaps: list[dict[str, Any]] = []
+    idle_by_cause: dict[str, int] = {}
+    for device in devices:
+        device_id = device["device_id"]
+        gaps = pieces.filter((pl.col("device_id") == device_id) & (pl.col("mask") == 0)).select("start_ns", "duration_ns")
+        pids = set(kernels.filter(pl.col("device_id") == device_id)["pid"].drop_nulls().to_list()) | set(memops.filter(pl.col("device_id") == device_id)["pid"].drop_nulls().to_list())
+        host_api, host_nvtx = _host_for(api, pids), _host_for(nvtx, pids)
+        # The kernel that ends each gap: was its launch call already over when the gap began?
+        own_launches = launches.filter(pl.col("device_id") == device_id).select("start_ns", "call_end_ns")
+        ends = gaps.with_columns((pl.col("start_ns") + pl.col("duration_ns")).alias("next_start"))
+        queued = ends.join(own_launches.unique("start_ns"), left_on="next_start", right_on="start_ns", how="left").select(
+            (pl.col("call_end_ns") <= pl.col("start_ns")).fill_null(False)).to_series().to_numpy()
+        causes = gap_causes(gaps, api_classes(host_api, first_launches), host_nvtx, queued)
+        device["gap_count"] = gaps.height
+        device["idle_by_cause"] = {}
+        for duration, cause in zip(gaps["duration_ns"].to_list(), causes, strict=True):
+            device["idle_by_cause"][cause] = device["idle_by_cause"].get(cause, 0) + duration
+            idle_by_cause[cause] = idle_by_cause.get(cause, 0) + duration
+        ranked = gaps.with_columns(pl.Series("cause", causes, dtype=pl.String)).sort("duration_ns", descending=True).head(LISTED_GAPS)
+        for gap in ranked.iter_rows(named=True):
+            start, end = gap["start_ns"], gap["start_ns"] + gap["duration_ns"]
+            evidence = _gap_evidence(start, end, host_api, host_nvtx)
+            all_gaps.append({"device_id": device_id, "start_ns": int(start - device["first_ns"]), "duration_ns": int(gap["duration_ns"]),
+                             "cause": gap["cause"], "cause_text": CAUSES[gap["cause"]][0], "evidence": evidence})
+        device["largest_gap_ns"] = int(ranked["duration_ns"][0]) if ranked.height else 0
+    all_gaps.sort(key=lambda g: -g["duration_ns"])
+    total_idle = sum(idle_by_cause.values())
+    causes_list = [{"cause": cause, "idle_ns": ns, "share_of_idle_pct": _pct(ns, total_idle), "description": CAUSES[cause][0], "advice": CAUSES[cause][1]}
+                   for cause, ns in sorted(idle_by_cause.items(), key=lambda kv: -kv[1])]
+
+    findings: list[dict[str, Any]] = []
+    verdict = run_verdict(devices)
+    copies = copy_summary(memops, link_peaks)
+    findings += _breakdown_findings(devices, copies, causes_list)
+    big = [g for g in all_gaps if g["duration_ns"] >= gap_threshold_ns]
+    if big:
+        top = big[0]
+        where = top["evidence"]["nvtx_innermost"] or top["evidence"]["nvtx_outermost"]
+        findings.append(_finding(
+            "gpu_gaps", sum(g["duration_ns"] for g in big),
+            f"{len(big)} GPU idle gap(s) of {gap_threshold_ns / 1e6:.0f} ms or more; the largest, {_ms(top['duration_ns'])} on GPU {top['device_id']} "
+            f"at {_ms(top['start_ns'])}, is {top['cause_text']}" + (f", {_where(top)}" if where else ""),
+            CAUSES[top["cause"]][1], {"gaps": big[:10]}))
+    jit = idle_by_cause.get("jit_compile", 0)
+    if jit:
+        jit_gap = next((g for g in all_gaps if g["cause"] == "jit_compile"), None)
+        where = (jit_gap["evidence"]["nvtx_innermost"] or jit_gap["evidence"]["nvtx_outermost"]) if jit_gap else None
+        findings.append(_finding(
+            "jit_compile", jit, f"{_ms(jit)} of GPU idle time is JIT compilation or module loading on the host"
+            + (f", e.g. a {_ms(jit_gap['duration_ns'])} gap {_where(jit_gap)}" if jit_gap and where else ""),
+            CAUSES["jit_compile"][1]))
+    utilisation = time_util_rule(pieces, devices)
+    if utilisation:
+        findings.append(utilisation)
+    findings += api_rules(memops, api)
+    launch = launch_statistics(launches, kernels, api)
+    idle_starts = pieces.filter(pl.col("mask") == 0).select("device_id", (pl.col("start_ns") + pl.col("duration_ns")).alias("start_ns"))
+    onto_idle = launches.filter(pl.col("graph_node_id").is_null()).join(idle_starts, on=["device_id", "start_ns"], how="inner")
+    latency = onto_idle["start_ns"] - onto_idle["call_start_ns"]
+    launch["onto_idle_gpu"] = {"kernels": onto_idle.height,
+                               "median_latency_ns": float(latency.median()) if latency.len() else None,  # type: ignore[arg-type]
+                               "p99_latency_ns": float(latency.quantile(0.99)) if latency.len() else None}
+    launch["tiny_kernels"] = tiny_kernel_stretches(kernels)
+    tiny = launch["tiny_kernels"]
+    if tiny["stretches"]:
+        findings.append(_finding(
+            "launch_bound", tiny["idle_in_stretches_ns"],
+            f"{tiny['stretches']} stretch(es) of {LAUNCH_BOUND_STRETCH}+ back-to-back kernels under 10 us ({tiny['kernels_in_stretches']} kernels, "
+            f"{_ms(tiny['stretch_ns'])}) wait longer between launches than they run: launch-bound"
+            + (f"; a launch call takes {launch['median_launch_call_ns'] / 1e3:.1f} us (median)" if launch["median_launch_call_ns"] else ""),
+            CAUSES["launch_overhead"][1], tiny))
+    if graph_trace_option or (graphs.height and not launch["graph_launched_kernels"]):
+        notes.append("CUDA graphs were traced as whole graphs (nsys --cuda-graph-trace=graph): the kernels inside them are not in the export, "
+                     "and each graph execution counts as compute; re-profile with --cuda-graph-trace=node to see them")
+        findings.append(_finding("cuda_graph_trace", 0, notes[-1], "nsys profile --cuda-graph-trace=node", {"graph_executions": graphs.height}))
+    elif launch["graph_launches"] and not launch["graph_launched_kernels"] and kernels.height:
+        notes.append(f"{launch['graph_launches']} cudaGraphLaunch calls but no kernel carries a graph node id: the graphs' kernels may be missing "
+                     "from the export; profile with --cuda-graph-trace=node")
+    findings.sort(key=lambda f: -f["cost_ns"])
+    return WholeRun(verdict, devices, copies, all_gaps, causes_list, launch, findings, notes)
+
+
+def _breakdown_findings(devices: list[dict[str, Any]], copies: list[dict[str, Any]], causes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Findings from the breakdown itself: copy-bound devices (with the copies' throughput against the link),
+    communication-bound devices, and host-bound time summed by cause."""
+    found = []
+    for device in devices:
+        span, verdict = device["span_ns"], device["verdict"]
+        exposed = device["exposed_pct"]
+        own = [c for c in copies if c["device_id"] == device["device_id"] and c["direction"] != "memset"]
+        if verdict == "copy":
+            top = max(own, key=lambda c: c["duration_ns"]) if own else None
+            detail = ""
+            advice = "keep the data on the GPU between steps, overlap the copies with compute on another stream, or move fewer bytes"
+            if top:
+                detail = (f"; {top['direction']}: {top['count']} copies, {top['bytes'] / 1e9:.2f} GB at {top['gb_per_s']:.1f} GB/s"
+                          + (f" of {top['link_gb_per_s']:.0f} ({top['link']})" if top["link_gb_per_s"] else ""))
+                if top["pageable_bytes"] and top["bytes"] and top["pageable_bytes"] * 2 >= top["bytes"]:
+                    advice = "pin the host memory (cudaHostAlloc; PyTorch pin_memory=True): pageable copies are staged and slow; " + advice
+                elif top["link_pct"] is not None and top["link_pct"] < 60:
+                    advice = (f"the copies are pinned but reach {top['link_pct']:.0f}% of the link: check the link (nvidia-smi -q: PCIe generation and width), "
+                              "the NUMA node of the host buffer, and copy sizes; better still, " + advice)
+                elif top["link_pct"] is None and top["direction"] in HOST_LINK_DIRECTIONS:
+                    advice += " (pass --gpu to compare the copies' GB/s with the PCIe link's peak)"
+            found.append(_finding("copy_bound", (exposed["copy"] or 0) * span / 100,
+                                  f"GPU {device['device_id']} is copy-bound: copies with no kernel beside them take {exposed['copy']:.1f}% of its span" + detail,
+                                  advice, {"breakdown": device["breakdown"]}))
+        elif verdict == "communication":
+            found.append(_finding("communication_bound", (exposed["communication"] or 0) * span / 100,
+                                  f"GPU {device['device_id']} is communication-bound: collectives with no compute beside them take {exposed['communication']:.1f}% of its span",
+                                  "overlap communication with compute (bucketed all-reduce, async collectives), or communicate less (gradient accumulation, compression)",
+                                  {"breakdown": device["breakdown"]}))
+    idle = sum(c["idle_ns"] for c in causes)
+    if idle and any(d["verdict"] == "host" for d in devices):
+        top = causes[0]
+        found.append(_finding("host_bound", idle, f"the GPU waited on the host for {_ms(idle)}; the largest cause: {top['description']} "
+                                                  f"({top['share_of_idle_pct']:.0f}% of idle time)", top["advice"],
+                              {"idle_by_cause": {c["cause"]: c["idle_ns"] for c in causes}}))
+    return found
