@@ -12,9 +12,9 @@ from traceview.analyzer.decode import decode_ceiling
 from traceview.analyzer.devices import GpuSpec, find_by_compute_capability, find_by_name, host_link, lookup_gpu
 from traceview.analyzer.jetson import Board, Telemetry, analyze_telemetry
 from traceview.analyzer.llm import LlmAnalysis, analyze_runs
+from traceview.analyzer.nvtx import group_summary, range_table, steps_from_kernels, steps_from_nvtx
 from traceview.analyzer.ranking import rank_kernels
 from traceview.analyzer.roofline import RECOMMENDATIONS, classify_launch
-from traceview.analyzer.nvtx import group_summary, range_table, steps_from_kernels, steps_from_nvtx
 from traceview.analyzer.timeline import BLOCKING_API, Timeline, join_ncu, kernel_summary, stats_findings, sync_summary
 from traceview.analyzer.whole_run import DEFAULT_GAP_THRESHOLD_NS, analyze_whole_run, launch_records
 from traceview.parsers.ncu_csv import short_kernel_name

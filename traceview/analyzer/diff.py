@@ -136,17 +136,18 @@ def _timeline_side_by_side(before: Analysis, after: Analysis) -> dict[str, Any]:
     rows: dict[str, Any] = {}
     x = {d["device_id"]: d for d in before.timeline.devices}
     y = {d["device_id"]: d for d in after.timeline.devices}
-    picks = (
-        ("verdict", lambda d: d["verdict"]),
-        ("busy_pct", lambda d: d["busy_pct"]),
-        *((f"{c}_pct", (lambda c: lambda d: d["breakdown"][f"{c}_pct"])(c)) for c in ("compute", "communication", "copy", "idle")),
-        ("idle_ns", lambda d: d["idle_ns"]),
-        ("idle_gaps", lambda d: d["gap_count"]),
-    )
+    def pick(device: dict[str, Any] | None, name: str) -> Any:
+        if device is None:
+            return None
+        if name in ("compute_pct", "communication_pct", "copy_pct", "idle_pct"):
+            return device["breakdown"][name]
+        return device["gap_count" if name == "idle_gaps" else name]
+
+    names = ("verdict", "busy_pct", "compute_pct", "communication_pct", "copy_pct", "idle_pct", "idle_ns", "idle_gaps")
     for device in sorted(set(x) | set(y)):
         b, a = x.get(device), y.get(device)
-        for name, pick in picks:
-            first, second = (pick(b) if b else None), (pick(a) if a else None)
+        for name in names:
+            first, second = pick(b, name), pick(a, name)
             change = _pct(first, second) if not isinstance(first, str) and not isinstance(second, str) else None
             rows[f"gpu{device}_{name}"] = {"before": first, "after": second, "change_pct": change}
     steps_a, steps_b = before.timeline.steps, after.timeline.steps

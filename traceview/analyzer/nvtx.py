@@ -10,7 +10,6 @@ Depth and parent assume ranges on one thread nest (push/pop ranges always do; st
 from __future__ import annotations
 
 import re
-from collections import Counter
 from typing import Any
 
 import numpy as np

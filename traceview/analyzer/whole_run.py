@@ -17,6 +17,7 @@ default thresholds; `copy_throughput`, `jit_compile`, `launch_bound` and `cuda_g
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -65,8 +66,8 @@ CAUSES = {
     "gpu_launch_latency": ("work was already queued: the GPU's own launch latency between dependent kernels",
                            "fuse the dependent kernels or capture them in a CUDA graph; this gap cannot be removed from the host"),
     "jit_compile": ("JIT compilation or module loading on the host",
-                    "a one-time cost, not steady state: run a warm-up iteration before profiling (or cache compiled kernels) "
-                    "and start the capture after it (nsys --capture-range=cudaProfilerApi or an NVTX range)"),
+                    ("a one-time cost, not steady state: run a warm-up iteration before profiling (or cache compiled kernels) "
+                     "and start the capture after it (nsys --capture-range=cudaProfilerApi or an NVTX range)")),
     "synchronization": ("the host was blocked in a synchronize call",
                         "take the synchronize out of the loop or move it later: record events and query them, so the host keeps queueing work"),
     "synchronous_copy": ("a synchronous memcpy/memset",
@@ -160,8 +161,8 @@ def device_breakdown(pieces: pl.DataFrame, spans: pl.DataFrame) -> list[dict[str
         verdict = max(exposed, key=lambda k: exposed[k])
         breakdown = {f"{name}_pct": _pct(union[name], span) for name in CATEGORIES}
         breakdown["idle_pct"] = _pct(idle, span)
-        breakdown["overlaps"] = {_mask_label(m): _pct(t, span) for m, t in times.items() if bin(m).count("1") > 1}
-        breakdown["exclusive"] = {f"{_mask_label(m)}_only_pct": _pct(t, span) for m, t in times.items() if bin(m).count("1") == 1}
+        breakdown["overlaps"] = {_mask_label(m): _pct(t, span) for m, t in times.items() if m.bit_count() > 1}
+        breakdown["exclusive"] = {f"{_mask_label(m)}_only_pct": _pct(t, span) for m, t in times.items() if m.bit_count() == 1}
         devices.append({
             "device_id": device,
             "span_ns": span,
@@ -474,7 +475,7 @@ def time_util_rule(pieces: pl.DataFrame, devices: list[dict[str, Any]]) -> dict[
         busy = _Coverage(own["start_ns"].to_numpy(), (own["start_ns"] + own["duration_ns"]).to_numpy())
         edges = np.linspace(device["first_ns"], device["first_ns"] + device["span_ns"], TIME_UTIL_CHUNKS + 1).astype(np.int64)
         used = busy.overlap(edges[:-1], edges[1:])
-        for i, (a, b) in enumerate(zip(edges[:-1], edges[1:], strict=True)):
+        for i, (a, b) in enumerate(itertools.pairwise(edges)):
             if b > a and 100.0 * used[i] / (b - a) < TIME_UTIL_THRESHOLD_PCT:
                 low_chunks.append({"device_id": device["device_id"], "chunk": i, "start_ns": int(a - device["first_ns"]), "duration_ns": int(b - a),
                                    "busy_pct": 100.0 * used[i] / (b - a)})

@@ -1,0 +1,264 @@
+"""Whole-run truth on the real Nsight Systems exports: every figure checked against plain SQL over the file."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import statistics
+
+import pytest
+from typer.testing import CliRunner
+
+from traceview.app.cli import app
+
+runner = CliRunner()
+H100 = "nsys_sqlite/nsys2026.2_h100x2_sliced_nsys-ai.sqlite"
+H200 = "nsys_sqlite/nvfuser_H200_nsys2024.6.2.sqlite"
+NVTX_ONLY = "nsys_sqlite/EDGE_nvtx_only_TITANRTX_nsys2022.4.2.sqlite"
+T4 = "nsys_sqlite/vecadd_streams_T4_nsys2022.4.2.sqlite"
+PID = "(({column} / 16777216) % 16777216)"
+
+
+def sql(path, query, *args):
+    connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return connection.execute(query, args).fetchall()
+    finally:
+        connection.close()
+
+
+def run(*args, code=0):
+    result = runner.invoke(app, [str(a) for a in args])
+    assert result.exit_code == code, result.stderr
+    return result
+
+
+def analyze_json(*args):
+    return json.loads(run("analyze", *args, "-f", "json").stdout)
+
+
+def union_ns(intervals):
+    """Length of the union of (start, end) intervals, without polars or numpy."""
+    total, current = 0, None
+    for start, end in sorted(intervals):
+        if current is None or start > current[1]:
+            if current:
+                total += current[1] - current[0]
+            current = [start, end]
+        else:
+            current[1] = max(current[1], end)
+    return total + (current[1] - current[0] if current else 0)
+
+
+def device_truth(path, device):
+    kernels = sql(path, 'SELECT start, "end" FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE deviceId = ?', device)
+    tables = {name for (name,) in sql(path, "SELECT name FROM sqlite_master WHERE type = 'table'")}
+    copies = [row for table in ("CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET") if table in tables
+              for row in sql(path, f'SELECT start, "end" FROM {table} WHERE deviceId = ?', device)]
+    everything = kernels + copies
+    span = max(e for _, e in everything) - min(s for s, _ in everything)
+    return span, union_ns(kernels), union_ns(copies), span - union_ns(everything)
+
+
+def test_copy_bound_h100_run_is_called_copy_bound(realdata_file):
+    path = realdata_file(H100)
+    data = analyze_json(path, "--gpu", "h100-sxm")
+    timeline = data["timeline"]
+    assert timeline["verdict"]["verdict"] == "copy"
+    for device in timeline["devices"]:
+        span, compute, copy, idle = device_truth(path, device["device_id"])
+        breakdown = device["breakdown"]
+        assert device["span_ns"] == span and device["verdict"] == "copy"
+        assert breakdown["compute_pct"] == pytest.approx(100 * compute / span)
+        assert breakdown["copy_pct"] == pytest.approx(100 * copy / span)
+        assert breakdown["idle_pct"] == pytest.approx(100 * idle / span)
+        assert round(breakdown["compute_pct"], 1) == 2.3 and round(breakdown["copy_pct"], 1) == 97.0 and round(breakdown["idle_pct"], 1) == 0.7
+        if device["device_id"] == 0:  # the figures the issue quotes
+            assert (round(breakdown["compute_pct"], 2), round(breakdown["idle_pct"], 2)) == (2.31, 0.68)
+        # Exclusive shares, overlaps and idle add up to the span.
+        assert sum(breakdown["exclusive"].values()) + sum(breakdown["overlaps"].values()) + breakdown["idle_pct"] == pytest.approx(100.0)
+        assert device["verdict_message"].startswith("copy-bound: copies alone take 97.0%")
+    # The first line of every output says so.
+    assert run("analyze", path).stdout.splitlines()[1].startswith("Verdict: copy-bound")
+
+
+def test_h100_copies_per_gpu_and_direction_with_the_link(realdata_file):
+    path = realdata_file(H100)
+    copies = analyze_json(path, "--gpu", "h100-sxm")["timeline"]["copies"]
+    for device in (0, 1):
+        count, size, duration = sql(path, 'SELECT count(*), sum(bytes), sum("end" - start) FROM CUPTI_ACTIVITY_KIND_MEMCPY '
+                                          "WHERE deviceId = ? AND copyKind = 1", device)[0]
+        pageable = sql(path, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE deviceId = ? AND copyKind = 1 AND srcKind = 0", device)[0][0]
+        row = next(c for c in copies if c["device_id"] == device and c["direction"] == "HtoD")
+        assert (row["count"], row["bytes"], row["duration_ns"], row["pageable_count"]) == (count, size, duration, pageable)
+        assert row["gb_per_s"] == pytest.approx(size / duration) and round(row["gb_per_s"], 1) == 27.7
+        assert row["link_gb_per_s"] == 64 and row["link"] == "PCIe Gen5 x16"
+    finding = next(f for f in analyze_json(path, "--gpu", "h100-sxm")["timeline"]["findings"] if f["rule"] == "copy_bound")
+    assert "27.7 GB/s of 64" in finding["message"] and "pinned" in finding["advice"]  # 223 of 225 copies are pinned
+
+
+def test_without_a_device_the_link_is_unknown_and_the_user_is_told(realdata_file):
+    data = analyze_json(realdata_file(H100))
+    assert all(c["link_gb_per_s"] is None for c in data["timeline"]["copies"])
+    assert "--gpu" in data["device"]["identified"]
+
+
+def test_h200_compile_gap_is_a_jit_compile(realdata_file):
+    path = realdata_file(H200)
+    ends = sql(path, 'SELECT start, "end" FROM CUPTI_ACTIVITY_KIND_KERNEL UNION ALL SELECT start, "end" FROM CUPTI_ACTIVITY_KIND_MEMCPY '
+                     'UNION ALL SELECT start, "end" FROM CUPTI_ACTIVITY_KIND_MEMSET ORDER BY start')
+    covered, largest, first = ends[0][1], (0, 0), ends[0][0]
+    for start, end in ends[1:]:
+        if start - covered > largest[0]:
+            largest = (start - covered, covered - first)
+        covered = max(covered, end)
+    compile_range = sql(path, 'SELECT "end" - start FROM NVTX_EVENTS WHERE text = ?', "KernelExecutor::compileFusion")[0][0]
+    data = analyze_json(path)
+    gap = data["timeline"]["gaps"][0]
+    assert (gap["duration_ns"], gap["start_ns"]) == largest
+    assert gap["cause"] == "jit_compile"
+    assert gap["evidence"]["nvtx_outermost"] == {"name": "KernelExecutor::compileFusion", "duration_ns": compile_range,
+                                                 "overlap_ns": gap["evidence"]["nvtx_outermost"]["overlap_ns"]}
+    assert "Nvrtc" in gap["evidence"]["nvtx_innermost"]["name"]
+    rules = {f["rule"]: f for f in data["timeline"]["findings"]}
+    assert "jit_compile" in rules and "warm-up" in rules["jit_compile"]["advice"] and "CUDA graph" not in rules["jit_compile"]["advice"]
+    assert "gpu_gaps" not in rules  # nsys analyze's default threshold is 500 ms; this gap is 397 ms
+    lowered = {f["rule"]: f for f in analyze_json(path, "--gap-threshold", "100ms")["timeline"]["findings"]}
+    assert lowered["gpu_gaps"]["cost_ns"] == largest[0] and "compileFusion" in lowered["gpu_gaps"]["message"]
+    causes = {c["cause"]: c["idle_ns"] for c in data["timeline"]["idle_by_cause"]}
+    assert sum(causes.values()) == data["timeline"]["devices"][0]["idle_ns"]
+
+
+def test_gap_threshold_needs_a_unit(realdata_file):
+    result = run("analyze", realdata_file(H200), "--gap-threshold", "500", code=1)
+    assert "500ms" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_nvtx_groups_merge_op_ids_and_carry_the_gpu_time_they_launched(realdata_file):
+    path = realdata_file(H100)
+    groups = {g["name"]: g for g in analyze_json(path)["timeline"]["nvtx"]}
+    assert not any("op_id" in name or "seq =" in name for name in groups)
+    count = sql(path, "SELECT count(*) FROM NVTX_EVENTS WHERE text = 'aten::mm' OR text LIKE 'aten::mm, %'")[0][0]
+    assert groups["aten::mm"]["count"] == count > 1
+    # Kernels whose launch call (same thread, same process, same correlation id) falls inside an aten::mm range.
+    launched = sql(path, f"""
+        SELECT coalesce(sum(k."end" - k.start), 0) FROM NVTX_EVENTS n
+        JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.globalTid = n.globalTid AND r.start BETWEEN n.start AND n."end"
+        JOIN CUPTI_ACTIVITY_KIND_KERNEL k ON k.correlationId = r.correlationId
+             AND {PID.format(column="k.globalPid")} = {PID.format(column="r.globalTid")}
+        WHERE n.text = 'aten::mm' OR n.text LIKE 'aten::mm, %'""")[0][0]
+    assert groups["aten::mm"]["gpu_ns"] == launched > 0
+    assert groups["aten::mm"]["parent"] == "aten::matmul" and groups["aten::matmul"]["parent"] == "aten::linear"
+
+
+def test_different_instantiations_get_different_names(realdata_file):
+    kernels = analyze_json(realdata_file(H100))["kernels"]
+    names = [k["short_name"] for k in kernels]
+    assert len(set(names)) == len(names) == 41
+    assert "vectorized_elementwise_kernel<4, CUDAFunctor_add<float>>" in names
+    assert len({k["name"] for k in kernels}) == 41  # the full demangled name stays in JSON
+
+
+def test_kernels_without_ncu_get_a_kind_not_a_wall_of_unknowns(realdata_file):
+    kernels = {k["short_name"]: k for k in analyze_json(realdata_file(H100))["kernels"]}
+    gemm = next(k for name, k in kernels.items() if name.startswith("sm80_xmma_gemm") and k["median_duration_ns"] > 10_000)
+    assert (gemm["kind"], gemm["likely_bound"], gemm["bound"]) == ("gemm", "compute", "unknown")
+    assert kernels["softmax_warp_forward<6>"]["kind"] == "normalization"
+    tiny = kernels["vectorized_elementwise_kernel<4, CUDAFunctor_add<float>>"]
+    assert tiny["kind"] == "elementwise" and tiny["likely_bound"] == "latency" and "heuristic" in tiny["reason"]
+    assert all(k["p99_duration_ns"] is not None for k in kernels.values())
+
+
+def test_steps_from_repeated_nvtx_ranges_and_decode_from_them(realdata_file):
+    path = realdata_file(NVTX_ONLY)
+    durations = [d for (d,) in sql(path, 'SELECT "end" - start FROM NVTX_EVENTS n WHERE coalesce(text, (SELECT value FROM StringIds WHERE id = n.textId)) '
+                                         "= 'transformer_forward' ORDER BY start")]
+    data = analyze_json(path, "--weights", "4.2GB")
+    steps = data["timeline"]["steps"]
+    assert (steps["source"], steps["name"], steps["count"]) == ("nvtx", "transformer_forward", len(durations))
+    assert steps["median_ns"] == statistics.median(durations)
+    decode = steps["decode"]
+    assert decode["tokens_per_s"] == pytest.approx(1e9 / steps["median_ns"])
+    assert decode["mbu_pct"] == pytest.approx(100 * 4.2e9 * decode["tokens_per_s"] / data["device"]["peaks"]["dram_bytes_per_s"]["value"])
+    assert data["timeline"]["devices"] == [] and data["kernels"] == []  # an NVTX-only export still analyzes
+
+
+def test_every_real_export_renders_in_every_format(realdata_file, tmp_path):
+    for name in ("nsys2026.2_h100x2_sliced_nsys-ai.sqlite", "nvfuser_H200_nsys2024.6.2.sqlite", "EDGE_nvtx_only_TITANRTX_nsys2022.4.2.sqlite",
+                 "nsys2026.1_rtx3080_torch_zeros_nsys-ai.sqlite", "nsys2022.1_gtx1060maxq_windows_extrap.sqlite",
+                 "dlprof_pytorch_cnn_RTX2070S_nsys2022.1.3.sqlite", "vecadd_streams_T4_nsys2022.4.2.sqlite"):
+        path = realdata_file(f"nsys_sqlite/{name}")
+        markdown = run("analyze", path, "-f", "md").stdout
+        if "CUPTI_ACTIVITY_KIND_KERNEL" in {r[0] for r in sql(path, "SELECT name FROM sqlite_master")}:
+            assert markdown.splitlines()[2].startswith("**Verdict")
+        run("report", path, "-o", tmp_path / f"{name}.html")
+
+
+def test_api_rules_match_the_runtime_table(realdata_file):
+    path = realdata_file("nsys_sqlite/dlprof_pytorch_cnn_RTX2070S_nsys2022.1.3.sqlite")
+    rules = {f["rule"]: f for f in analyze_json(path)["timeline"]["findings"]}
+    names = {i: n for i, n in sql(path, "SELECT id, value FROM StringIds")}
+    calls = sql(path, 'SELECT nameId, "end" - start FROM CUPTI_ACTIVITY_KIND_RUNTIME')
+    syncs = [d for i, d in calls if "Synchronize" in names[i]]
+    assert rules["cuda_api_sync"]["cost_ns"] == sum(syncs)
+    pageable_async = sql(path, """SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY m JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = m.correlationId
+                                  JOIN StringIds s ON s.id = r.nameId WHERE s.value LIKE '%Async%' AND (m.srcKind = 0 OR m.dstKind = 0)""")[0][0]
+    assert rules["cuda_memcpy_async"]["evidence"]["copies"] == pageable_async > 0
+    assert rules["host_bound"]["evidence"]["idle_by_cause"]
+
+
+def test_a_trimmed_memcpy_table_is_a_note_not_an_error(realdata_file, tmp_path):
+    copy = tmp_path / "trimmed.sqlite"
+    shutil.copy(realdata_file(T4), copy)
+    with sqlite3.connect(copy) as connection:
+        connection.execute("ALTER TABLE CUPTI_ACTIVITY_KIND_MEMCPY DROP COLUMN srcKind")
+        connection.execute("ALTER TABLE CUPTI_ACTIVITY_KIND_MEMCPY DROP COLUMN dstKind")
+    data = analyze_json(copy)
+    assert any("srcKind" in note for note in data["notes"])
+    assert {c["direction"] for c in data["timeline"]["copies"]} == {"HtoD", "DtoH"}
+
+
+def test_cuda_device_id_comes_from_cuDevice_not_the_gpu_index(realdata_file, tmp_path):
+    copy = tmp_path / "renumbered.sqlite"
+    shutil.copy(realdata_file(H200), copy)
+    with sqlite3.connect(copy) as connection:
+        connection.execute("UPDATE TARGET_INFO_GPU SET id = 7")  # nsys's own index; the kernels say deviceId 0
+    data = analyze_json(copy)
+    assert data["timeline"]["devices"][0]["name"] == "NVIDIA H200"
+
+
+def test_graphs_traced_whole_count_as_compute_and_say_so(realdata_file, tmp_path):
+    copy = tmp_path / "graphs.sqlite"
+    shutil.copy(realdata_file(T4), copy)
+    with sqlite3.connect(copy) as connection:
+        # A graph execution over a stretch where only copies ran: it must count as compute.
+        first = connection.execute("SELECT min(start) FROM CUPTI_ACTIVITY_KIND_MEMCPY").fetchone()[0]
+        last = connection.execute("SELECT min(start) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]
+        connection.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_GRAPH_TRACE (start INTEGER, end INTEGER, deviceId INTEGER, streamId INTEGER, "
+                           "correlationId INTEGER, globalPid INTEGER, graphId INTEGER, graphExecId INTEGER)")
+        connection.execute("INSERT INTO CUPTI_ACTIVITY_KIND_GRAPH_TRACE VALUES (?, ?, 0, 1, 0, NULL, 1, 1)", (first, last))
+    data = analyze_json(copy)
+    assert any(f["rule"] == "cuda_graph_trace" for f in data["timeline"]["findings"])
+    assert any("--cuda-graph-trace=node" in note for note in data["notes"])
+    span, compute, _, _ = device_truth(realdata_file(T4), 0)
+    assert data["timeline"]["devices"][0]["breakdown"]["compute_pct"] > 100 * compute / span
+
+
+def test_several_ncu_files_join_at_once(realdata_file):
+    stats = realdata_file("nsys_stats/cuda_gpu_kern_sum_rtx5090_llmperfopt_allstage.csv")
+    gemm = realdata_file("ncu_details/ncu2025.1_cc120_cutlass_gemm_details_llmperfopt.csv")
+    elementwise = realdata_file("ncu_details/ncu2025.1_cc120_elementwise_membound_details_llmperfopt.csv")
+    one = analyze_json(stats, "--ncu", gemm)["timeline"]["ncu_join"]
+    both = analyze_json(stats, "--ncu", gemm, "--ncu", elementwise)["timeline"]["ncu_join"]
+    assert both["matched_kernels"] + len(both["unmatched_ncu_kernels"]) == one["matched_kernels"] + len(one["unmatched_ncu_kernels"]) + 1
+
+
+def test_diff_of_two_runs_compares_breakdowns_and_verdicts(realdata_file):
+    result = runner.invoke(app, ["diff", str(realdata_file(T4)), str(realdata_file(H100)), "-f", "json"])
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    rows = data["timeline"]
+    assert rows["gpu0_verdict"] == {"before": "copy", "after": "copy", "change_pct": None}
+    assert rows["gpu0_copy_pct"]["after"] == pytest.approx(analyze_json(realdata_file(H100))["timeline"]["devices"][0]["breakdown"]["copy_pct"])
+    assert "step_median_ns" in rows or analyze_json(realdata_file(T4))["timeline"]["steps"] is None
