@@ -44,7 +44,7 @@ elif mode == "groupby":
 else:
     trace = load_trace(path)
     e = trace.nsys
-    analysis = analyze_nsys(e.kernels, e.names, e.memops, e.sync, e.api, e.nvtx, e.gpus, Source(path, "nsys-sqlite", "", 0))
+    analysis = analyze_nsys(e, Source(path, "nsys-sqlite", "", 0))
     extra["kernels"] = analysis.kernels.height
 elapsed = time.perf_counter() - start
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

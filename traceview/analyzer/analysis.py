@@ -293,11 +293,12 @@ def analyze_nsys(
         link = host_link(specs.get(device, spec))
         links[device] = link if link else (None, None)
 
+    launches = launch_records(kernels, export.api)
+    mode = next((v for k, v in export.capture_options.items() if k.endswith("CUDA_GRAPH_TRACE_OPTIONS:MODE")), None)
     run = analyze_whole_run(kernels, export.names, export.memops, export.api, export.nvtx, export.graphs, links, gap_threshold_ns,
-                            graph_trace_option=None)
+                            graph_trace_mode=mode, launches=launches)
     for activity in run.devices:
         activity["name"] = device_names.get(activity["device_id"]) or (spec.name if gpu and spec else None)
-    launches = launch_records(kernels, export.api)
     ranges = range_table(export.nvtx, launches)
     steps = steps_from_nvtx(ranges) or steps_from_kernels(kernels, export.names)
 

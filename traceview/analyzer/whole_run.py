@@ -85,6 +85,9 @@ CAUSES = {
 }
 
 
+CAUSE_CODES = tuple(CAUSES)
+
+
 @dataclass(frozen=True)
 class WholeRun:
     """Whole-run findings of one Nsight Systems export; times in ns, shares in %."""
@@ -119,16 +122,21 @@ def activity_intervals(kernels: pl.DataFrame, memops: pl.DataFrame, graphs: pl.D
 
 def _sweep(intervals: pl.DataFrame) -> pl.DataFrame:
     """Return (device_id, start_ns, duration_ns, mask): the device's span cut where any interval starts or ends, with
-    the bit mask of the categories active in each piece (0 = idle)."""
+    the bit mask of the categories active in each piece (0 = idle).
+
+    The running counts need no per-device window: events are sorted by device, and every interval of a device has
+    ended before the next device's first event, so each count is back at zero at every device boundary.
+    """
     events = pl.concat([
-        intervals.select("device_id", pl.col("start_ns").alias("t"), "category", pl.lit(1, dtype=pl.Int64).alias("delta")),
-        intervals.select("device_id", pl.col("end_ns").alias("t"), "category", pl.lit(-1, dtype=pl.Int64).alias("delta")),
+        intervals.select("device_id", pl.col("start_ns").alias("t"), (pl.col("category")).alias("delta")),
+        intervals.select("device_id", pl.col("end_ns").alias("t"), (-pl.col("category")).alias("delta")),
     ]).sort("device_id", "t")
-    active = [((pl.col("delta") * (pl.col("category") == bit)).cum_sum().over("device_id") > 0).cast(pl.Int64) * bit
+    active = [((pl.when(pl.col("delta").abs() == bit).then(pl.col("delta").sign()).otherwise(0)).cum_sum() > 0).cast(pl.Int64) * bit
               for bit in (COMPUTE, COMMUNICATION, COPY, UNIFIED)]
+    same_device = pl.col("device_id").shift(-1) == pl.col("device_id")
     pieces = events.select(
         "device_id", pl.col("t").alias("start_ns"),
-        (pl.col("t").shift(-1).over("device_id") - pl.col("t")).alias("duration_ns"),
+        pl.when(same_device).then(pl.col("t").shift(-1) - pl.col("t")).alias("duration_ns"),
         pl.sum_horizontal(active).alias("mask"),
     )
     return pieces.filter(pl.col("duration_ns") > 0)
@@ -291,7 +299,12 @@ def _coverage(frame: pl.DataFrame) -> _Coverage:
     return _Coverage(valid["start_ns"].to_numpy(), valid["end_ns"].to_numpy())
 
 
-def gap_causes(gaps: pl.DataFrame, classes: pl.DataFrame, nvtx: pl.DataFrame, queued_before: np.ndarray) -> list[str]:
+_GAP_API_CLASSES = ("synchronization", "synchronous_copy", "memory_allocation", "launch")
+_CAUSE_OF_CLASS = {"synchronization": "synchronization", "synchronous_copy": "synchronous_copy", "memory_allocation": "memory_allocation",
+                   "launch": "launch_overhead"}
+
+
+def gap_causes(gaps: pl.DataFrame, classes: pl.DataFrame, nvtx: pl.DataFrame, queued_before: np.ndarray) -> pl.Series:
     """Return a cause (a CAUSES key) for each gap of one device, from the host activity of its processes.
 
     `classes` is the API frame with api_classes' `class` column. In order: the next kernel was already queued when the gap began (GPU launch latency); JIT/module loading covers
@@ -299,34 +312,26 @@ def gap_causes(gaps: pl.DataFrame, classes: pl.DataFrame, nvtx: pl.DataFrame, qu
     else host code.
     """
     if gaps.height == 0:
-        return []
+        return pl.Series("cause", [], dtype=pl.String)
     a, b = gaps["start_ns"].to_numpy(), (gaps["start_ns"] + gaps["duration_ns"]).to_numpy()
     half = (b - a) / 2
     ranges = nvtx.filter(pl.col("kind") != "Mark")
     jit_ranges = ranges.filter(pl.col("text").fill_null("").str.contains(JIT_RANGE.pattern))
     data_ranges = ranges.filter(pl.col("text").fill_null("").str.contains(DATA_RANGE.pattern))
     jit = np.maximum(_coverage(jit_ranges).overlap(a, b), _coverage(classes.filter(pl.col("class") == "module_load")).overlap(a, b))
-    by_class = {label: _coverage(classes.filter(pl.col("class") == label)).overlap(a, b)
-                for label in ("synchronization", "synchronous_copy", "memory_allocation", "launch")}
+    by_class = {label: _coverage(classes.filter(pl.col("class") == label)).overlap(a, b) for label in _GAP_API_CLASSES}
     other = _coverage(classes.filter(pl.col("class") == "other_cuda_api")).overlap(a, b)
     data = _coverage(data_ranges).overlap(a, b)
-    causes = []
-    for i in range(len(a)):
-        if queued_before[i]:
-            causes.append("gpu_launch_latency")
-        elif jit[i] >= half[i]:
-            causes.append("jit_compile")
-        else:
-            best = max(by_class, key=lambda label: by_class[label][i])
-            if by_class[best][i] >= half[i]:
-                causes.append("launch_overhead" if best == "launch" else best)
-            elif data[i] >= half[i]:
-                causes.append("data_loading")
-            elif other[i] >= half[i]:
-                causes.append("other_cuda_api")
-            else:
-                causes.append("host_code")
-    return causes
+    # The same order as the docstring, one vectorised choice per gap, as indexes into CAUSE_CODES.
+    overlaps = np.vstack([by_class[label] for label in _GAP_API_CLASSES])
+    best_cause = np.array([CAUSE_CODES.index(_CAUSE_OF_CLASS[label]) for label in _GAP_API_CLASSES])[np.argmax(overlaps, axis=0)]
+    code = CAUSE_CODES.index
+    codes = np.select(
+        [queued_before, jit >= half, overlaps.max(axis=0) >= half, data >= half, other >= half],
+        [code("gpu_launch_latency"), code("jit_compile"), best_cause, code("data_loading"), code("other_cuda_api")],
+        default=code("host_code"),
+    )
+    return pl.Series("cause", codes, dtype=pl.Int64).replace_strict(dict(enumerate(CAUSE_CODES)), return_dtype=pl.String)
 
 
 def _gap_evidence(start: int, end: int, api: pl.DataFrame, nvtx: pl.DataFrame) -> dict[str, Any]:
@@ -499,9 +504,13 @@ def analyze_whole_run(
     graphs: pl.DataFrame,
     link_peaks: dict[int, tuple[float | None, str | None]],
     gap_threshold_ns: int = DEFAULT_GAP_THRESHOLD_NS,
-    graph_trace_option: str | None = None,
+    graph_trace_mode: str | None = None,
+    launches: pl.DataFrame | None = None,
 ) -> WholeRun:
-    """Return the time breakdown, verdicts, copies, gaps with causes, launch statistics and findings of one export."""
+    """Return the time breakdown, verdicts, copies, gaps with causes, launch statistics and findings of one export.
+
+    `launches` is launch_records(kernels, api) when the caller has it already; `graph_trace_mode` is the capture's
+    CUDA graph trace mode (`Graph`, nsys's default, or `Node`), which matters only where graphs were launched."""
     intervals = activity_intervals(kernels, memops, graphs, names)
     notes: list[str] = []
     dropped = kernels.height + memops.height + graphs.height - intervals.height
@@ -512,17 +521,20 @@ def analyze_whole_run(
     devices = device_breakdown(pieces, spans)
     for device in devices:
         device["verdict_message"] = verdict_sentence(device["exposed_pct"], device["verdict"], f"GPU {device['device_id']}'s span") if device["verdict"] else None
-    launches = launch_records(kernels, api)
-    first_launches = (kernels.filter(pl.col("correlation_id").is_not_null()).sort("start_ns").unique("name_id", keep="first")
-                      .select("pid", "correlation_id"))
+    launches = launch_records(kernels, api) if launches is None else launches
+    first = pl.col("start_ns").arg_min()
+    first_launches = kernels.filter(pl.col("correlation_id").is_not_null()).group_by("name_id").agg(
+        pl.col("pid").gather(first).first(), pl.col("correlation_id").gather(first).first()).select("pid", "correlation_id")
 
     # Gaps: the idle pieces of the sweep, with a cause from the host activity of the device's own processes.
+    owners = pl.concat([kernels.select("device_id", "pid"), memops.select("device_id", "pid")]).drop_nulls().unique()
+    pids_of = {device: set(group["pid"].to_list()) for (device,), group in owners.group_by("device_id")}
     all_gaps: list[dict[str, Any]] = []
     idle_by_cause: dict[str, int] = {}
     for device in devices:
         device_id = device["device_id"]
         gaps = pieces.filter((pl.col("device_id") == device_id) & (pl.col("mask") == 0)).select("start_ns", "duration_ns")
-        pids = set(kernels.filter(pl.col("device_id") == device_id)["pid"].drop_nulls().to_list()) | set(memops.filter(pl.col("device_id") == device_id)["pid"].drop_nulls().to_list())
+        pids = pids_of.get(device_id, set())
         host_api, host_nvtx = _host_for(api, pids), _host_for(nvtx, pids)
         # The kernel that ends each gap: was its launch call already over when the gap began?
         own_launches = launches.filter(pl.col("device_id") == device_id).select("start_ns", "call_end_ns")
@@ -531,11 +543,12 @@ def analyze_whole_run(
             (pl.col("call_end_ns") <= pl.col("start_ns")).fill_null(False)).to_series().to_numpy()
         causes = gap_causes(gaps, api_classes(host_api, first_launches), host_nvtx, queued)
         device["gap_count"] = gaps.height
-        device["idle_by_cause"] = {}
-        for duration, cause in zip(gaps["duration_ns"].to_list(), causes, strict=True):
-            device["idle_by_cause"][cause] = device["idle_by_cause"].get(cause, 0) + duration
+        with_causes = gaps.with_columns(causes)
+        totals = with_causes.group_by("cause").agg(pl.col("duration_ns").sum()).sort("duration_ns", descending=True)
+        device["idle_by_cause"] = {row["cause"]: int(row["duration_ns"]) for row in totals.iter_rows(named=True)}
+        for cause, duration in device["idle_by_cause"].items():
             idle_by_cause[cause] = idle_by_cause.get(cause, 0) + duration
-        ranked = gaps.with_columns(pl.Series("cause", causes, dtype=pl.String)).sort("duration_ns", descending=True).head(LISTED_GAPS)
+        ranked = with_causes.top_k(LISTED_GAPS, by="duration_ns").sort("duration_ns", descending=True)
         for gap in ranked.iter_rows(named=True):
             start, end = gap["start_ns"], gap["start_ns"] + gap["duration_ns"]
             evidence = _gap_evidence(start, end, host_api, host_nvtx)
@@ -588,7 +601,8 @@ def analyze_whole_run(
             f"{_ms(tiny['stretch_ns'])}) wait longer between launches than they run: launch-bound"
             + (f"; a launch call takes {launch['median_launch_call_ns'] / 1e3:.1f} us (median)" if launch["median_launch_call_ns"] else ""),
             CAUSES["launch_overhead"][1], tiny))
-    if graph_trace_option or (graphs.height and not launch["graph_launched_kernels"]):
+    graphs_whole = graphs.height > 0 or (graph_trace_mode == "Graph" and launch["graph_launches"] > 0 and not launch["graph_launched_kernels"])
+    if graphs_whole:
         notes.append("CUDA graphs were traced as whole graphs (nsys --cuda-graph-trace=graph): the kernels inside them are not in the export, "
                      "and each graph execution counts as compute; re-profile with --cuda-graph-trace=node to see them")
         findings.append(_finding("cuda_graph_trace", 0, notes[-1], "nsys profile --cuda-graph-trace=node", {"graph_executions": graphs.height}))

@@ -28,7 +28,7 @@ _CHUNK_ROWS = 500_000
 _PID = "(({column} / 16777216) % 16777216)"
 
 NSYS_KERNELS = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "name_id": pl.Int64,
-                          "stream_id": pl.Int64, "correlation_id": pl.Int64, "pid": pl.Int64, "graph_node_id": pl.Int64})
+                          "correlation_id": pl.Int64, "pid": pl.Int64, "graph_node_id": pl.Int64})
 NSYS_MEMOPS = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "operation": pl.String,
                          "copy_kind": pl.Int64, "bytes": pl.Int64, "src_kind": pl.String, "dst_kind": pl.String,
                          "correlation_id": pl.Int64, "pid": pl.Int64})
@@ -240,8 +240,9 @@ def _read_kernels(path: Path, connection: sqlite3.Connection, tables: set[str], 
     columns = set(_columns(connection, KERNEL_TABLE))
     name = "demangledName" if "demangledName" in columns else "shortName"
     # Only the columns the analysis uses: fewer columns is what makes the bulk read fast and small.
-    select = (f'SELECT start, "end", deviceId, {name}, {_optional(columns, "streamId")}, {_optional(columns, "correlationId")}, '
-              f'{_optional(columns, "globalPid", _PID.format(column="globalPid"))}, {_optional(columns, "graphNodeId")} FROM {KERNEL_TABLE}')
+    # globalPid is unpacked into the pid after the read, vectorised, rather than per row in SQLite.
+    select = (f'SELECT start, "end", deviceId, {name}, {_optional(columns, "correlationId")}, {_optional(columns, "globalPid")}, '
+              f'{_optional(columns, "graphNodeId")} FROM {KERNEL_TABLE}')
     bounds = connection.execute(f"SELECT min(rowid), max(rowid), count(*) FROM {KERNEL_TABLE}").fetchone()
     if not bounds or bounds[2] == 0:
         return pl.DataFrame(schema=NSYS_KERNELS)
@@ -276,7 +277,8 @@ def _read_kernels(path: Path, connection: sqlite3.Connection, tables: set[str], 
                 progress(sum(p.height for p in parts), total)
     kernels = pl.concat(parts, rechunk=False)
     # graphNodeId is 0 or NULL for kernels not launched from a graph, depending on the nsys version.
-    return kernels.with_columns(pl.when(pl.col("graph_node_id") != 0).then(pl.col("graph_node_id")).alias("graph_node_id"))
+    return kernels.with_columns(pl.when(pl.col("graph_node_id") != 0).then(pl.col("graph_node_id")).alias("graph_node_id"),
+                                ((pl.col("pid") // 16777216) % 16777216).alias("pid"))
 
 
 def _read_gpus(connection: sqlite3.Connection, tables: set[str]) -> pl.DataFrame:
