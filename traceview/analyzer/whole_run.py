@@ -188,13 +188,14 @@ def device_breakdown(pieces: pl.DataFrame, spans: pl.DataFrame) -> list[dict[str
 
 VERDICT_WORDS = {"compute": "compute-bound", "communication": "communication-bound", "copy": "copy-bound", "host": "host-bound (GPU idle)"}
 _EXPOSED_WORDS = {"compute": "kernels", "communication": "communication alone", "copy": "copies alone", "host": "idle"}
+_EXPOSED_VERBS = {"compute": "take", "communication": "takes", "copy": "take", "host": "takes"}
 
 
 def verdict_sentence(exposed_pct: dict[str, float | None], verdict: str, subject: str) -> str:
     """Return e.g. `copy-bound: copies alone take 97.0% of GPU 0's span (kernels 2.3%, idle 0.7%)`."""
     others = ", ".join(f"{_EXPOSED_WORDS[k]} {v:.1f}%" for k, v in exposed_pct.items() if k != verdict and v is not None and v >= 0.05)
     share = exposed_pct.get(verdict) or 0.0
-    return f"{VERDICT_WORDS[verdict]}: {_EXPOSED_WORDS[verdict]} take {share:.1f}% of {subject}" + (f" ({others})" if others else "")
+    return f"{VERDICT_WORDS[verdict]}: {_EXPOSED_WORDS[verdict]} {_EXPOSED_VERBS[verdict]} {share:.1f}% of {subject}" + (f" ({others})" if others else "")
 
 
 def run_verdict(devices: list[dict[str, Any]]) -> dict[str, Any] | None:

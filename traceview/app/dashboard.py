@@ -21,7 +21,7 @@ from dash import Input, Output, State, dash_table, dcc, html
 
 from traceview.analyzer.analysis import Analysis
 from traceview.analyzer.diff import compare
-from traceview.app.figures import main_figure, roofline_figure, telemetry_figure
+from traceview.app.figures import has_roofline_points, main_figure, roofline_figure, telemetry_figure
 from traceview.app.formatting import format_duration, format_pct
 from traceview.app.reporters.base import kernel_records, run_records, telemetry_record, timeline_headline, timeline_lines
 from traceview.app.reporters.diff_report import diff_data
@@ -164,7 +164,7 @@ def compare_panel(before: Analysis | None, after: Analysis | None) -> list[Any]:
 def figure_for(analysis: Analysis, highlight: str | None, per_launch: bool) -> go.Figure:
     if analysis.telemetry is not None:
         return telemetry_figure(analysis)
-    if analysis.llm is not None:
+    if analysis.llm is not None or (analysis.timeline is not None and analysis.timeline.devices and not has_roofline_points(analysis)):
         return main_figure(analysis)
     return roofline_figure(analysis, highlight, per_launch)
 

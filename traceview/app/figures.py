@@ -194,10 +194,48 @@ def runs_figure(analysis: Analysis) -> go.Figure:
     return figure
 
 
+BREAKDOWN_COLOURS = {"compute": "#2ca02c", "communication": "#9467bd", "copy": "#1f77b4", "unified_memory": "#17becf", "overlap": "#bcbd22"}
+CAUSE_COLOURS = ("#d62728", "#ff7f0e", "#e377c2", "#8c564b", "#7f7f7f", "#ff9896", "#ffbb78", "#c49c94", "#f7b6d2")
+
+
+def breakdown_figure(analysis: Analysis) -> go.Figure:
+    """Return where each GPU's time went: one stacked bar per GPU (% of its span), work by category alone, the
+    overlaps, and idle time split by its cause."""
+    timeline = analysis.timeline
+    devices = timeline.devices if timeline is not None else []
+    labels = [_text(f"GPU {d['device_id']}" + (f" ({d['name']})" if d.get("name") else "")) for d in devices]
+    figure = go.Figure()
+
+    def bar(name: str, values: list[float], colour: str) -> None:
+        if any(v > 0 for v in values):
+            figure.add_trace(go.Bar(y=labels, x=values, name=_text(name), orientation="h", marker_color=colour,
+                                    hovertemplate="%{y}: %{x:.2f}% of the span<extra>" + _text(name) + "</extra>"))
+
+    for category, colour in BREAKDOWN_COLOURS.items():
+        if category == "overlap":
+            values = [sum(v or 0.0 for v in d["breakdown"]["overlaps"].values()) for d in devices]
+            bar("overlapping work", values, colour)
+        else:
+            values = [d["breakdown"]["exclusive"].get(f"{category}_only_pct") or 0.0 for d in devices]
+            bar(f"{category.replace('_', ' ')} alone", values, colour)
+    causes = [c["cause"] for c in timeline.idle_by_cause] if timeline is not None else []
+    for index, cause in enumerate(causes):
+        values = [100.0 * d.get("idle_by_cause", {}).get(cause, 0) / d["span_ns"] if d["span_ns"] else 0.0 for d in devices]
+        bar(f"idle: {cause.replace('_', ' ')}", values, CAUSE_COLOURS[index % len(CAUSE_COLOURS)])
+    verdict = timeline.verdict["message"] if timeline is not None and timeline.verdict else "no GPU activity in this export"
+    figure.update_layout(**{**_LAYOUT, "height": max(260, 120 + 60 * len(devices))}, barmode="stack",
+                         title=_text(verdict), xaxis={"title": "% of the GPU's span (first to last activity)", "range": [0, 100]},
+                         legend={"orientation": "h", "y": -0.35})
+    return figure
+
+
 def main_figure(analysis: Analysis) -> go.Figure:
-    """Return the figure that best shows this input: roofline/SOL for kernels, bandwidth for logs, tokens/s for llama.cpp."""
+    """Return the figure that best shows this input: roofline/SOL for kernels, bandwidth for logs, tokens/s for llama.cpp,
+    and where each GPU's time went for a whole run without roofline data."""
     if analysis.telemetry is not None:
         return telemetry_figure(analysis)
     if analysis.llm is not None:
         return runs_figure(analysis)
+    if analysis.timeline is not None and analysis.timeline.devices and not has_roofline_points(analysis):
+        return breakdown_figure(analysis)
     return roofline_figure(analysis)

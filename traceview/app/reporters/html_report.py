@@ -104,7 +104,7 @@ class HTMLReporter:
         totals = summary(analysis)
         by_bound = ", ".join(f"{_e(b)} {format_duration(ns)}" for b, ns in sorted(totals["duration_ns_by_bound"].items(), key=lambda kv: -kv[1]))
         return (f"<p>{totals['launches']} launches of {totals['kernels']} kernels, {format_duration(totals['total_duration_ns'])} of GPU "
-                f"time ({by_bound}); about {format_duration(totals['recoverable_ns'])} recoverable. "
+                f"time ({by_bound})" + (f"; about {format_duration(totals['recoverable_ns'])} recoverable" if totals["recoverable_ns"] else "") + ". "
                 f"Device: {_e(analysis.device.name or 'unknown')} ({_e(analysis.device.how_identified)}).</p>")
 
     def _kernels(self, analysis: Analysis, options: ReportOptions) -> str:

@@ -45,6 +45,15 @@ class MarkdownReporter:
             return self._runs(analysis, options)
         return self._kernels(analysis, options)
 
+    def _block(self, lines: list[str]) -> list[str]:
+        """Report lines as Markdown paragraphs and lists: a blank line before each paragraph, so lines do not merge."""
+        out: list[str] = []
+        for line in lines:
+            if not line.startswith("- ") and out:
+                out.append("")
+            out.append(self._line(line, bold=line.startswith("Verdict")))
+        return out
+
     @staticmethod
     def _line(line: str, bold: bool = False) -> str:
         """A report line as Markdown: list items stay list items (indentation kept), everything else is escaped."""
@@ -106,7 +115,7 @@ class MarkdownReporter:
         lines = [f"## traceview: {escape_markdown(analysis.source.path.rsplit('/', 1)[-1])}", ""]
         headline = timeline_headline(analysis)
         if headline:
-            lines += [self._line(line, bold=line.startswith("Verdict")) for line in headline] + [""]
+            lines += self._block(headline) + [""]
         by_bound = ", ".join(
             f"{bound} {format_duration(ns)}" for bound, ns in sorted(totals["duration_ns_by_bound"].items(), key=lambda kv: -kv[1])
         )
@@ -114,7 +123,7 @@ class MarkdownReporter:
             f"{totals['launches']} launches of {totals['kernels']} kernels, "
             f"{format_duration(totals['total_duration_ns'])} of GPU time"
             + (f" ({by_bound})" if by_bound and totals["total_duration_ns"] else "")
-            + f"; about {format_duration(totals['recoverable_ns'])} recoverable. "
+            + (f"; about {format_duration(totals['recoverable_ns'])} recoverable" if totals["recoverable_ns"] else "") + ". "
             f"Device: {escape_markdown(device['name'] or 'unknown')} ({escape_markdown(device['identified'])})."
         )
         lines += ["", "| # | kernel | launches | time | share | verdict | AI (FLOP/B) | % of roof | recoverable |", "|---:|---|---:|---:|---:|---|---:|---:|---:|"]
@@ -128,7 +137,7 @@ class MarkdownReporter:
             lines.append("")
             lines.append(f"{len(analysis.kernels) - len(kernels)} more kernels not shown (`--top`).")
         if analysis.timeline is not None:
-            lines += [""] + [self._line(line) for line in timeline_lines(analysis)]
+            lines += [""] + self._block(timeline_lines(analysis))
         lines += ["", "**Why, and what to do**", ""]
         for k in kernels:
             lines.append(f"{k['rank']}. {escape_markdown(k['short_name'])}: {escape_markdown(k['reason'])}. Next: {escape_markdown(k['recommendation'])}.")
