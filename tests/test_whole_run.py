@@ -262,3 +262,24 @@ def test_diff_of_two_runs_compares_breakdowns_and_verdicts(realdata_file):
     assert rows["gpu0_verdict"] == {"before": "copy", "after": "copy", "change_pct": None}
     assert rows["gpu0_copy_pct"]["after"] == pytest.approx(analyze_json(realdata_file(H100))["timeline"]["devices"][0]["breakdown"]["copy_pct"])
     assert "step_median_ns" in rows or analyze_json(realdata_file(T4))["timeline"]["steps"] is None
+
+
+@pytest.mark.parametrize("damage", [
+    "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET correlationId = NULL, globalPid = NULL",
+    'UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = "end", "end" = start',
+    "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET deviceId = NULL WHERE rowid % 3 = 0",
+    'UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET bytes = NULL, copyKind = NULL, "end" = start',
+    'UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET nameId = NULL, globalTid = NULL, "end" = NULL',
+    "UPDATE NVTX_EVENTS SET text = NULL, textId = NULL",
+    'UPDATE NVTX_EVENTS SET "end" = start - 5, globalTid = NULL',
+])
+def test_damaged_columns_give_fewer_findings_never_a_crash(realdata_file, tmp_path, damage):
+    copy = tmp_path / "damaged.sqlite"
+    shutil.copy(realdata_file(H200), copy)
+    with sqlite3.connect(copy) as connection:
+        connection.execute(damage)
+    for fmt in ("json", "md", "table", "html"):
+        result = runner.invoke(app, ["analyze", str(copy), "-f", fmt])
+        assert result.exit_code == 0, result.stderr
+    busy = analyze_json(copy)["timeline"]["gpu_busy_pct"]
+    assert all(0 <= share <= 100 for share in busy.values() if share is not None)

@@ -350,7 +350,7 @@ def _gap_evidence(start: int, end: int, api: pl.DataFrame, nvtx: pl.DataFrame) -
     top_calls = calls.group_by("name").agg(pl.len().alias("count"), pl.col("overlap").sum().alias("overlap_ns")).sort("overlap_ns", descending=True).head(3)
 
     def describe(row: dict[str, Any] | None) -> dict[str, Any] | None:
-        return None if row is None else {"name": row["text"], "duration_ns": int(row["length"]), "overlap_ns": int(row["overlap"])}
+        return None if row is None else {"name": row["text"] or "<unnamed>", "duration_ns": int(row["length"]), "overlap_ns": int(row["overlap"])}
 
     return {
         "nvtx_innermost": describe(innermost),
@@ -627,8 +627,9 @@ def _breakdown_findings(devices: list[dict[str, Any]], copies: list[dict[str, An
             detail = ""
             advice = "keep the data on the GPU between steps, overlap the copies with compute on another stream, or move fewer bytes"
             if top:
-                detail = (f"; {top['direction']}: {top['count']} copies, {top['bytes'] / 1e9:.2f} GB at {top['gb_per_s']:.1f} GB/s"
-                          + (f" of {top['link_gb_per_s']:.0f} ({top['link']})" if top["link_gb_per_s"] else ""))
+                detail = (f"; {top['direction']}: {top['count']} copies, {(top['bytes'] or 0) / 1e9:.2f} GB"
+                          + (f" at {top['gb_per_s']:.1f} GB/s" if top["gb_per_s"] is not None else "")
+                          + (f" of {top['link_gb_per_s']:.0f} ({top['link']})" if top["link_gb_per_s"] and top["gb_per_s"] is not None else ""))
                 if top["pageable_bytes"] and top["bytes"] and top["pageable_bytes"] * 2 >= top["bytes"]:
                     advice = "pin the host memory (cudaHostAlloc; PyTorch pin_memory=True): pageable copies are staged and slow; " + advice
                 elif top["link_pct"] is not None and top["link_pct"] < 60:
