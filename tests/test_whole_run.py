@@ -276,7 +276,12 @@ def test_diff_of_two_runs_compares_breakdowns_and_verdicts(realdata_file):
 def test_damaged_columns_give_fewer_findings_never_a_crash(realdata_file, tmp_path, damage):
     copy = tmp_path / "damaged.sqlite"
     shutil.copy(realdata_file(H200), copy)
+    table = damage.split()[1]
     with sqlite3.connect(copy) as connection:
+        # CREATE TABLE ... AS SELECT drops the export's NOT NULL constraints, so a damaged copy can hold NULLs.
+        connection.execute(f"CREATE TABLE damaged AS SELECT * FROM {table}")
+        connection.execute(f"DROP TABLE {table}")
+        connection.execute(f"ALTER TABLE damaged RENAME TO {table}")
         connection.execute(damage)
     for fmt in ("json", "md", "table", "html"):
         result = runner.invoke(app, ["analyze", str(copy), "-f", fmt])

@@ -373,6 +373,12 @@ def launch_records(kernels: pl.DataFrame, api: pl.DataFrame) -> pl.DataFrame:
     return joined.select("device_id", "start_ns", "end_ns", "graph_node_id", "name_id", "call_start_ns", "call_end_ns", "call", "tid")
 
 
+def _quantile(series: pl.Series, q: float) -> float | None:
+    """The q-quantile of the known values, or None when there are none (a damaged or trimmed column)."""
+    known = series.drop_nulls()
+    return float(known.quantile(q)) if known.len() else None  # type: ignore[arg-type]
+
+
 def launch_statistics(launches: pl.DataFrame, kernels: pl.DataFrame, api: pl.DataFrame) -> dict[str, Any]:
     """Return CPU launch → GPU start latency (median, p99 ns) of kernels launched one by one, the launch calls' own
     cost, and how many kernels were replayed from CUDA graphs."""
@@ -382,9 +388,9 @@ def launch_statistics(launches: pl.DataFrame, kernels: pl.DataFrame, api: pl.Dat
     graph_calls = int(api["name"].str.contains(_GRAPH_LAUNCH.pattern).sum()) if api.height else 0
     return {
         "kernels_joined": launches.height,
-        "median_latency_ns": float(latency.median()) if latency.len() else None,  # type: ignore[arg-type]
-        "p99_latency_ns": float(latency.quantile(0.99)) if latency.len() else None,  # type: ignore[arg-type]
-        "median_launch_call_ns": float(call.median()) if call.len() else None,  # type: ignore[arg-type]
+        "median_latency_ns": _quantile(latency, 0.5),
+        "p99_latency_ns": _quantile(latency, 0.99),
+        "median_launch_call_ns": _quantile(call, 0.5),
         "graph_launched_kernels": int(kernels["graph_node_id"].is_not_null().sum()) if kernels.height else 0,
         "graph_launches": graph_calls,
     }
@@ -591,8 +597,7 @@ def analyze_whole_run(
     onto_idle = launches.filter(pl.col("graph_node_id").is_null()).join(idle_starts, on=["device_id", "start_ns"], how="inner")
     latency = onto_idle["start_ns"] - onto_idle["call_start_ns"]
     launch["onto_idle_gpu"] = {"kernels": onto_idle.height,
-                               "median_latency_ns": float(latency.median()) if latency.len() else None,  # type: ignore[arg-type]
-                               "p99_latency_ns": float(latency.quantile(0.99)) if latency.len() else None}
+                               "median_latency_ns": _quantile(latency, 0.5), "p99_latency_ns": _quantile(latency, 0.99)}
     launch["tiny_kernels"] = tiny_kernel_stretches(kernels)
     tiny = launch["tiny_kernels"]
     if tiny["stretches"]:
