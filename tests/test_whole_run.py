@@ -268,6 +268,7 @@ def test_diff_of_two_runs_compares_breakdowns_and_verdicts(realdata_file):
     "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET correlationId = NULL, globalPid = NULL",
     'UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = "end", "end" = start',
     "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET deviceId = NULL WHERE rowid % 3 = 0",
+    "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = NULL WHERE rowid % 2 = 0",
     'UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET bytes = NULL, copyKind = NULL, "end" = start',
     'UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET nameId = NULL, globalTid = NULL, "end" = NULL',
     "UPDATE NVTX_EVENTS SET text = NULL, textId = NULL",
@@ -286,5 +287,8 @@ def test_damaged_columns_give_fewer_findings_never_a_crash(realdata_file, tmp_pa
     for fmt in ("json", "md", "table", "html"):
         result = runner.invoke(app, ["analyze", str(copy), "-f", fmt])
         assert result.exit_code == 0, result.stderr
-    busy = analyze_json(copy)["timeline"]["gpu_busy_pct"]
-    assert all(0 <= share <= 100 for share in busy.values() if share is not None)
+    data = analyze_json(copy)
+    assert all(0 <= share <= 100 for share in data["timeline"]["gpu_busy_pct"].values() if share is not None)
+    assert all(k["duration_ns"] >= 0 for k in data["kernels"])
+    if damage.startswith("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start"):
+        assert any("left out" in note for note in data["notes"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -277,6 +278,12 @@ def analyze_nsys(
     `weight_bytes` (the bytes a decode step reads: the model's weights) turns the per-step time into decode tokens/s,
     bytes per token and memory-bandwidth utilisation, with the same maths as `traceview decode`.
     """
+    # One check of every timed row, here: a row with no time or an end before its start (a damaged export) would
+    # otherwise give negative or NaN durations everywhere downstream.
+    timed = pl.col("start_ns").is_not_null() & pl.col("end_ns").is_not_null() & (pl.col("end_ns") >= pl.col("start_ns"))
+    untimed = export.kernels.height + export.memops.height
+    export = dataclasses.replace(export, kernels=export.kernels.filter(timed), memops=export.memops.filter(timed))
+    untimed -= export.kernels.height + export.memops.height
     kernels, gpus = export.kernels, export.gpus
     summary = kernel_summary(kernels, export.names)
     ranked, unmatched, matched = join_ncu(summary, ncu.kernels if ncu is not None else None)
@@ -317,6 +324,8 @@ def analyze_nsys(
     timeline = Timeline(run.devices, run.copies, run.findings, group_summary(ranges), run.verdict, run.gaps, run.idle_by_cause, run.launch,
                         steps, sync_summary(export.sync, export.api), unmatched, matched)
     notes = list(export.notes) + run.notes
+    if untimed:
+        notes.append(f"{untimed} kernel or copy row(s) with no start or end time, or an end before the start, were left out (a damaged export?)")
     if kernels.height == 0:
         notes.append("the export has no CUDA kernel activity (CUDA tracing off?): only NVTX and API findings")
     notes += _join_notes(ncu, matched, summary.height, unmatched)
