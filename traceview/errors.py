@@ -16,13 +16,14 @@ class TraceFormatError(TraceviewError):
 
     def __init__(self, path: str | Path, problem: str, fix: str = "", line: int | None = None) -> None:
         self.path = str(path)
-        self.problem = problem
-        self.fix = fix
+        # One line whatever the cause says: messages from libraries (polars, SQLite) can span several.
+        self.problem = " ".join(problem.split())
+        self.fix = " ".join(fix.split())
         self.line = line
         where = f"{self.path}:{line}" if line is not None else self.path
-        message = f"{where}: {problem}"
-        if fix:
-            message += f" — {fix}"
+        message = f"{where}: {self.problem}"
+        if self.fix:
+            message += f" — {self.fix}"
         super().__init__(message)
 
 

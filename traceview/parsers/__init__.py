@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,6 +12,10 @@ import polars as pl
 from traceview.errors import TraceFormatError
 from traceview.parsers import llama_cpp, ncu_csv, ncu_rep, nsys_sqlite, nsys_stats, tegrastats
 from traceview.parsers.sniff import TraceFormat, detect_format
+
+# Real exports carry kernel names of hundreds of kilobytes (generated code, long template lists); the csv module's
+# default 128 KiB field limit would refuse them. 2**31 - 1 is the largest limit every platform's C long accepts.
+csv.field_size_limit(2**31 - 1)
 
 
 @dataclass(frozen=True)

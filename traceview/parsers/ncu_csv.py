@@ -21,6 +21,7 @@ from traceview.parsers.units import base_unit, parse_number, unit_factor
 HEADER_PREFIX = b'"ID",'
 _DETAILS_REQUIRED = ("ID", "Kernel Name", "Section Name", "Metric Name", "Metric Unit", "Metric Value")
 _MAX_PREAMBLE_BYTES = 64 * 1024 * 1024
+_MAX_COLUMN_NAME = 4096  # ncu's longest metric names are a few hundred characters
 _EXPORT_HINT = "export it with `ncu -i report.ncu-rep --csv --page details > run.csv` (or --page raw)"
 
 # (metric name | base unit) → canonical quantity. Display labels from the details page of each ncu version,
@@ -145,6 +146,14 @@ class NcuHeader:
     page: str  # "details" or "raw"
 
 
+def _split_line(path: Path, text: str, line: int | None) -> list[str]:
+    """Return one CSV line's fields; a line the csv module cannot split is a damaged export."""
+    try:
+        return next(csv.reader([text]), [])
+    except csv.Error as error:
+        raise TraceFormatError(path, f"a line cannot be split into CSV fields ({error})", "pass the CSV exactly as `ncu --csv` wrote it", line=line) from error
+
+
 def find_header(path: Path) -> NcuHeader | None:
     """Return the ncu CSV header of the file, or None when there is none in the first 64 MB."""
     seen = 0
@@ -152,7 +161,10 @@ def find_header(path: Path) -> NcuHeader | None:
         for index, line in enumerate(handle):
             if line.startswith(HEADER_PREFIX):
                 text = line.decode("utf-8", errors="replace").rstrip("\r\n")
-                columns = next(csv.reader([text]))
+                if "\r" in text:
+                    raise TraceFormatError(path, "lines end in a carriage return alone (old Mac line endings), which no CSV reader here splits",
+                                           "convert them first: tr '\\r' '\\n' < in.csv > out.csv", line=index + 1)
+                columns = _split_line(path, text, index + 1)
                 if "Kernel Name" not in columns:
                     return None
                 page = "details" if "Metric Name" in columns else "raw"
@@ -170,6 +182,10 @@ def parse(path: str | Path, header: NcuHeader | None = None) -> pl.DataFrame:
     if header is None:
         raise TraceFormatError(path, "no Nsight Compute CSV header (a line starting with \"ID\",\"Process ID\")", _EXPORT_HINT)
     _check_not_truncated(path, header)
+    longest = max(header.columns, key=len, default="")
+    if len(longest) > _MAX_COLUMN_NAME:
+        raise TraceFormatError(path, f"header column {header.columns.index(longest) + 1} is {len(longest):,} characters long: the header is damaged",
+                               "pass the CSV exactly as `ncu --csv` wrote it", line=header.line_index + 1)
     missing = [c for c in (_DETAILS_REQUIRED if header.page == "details" else ("ID", "Kernel Name")) if c not in header.columns]
     if missing:
         raise TraceFormatError(path, f"the header lacks the column(s) {', '.join(repr(m) for m in missing)}",
@@ -186,7 +202,7 @@ def parse(path: str | Path, header: NcuHeader | None = None) -> pl.DataFrame:
 
 def _read_csv(path: Path, header: NcuHeader, columns: list[str] | None = None) -> pl.DataFrame:
     try:
-        return pl.read_csv(
+        frame = pl.read_csv(
             path,
             skip_lines=header.line_index,
             infer_schema=False,
@@ -198,6 +214,13 @@ def _read_csv(path: Path, header: NcuHeader, columns: list[str] | None = None) -
     except (pl.exceptions.PolarsError, OSError) as error:
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise TraceFormatError(path, f"cannot read the CSV after the header: {first_line}", _EXPORT_HINT) from error
+    # A stray quote or control byte in the header makes the csv module and polars split it differently.
+    required = _DETAILS_REQUIRED if header.page == "details" else ("ID", "Kernel Name")
+    missing = [c for c in required if c not in frame.columns]
+    if missing:
+        raise TraceFormatError(path, f"the header cannot be split into columns consistently ({', '.join(missing)} not found): it looks damaged",
+                               "pass the CSV exactly as `ncu --csv` wrote it", line=header.line_index + 1)
+    return frame
 
 
 def _check_not_truncated(path: Path, header: NcuHeader) -> None:
@@ -214,7 +237,7 @@ def _check_not_truncated(path: Path, header: NcuHeader) -> None:
     if last_line.startswith('"ID",'):
         raise TraceFormatError(path, "the file ends inside its header line: the export looks truncated",
                                "re-export the full report with ncu -i, or copy the whole file", line=header.line_index + 1)
-    fields = next(csv.reader([last_line]), [])
+    fields = _split_line(path, last_line.replace("\r", " "), None)
     needed = len(header.columns) if header.page == "raw" else header.columns.index("Metric Value") + 1
     if last_line.count('"') % 2 == 1 or len(fields) < needed:
         with path.open("rb") as handle:

@@ -9,6 +9,7 @@ ADBC, in row-id chunks so a progress callback can report long reads.
 
 from __future__ import annotations
 
+import math
 import sqlite3
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -102,13 +103,40 @@ def _columns(connection: sqlite3.Connection, table: str) -> list[str]:
 def _enum(connection: sqlite3.Connection, tables: set[str], table: str, fallback: dict[int, str]) -> dict[int, str]:
     if table not in tables:
         return fallback
-    return {int(row[0]): _text(row[2]) or _text(row[1]) or str(row[0]) for row in connection.execute(f'SELECT id, name, label FROM "{table}"')}
+    rows = connection.execute(f'SELECT id, name, label FROM "{table}"')
+    return {key: _text(row[2]) or _text(row[1]) or str(key) for row in rows if (key := _as_int(row[0])) is not None} or fallback
+
+
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def _as_int(value: object) -> int | None:
+    """An integer cell, or None for NULL, text, reals and values beyond 64 bits (a damaged export)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value if _INT64[0] <= value <= _INT64[1] else None
+
+
+def _as_float(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def _as_text(value: object) -> str | None:
+    return None if value is None else _text(value)
+
+
+_CONVERTERS: dict[type[pl.DataType], Callable[[object], object]] = {pl.Int64: _as_int, pl.Float64: _as_float, pl.String: _as_text}
 
 
 def _frame(connection: sqlite3.Connection, sql: str, schema: pl.Schema) -> pl.DataFrame:
-    """Return the query's rows as a frame with the given schema (declared types, never inferred from the first rows)."""
-    rows = [tuple(_text(v) if isinstance(v, bytes) else v for v in row) for row in connection.execute(sql)]
-    return pl.DataFrame(rows, schema=list(schema.keys()), orient="row", infer_schema_length=None).cast(dict(schema))  # type: ignore[arg-type]
+    """Return the query's rows as a frame with the given schema: each cell converted to its column's declared type,
+    never inferred from the first rows; a cell that is not of that type (text in an id column) becomes null."""
+    converters = [_CONVERTERS[type(dtype)] for dtype in schema.values()]
+    rows = [tuple(convert(v) for convert, v in zip(converters, row, strict=True)) for row in connection.execute(sql)]
+    return pl.DataFrame(rows, schema=schema, orient="row")
 
 
 def _optional(columns: set[str], name: str, expression: str | None = None) -> str:
@@ -156,7 +184,9 @@ def _read(path: Path, connection: sqlite3.Connection, tables: set[str], progress
     capture: dict[str, str] = {}
     if "META_DATA_CAPTURE" in tables:
         capture = {_text(k) or "": _text(v) or "" for k, v in connection.execute("SELECT name, value FROM META_DATA_CAPTURE")}
-    names = {int(row[0]): _text(row[1]) or "" for row in connection.execute("SELECT id, value FROM StringIds")} if "StringIds" in tables else {}
+    names = {}
+    if "StringIds" in tables:
+        names = {key: _text(row[1]) or "" for row in connection.execute("SELECT id, value FROM StringIds") if (key := _as_int(row[0])) is not None}
     copy_kinds = _enum(connection, tables, "ENUM_CUDA_MEMCPY_OPER", _COPY_KINDS)
     mem_kinds = _enum(connection, tables, "ENUM_CUDA_MEM_KIND", _MEM_KINDS)
     sync_types = _enum(connection, tables, "ENUM_CUPTI_SYNC_TYPE", _SYNC_TYPES)

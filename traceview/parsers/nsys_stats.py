@@ -10,6 +10,7 @@ split on the column boundaries its dashed underline gives, with thousands separa
 from __future__ import annotations
 
 import csv
+import math
 import io
 import re
 from dataclasses import dataclass, field
@@ -78,16 +79,24 @@ def looks_like_stats(head: str) -> bool:
 
 
 def _number(text: str) -> float | None:
+    """A number cell (thousands separators allowed), or None for text, `nan`, `inf` and overflowing values."""
     cleaned = text.strip().replace(",", "")
+    if not cleaned.isascii():  # float() also reads fullwidth and other Unicode digits
+        return None
     try:
-        return float(cleaned)
+        number = float(cleaned)
     except ValueError:
         return None
+    return number if math.isfinite(number) else None
 
 
 def _stats_frame(records: list[dict[str, object]]) -> pl.DataFrame:
     """Return the records as a STATS frame; columns a report lacks are null."""
-    return pl.DataFrame([{name: record.get(name) for name in STATS} for record in records], schema=STATS)
+    rows = [{name: record.get(name) for name in STATS} for record in records]
+    for row in rows:  # a count beyond 64 bits (a damaged file) is unknown
+        if row["count"] is not None:
+            row["count"] = int(row["count"]) if abs(row["count"]) < 2**63 else None  # type: ignore[call-overload, arg-type]
+    return pl.DataFrame(rows, schema=STATS)
 
 
 def _frame(path: Path, columns: list[str], rows: list[list[str]], first_line: int, notes: list[str]) -> pl.DataFrame:

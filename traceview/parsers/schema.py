@@ -61,9 +61,10 @@ KERNELS = pl.Schema(
 
 
 def conform(frame: pl.DataFrame, schema: pl.Schema) -> pl.DataFrame:
-    """Return frame with exactly the schema's columns, in order and type; missing columns are null."""
+    """Return frame with exactly the schema's columns, in order and type; missing columns are null, and so are values
+    the type cannot hold (1e23 SMs in a damaged export): a quantity the input cannot give is null, never a guess."""
     columns = [
-        (pl.col(name) if name in frame.columns else pl.lit(None)).cast(dtype).alias(name)
+        (pl.col(name) if name in frame.columns else pl.lit(None)).cast(dtype, strict=False).alias(name)
         for name, dtype in schema.items()
     ]
     return frame.select(columns)

@@ -20,20 +20,20 @@ import polars as pl
 from traceview.errors import TraceFormatError
 from traceview.parsers.schema import TELEMETRY, conform
 
-SAMPLE_MARKER = re.compile(rb"\bRAM \d+/\d+MB")
+SAMPLE_MARKER = re.compile(rb"\bRAM [0-9]+/[0-9]+MB")
 _BATCH_LINES = 100_000
-_DATE_LINE = re.compile(r"^[A-Z][a-z]{2} [A-Z][a-z]{2} +\d{1,2} \d{2}:\d{2}:\d{2} \w+ \d{4}$")
+_DATE_LINE = re.compile(r"^[A-Z][a-z]{2} [A-Z][a-z]{2} +[0-9]{1,2} [0-9]{2}:[0-9]{2}:[0-9]{2} \w+ [0-9]{4}$")
 
-_TIMESTAMP = r"^(\d{2}-\d{2}-\d{4} \d{2}:\d{2}:\d{2})\s"
-_RAM = r"\bRAM (\d+)/(\d+)MB"
-_SWAP = r"\bSWAP (\d+)/(\d+)MB"
+_TIMESTAMP = r"^([0-9]{2}-[0-9]{2}-[0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2})\s"
+_RAM = r"\bRAM ([0-9]+)/([0-9]+)MB"
+_SWAP = r"\bSWAP ([0-9]+)/([0-9]+)MB"
 _CPU = r"\bCPU \[([^\]]*)\]"
-_EMC = r"\bEMC_FREQ (\d+)%(?:@(\d+))?"
-_GR3D = r"\bGR3D_FREQ (?:(\d+)%)?(?:@\[?([\d,]+)\]?)?"
+_EMC = r"\bEMC_FREQ ([0-9]+)%(?:@([0-9]+))?"
+_GR3D = r"\bGR3D_FREQ (?:([0-9]+)%)?(?:@\[?([0-9,]+)\]?)?"
 # NAME@41.5C or name@52.968C/52.968C (JetPack 7 adds a second value).
-_TEMP = r"(?:^|\s)([A-Za-z][A-Za-z0-9_]*)@(-?\d+(?:\.\d+)?)C(?:/-?\d+(?:\.\d+)?C)?"
+_TEMP = r"(?:^|\s)([A-Za-z][A-Za-z0-9_]*)@(-?[0-9]+(?:\.[0-9]+)?)C(?:/-?[0-9]+(?:\.[0-9]+)?C)?"
 # NAME cur/avg[/max], in mW whether or not the unit is printed. `RAM 1/2MB` fails on the trailing "MB".
-_RAIL = r"\b([A-Z][A-Z0-9_]*) (\d+)(?:mW)?/(\d+)(?:mW)?(?:/(\d+)(?:mW)?)?(?:\s|$)"
+_RAIL = r"\b([A-Z][A-Z0-9_]*) ([0-9]+)(?:mW)?/([0-9]+)(?:mW)?(?:/([0-9]+)(?:mW)?)?(?:\s|$)"
 
 
 @dataclass
@@ -81,7 +81,7 @@ def _parse_batch(numbers: list[int], lines: list[str]) -> pl.DataFrame:
     frame = pl.DataFrame({"line_number": numbers, "line": lines}, schema={"line_number": pl.Int64, "line": pl.String})
 
     def integer(pattern: str, group: int) -> pl.Expr:
-        return text.str.extract(pattern, group).cast(pl.Float64)
+        return text.str.extract(pattern, group).cast(pl.Float64, strict=False)
 
     # Split-based field parsing: cheaper than a regex per list element, which dominated the parse time.
     cpu_parts = text.str.extract(_CPU, 1).str.split(",").list.eval(pl.element().str.split_exact("%@", 1))
@@ -100,7 +100,7 @@ def _parse_batch(numbers: list[int], lines: list[str]) -> pl.DataFrame:
         pl.struct(
             pl.element().struct.field("field_0").cast(pl.Categorical).alias("name"),
             *[
-                pl.element().struct.field("field_1").str.split("/").list.get(i, null_on_oob=True).cast(pl.Float64).alias(name)
+                pl.element().struct.field("field_1").str.split("/").list.get(i, null_on_oob=True).cast(pl.Float64, strict=False).alias(name)
                 for i, name in enumerate(("current_mw", "average_mw", "max_mw"))
             ],
         )

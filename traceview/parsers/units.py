@@ -77,4 +77,5 @@ def parse_number(value: pl.Expr) -> pl.Expr:
         .otherwise(text)
         .str.replace_all(",", "", literal=True)
     )
-    return cleaned.cast(pl.Float64, strict=False)
+    number = cleaned.cast(pl.Float64, strict=False)
+    return pl.when(number.is_finite()).then(number)  # `nan`, `inf` and overflowing values are unknown, not numbers
