@@ -23,7 +23,6 @@ import sqlite3
 import sys
 import tempfile
 import time
-import traceback
 from collections import Counter
 from pathlib import Path
 
@@ -231,12 +230,14 @@ def main(argv: list[str] | None = None) -> int:
                 try:
                     outcomes[worker.run(path)] += 1
                 except Exception as error:  # noqa: BLE001 - every other exception is what this script looks for
-                    where = traceback.extract_tb(error.__traceback__)[-1] if error.__traceback__ else None
+                    remote = str(error.__cause__ or "")  # the worker's traceback, as text
+                    frames = re.findall(r'File "([^"]*traceview[^"]*)", line (\d+)', remote)
+                    where = f"{Path(frames[-1][0]).name}:{frames[-1][1]}" if frames else None
                     key = f"{type(error).__name__}: {' '.join(str(error).split())[:160]}"
                     if not crashes[key]:
                         kept = Path(tempfile.gettempdir()) / f"traceview-fuzz-{fmt}-{example}{path.suffix}"
                         shutil.copy(path, kept)
-                        print(f"{fmt}: {key} [{kind} of {source}; kept as {kept}]" + (f" at {where.filename}:{where.lineno}" if where else ""),
+                        print(f"{fmt}: {key} [{kind} of {source}; kept as {kept}]" + (f" at {where}" if where else ""),
                               file=sys.stderr)
                     crashes[key] += 1
                     outcomes["crash"] += 1

@@ -25,7 +25,10 @@ def parse_bytes(text: str, what: str = "size") -> float:
     match = _SIZE.match(str(text))
     if not match:
         raise UsageError(f"cannot read {what} {text!r} — write it like 4.2GB, 3.56GiB or 3.35TB/s")
-    number, prefix, binary, _, _ = match.groups()
+    number, prefix, binary, unit, _ = match.groups()
+    if not prefix and not unit:
+        example = f"{text}TB/s or {text}GB/s" if what == "bandwidth" else f"{text}GB or {text}GiB"
+        raise UsageError(f"{what} {text!r} has no unit — write it like {example}")
     scale = _BINARY[prefix.lower()] if binary else _PREFIX[prefix.lower()]
     return float(number) * scale
 

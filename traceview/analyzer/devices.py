@@ -115,8 +115,22 @@ def find_by_compute_capability(cc: str) -> list[GpuSpec]:
     return [spec for spec in GPUS if spec.compute_capability == wanted]
 
 
+def _family_members(name: str) -> list[GpuSpec]:
+    """Entries whose key or name contains every word of a short user-given name (`a100` → all three A100s)."""
+    words = normalise_device_name(name).split()
+    return [spec for spec in GPUS if words and all(w in normalise_device_name(spec.name).split() or w in spec.key.split("-") for w in words)]
+
+
 def lookup_gpu(name: str) -> GpuSpec:
-    """Return the table entry for a --gpu value (a key such as `h100-sxm`, or a device name)."""
+    """Return the table entry for a --gpu value (a key such as `h100-sxm`, or a device name); a family name that
+    fits several entries (`a100`, `h100`) is refused with the candidates, never silently resolved to one of them."""
+    key = name.strip().lower()
+    exact = next((spec for spec in GPUS if spec.key == key), None)
+    if exact is not None:
+        return exact
+    members = _family_members(name)
+    if len(members) > 1:
+        raise UsageError(f"--gpu {name!r} fits several GPUs: {', '.join(m.key for m in members)} — give one of them (see `traceview gpus`)")
     spec = find_by_name(name)
     if spec is None:
         keys = ", ".join(spec.key for spec in GPUS)

@@ -33,11 +33,11 @@ from traceview.analyzer.analysis import (
     analyze_stats,
 )
 from traceview.analyzer.decode import decode_ceiling, kv_cache_bytes, parse_bytes, parse_count, parse_duration_ns
-from traceview.analyzer.devices import GPUS, find_by_name
+from traceview.analyzer.devices import GPUS, find_by_name, lookup_gpu
 from traceview.analyzer.diff import compare
 from traceview.analyzer.jetson import BOARDS, Board, find_board
 from traceview.analyzer.whole_run import DEFAULT_GAP_THRESHOLD_NS
-from traceview.app.formatting import format_rate
+from traceview.app.formatting import format_rate, terminal_safe
 from traceview.app.reporters import REPORTERS, ReportOptions
 from traceview.app.reporters.decode_report import decode_record, render_decode_text
 from traceview.app.reporters.diff_report import render_diff
@@ -65,7 +65,7 @@ def user_errors(function: F) -> F:
         try:
             return function(*args, **kwargs)
         except TraceviewError as error:
-            stderr.print(f"Error: {error}", markup=False)
+            stderr.print(f"Error: {terminal_safe(error)}", markup=False)
             raise typer.Exit(error.exit_code) from None
 
     return wrapper  # type: ignore[return-value]
@@ -182,21 +182,36 @@ def _infer_format(output: Path | None, chosen: OutputFormat | None) -> OutputFor
 
 
 def _refuse_overwrite(output: Path | None, force: bool) -> None:
-    """Fail before any work when -o exists and --force is absent, so nothing is overwritten."""
-    if output is not None and output.exists() and not force:
+    """Fail before any work when -o exists and --force is absent, so nothing is overwritten; and whatever --force
+    says, never write through a symbolic link or onto a directory, FIFO or device node."""
+    if output is None:
+        return
+    if output.is_symlink():
+        raise UsageError(f"{output} is a symbolic link — give the path of a regular file for -o")
+    if output.exists() and not output.is_file():
+        raise UsageError(f"{output} is not a regular file (a directory or a device) — give the path of a file for -o")
+    if output.exists() and not force:
         raise UsageError(f"{output} already exists — pass --force to overwrite it, or choose another -o path")
 
 
 def write_output(text: str, output: Path | None, force: bool) -> None:
     """Write to stdout, or atomically to `output` (refusing to overwrite without force)."""
     if output is None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        try:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        except BrokenPipeError:  # `| head`: the reader has what it wanted
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keeps the interpreter's final flush quiet
+        except OSError as error:
+            raise UsageError(f"cannot write to standard output ({error.strerror or error}) — redirect it to a file with space") from None
         return
     _refuse_overwrite(output, force)  # again at the last moment: the file may have appeared during the analysis
-    if output.parent and not output.parent.exists():
-        raise UsageError(f"{output.parent} does not exist — create the folder first")
-    handle = tempfile.NamedTemporaryFile("w", dir=output.parent, prefix=f".{output.name}.", delete=False, encoding="utf-8")
+    if output.parent and not output.parent.is_dir():
+        raise UsageError(f"{output.parent} is not an existing folder — create it first")
+    try:
+        handle = tempfile.NamedTemporaryFile("w", dir=output.parent, prefix=f".{output.name}.", delete=False, encoding="utf-8")
+    except OSError as error:
+        raise UsageError(f"cannot write in {output.parent} ({error.strerror or error}) — check its permissions or choose another -o") from None
     try:
         with handle:
             handle.write(text)
@@ -204,10 +219,13 @@ def write_output(text: str, output: Path | None, force: bool) -> None:
         os.umask(umask)
         os.chmod(handle.name, 0o666 & ~umask)  # NamedTemporaryFile creates 0600; a report is an ordinary file
         os.replace(handle.name, output)
+    except OSError as error:
+        Path(handle.name).unlink(missing_ok=True)
+        raise UsageError(f"cannot write {output} ({error.strerror or error}) — check the free space and permissions; nothing was written") from None
     except BaseException:
         Path(handle.name).unlink(missing_ok=True)
         raise
-    stderr.print(f"wrote {output}", markup=False)
+    stderr.print(f"wrote {terminal_safe(output)}", markup=False)
 
 
 # Options shared by every command that reads a trace.
@@ -310,7 +328,7 @@ def write_png(analysis: Analysis, path: Path) -> None:
     except Exception as error:  # kaleido raises several types when no browser can start
         raise UsageError(f"could not render the PNG ({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}) — "
                          "install Chromium (apt install chromium) or drop --png") from None
-    stderr.print(f"wrote {path}", markup=False)
+    stderr.print(f"wrote {terminal_safe(path)}", markup=False)
 
 
 class DiffFormat(str, Enum):
@@ -342,10 +360,10 @@ def diff_command(
     result = compare(first, second, fail_on_regression, min_share)
     write_output(render_diff(result, output_format.value, top, color=output_format is DiffFormat.table and sys.stdout.isatty()), None, False)
     for warning in result.warnings:
-        stderr.print(f"warning: {warning}", markup=False)
+        stderr.print(f"warning: {terminal_safe(warning)}", markup=False)
     if result.regressions:
         for regression in result.regressions:
-            stderr.print(f"regression: {regression}", markup=False)
+            stderr.print(f"regression: {terminal_safe(regression)}", markup=False)
         raise typer.Exit(REGRESSION_EXIT_CODE)
 
 
@@ -411,11 +429,14 @@ def _bandwidth_for(gpu: str | None, bandwidth: str | None, telemetry_board: Boar
     if bandwidth:
         return parse_bytes(bandwidth, "bandwidth"), "--bandwidth"
     if gpu:
-        spec = find_by_name(gpu)
-        if spec is not None:
+        # A Jetson board name first (its bandwidth comes with the board's notes), else the GPU table, which refuses
+        # unknown and ambiguous names (`a100`) with the candidates.
+        try:
+            board = find_board(gpu)
+            return board.peak_bytes_per_s, f"{board.name} ({board.source})"
+        except UsageError:
+            spec = lookup_gpu(gpu)
             return spec.dram_bytes_per_s, f"{spec.name} datasheet ({spec.dram_bytes_per_s / 1e9:.1f} GB/s)"
-        board = find_board(gpu)
-        return board.peak_bytes_per_s, f"{board.name} ({board.source})"
     if telemetry_board is not None:
         return telemetry_board.peak_bytes_per_s, f"{telemetry_board.name}, inferred from the tegrastats log"
     raise UsageError("no bandwidth: pass --gpu NAME (see `traceview gpus`), --device BOARD or --bandwidth 3.35TB/s")

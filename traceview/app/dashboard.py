@@ -23,7 +23,13 @@ from traceview.analyzer.analysis import Analysis
 from traceview.analyzer.diff import compare
 from traceview.app.figures import has_roofline_points, main_figure, roofline_figure, telemetry_figure
 from traceview.app.formatting import format_duration, format_pct
-from traceview.app.reporters.base import kernel_records, run_records, telemetry_record, timeline_headline, timeline_lines
+from traceview.app.reporters.base import (
+    kernel_records,
+    run_records,
+    telemetry_record,
+    timeline_headline,
+    timeline_lines,
+)
 from traceview.app.reporters.diff_report import diff_data
 from traceview.errors import TraceviewError
 

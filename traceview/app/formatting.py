@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 
 def format_duration(ns: float | None) -> str:
     """Return a human duration: 812 ns, 94.9 us, 12.3 ms, 1.52 s."""
@@ -32,3 +34,18 @@ def format_pct(value: float | None) -> str:
 
 def format_number(value: float | None, digits: int = 3) -> str:
     return "n/a" if value is None else f"{value:.{digits}g}"
+
+
+# C0 and C1 controls (ESC starts terminal escape sequences: clear screen, window titles, hyperlinks), DEL, and the
+# bidirectional overrides that make text read in another order than it is stored.
+_UNSAFE_FOR_TERMINALS = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def terminal_safe(text: object, limit: int = 2000) -> str:
+    """Return text that is inert in a terminal: control and bidi characters shown as escapes (`\\x1b`), and at most
+    `limit` characters (cut in the middle) so a multi-megabyte name cannot stall the table layout."""
+    value = _UNSAFE_FOR_TERMINALS.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}", str(text))
+    if len(value) > limit:
+        head = limit * 2 // 5
+        value = value[:head] + f"…[{len(value) - limit + 1:,} characters]…" + value[-(limit - head - 1):]
+    return value

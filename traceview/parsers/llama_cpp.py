@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -169,15 +170,22 @@ def _bench_markdown(path: Path, text: str) -> list[dict[str, Any]]:
     return context.rows
 
 
+def _whole(number: float | None) -> int | None:
+    """A count from a number cell: None when unknown or beyond any real count (a damaged file)."""
+    return int(number) if number is not None and abs(number) < 2**53 else None
+
+
 def _bench_record(values: dict[str, Any], index: int, number: int | None) -> dict[str, Any]:
     def number_or_none(key: str) -> float | None:
+        """A finite number, or None for a missing cell, text, NaN or infinity (a damaged file)."""
         try:
-            return float(values[key])
+            number = float(values[key])
         except (KeyError, TypeError, ValueError):
             return None
+        return number if math.isfinite(number) else None
 
-    n_prompt = int(number_or_none("n_prompt") or 0)
-    n_gen = int(number_or_none("n_gen") or 0)
+    n_prompt = _whole(number_or_none("n_prompt")) or 0
+    n_gen = _whole(number_or_none("n_gen")) or 0
     ngl = number_or_none("n_gpu_layers")
     known = {"model_type", "model_size", "model_n_params", "n_gpu_layers", "n_prompt", "n_gen", "avg_ts", "stddev_ts",
              "gpu_info", "cpu_info", "build_commit", "build_number", "samples_ts", "samples_ns", "avg_ns", "stddev_ns",
@@ -195,7 +203,7 @@ def _bench_record(values: dict[str, Any], index: int, number: int | None) -> dic
         "model_size_bytes": number_or_none("model_size"),
         "model_params": number_or_none("model_n_params"),
         "backend": backend,
-        "n_gpu_layers": int(ngl) if ngl is not None else None,
+        "n_gpu_layers": _whole(ngl),
         "test": test,
         "phase": _phase(n_prompt, n_gen),
         "n_prompt": n_prompt,

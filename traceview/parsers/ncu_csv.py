@@ -210,6 +210,7 @@ def _read_csv(path: Path, header: NcuHeader, columns: list[str] | None = None) -
             comment_prefix="==",
             columns=columns,
             encoding="utf8-lossy",
+            glob=False,  # a path is a path: `run[1].csv` or `run*.csv` name one file, not a pattern
         )
     except (pl.exceptions.PolarsError, OSError) as error:
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__

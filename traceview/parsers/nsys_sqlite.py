@@ -164,8 +164,9 @@ def parse(path: str | Path, progress: Callable[[int, int], None] | None = None) 
 
 
 def _read_errors() -> tuple[type[BaseException], ...]:
-    """What a damaged database raises while it is read: SQLite's errors, bad text, and the ADBC driver's errors."""
-    errors: list[type[BaseException]] = [sqlite3.Error, UnicodeError, pl.exceptions.PolarsError]
+    """What a damaged database raises while it is read: SQLite's errors, bad text, and the ADBC driver's errors (which
+    include a plain OSError for a malformed page)."""
+    errors: list[type[BaseException]] = [sqlite3.Error, UnicodeError, pl.exceptions.PolarsError, OSError]
     try:
         import adbc_driver_manager
 

@@ -33,6 +33,8 @@ def check_readable(path: Path) -> None:
         raise TraceFormatError(path, "no such file", "check the path")
     if path.is_dir():
         raise TraceFormatError(path, "is a directory, not a trace file", "pass one exported file")
+    if not path.is_file():  # reading a FIFO with no writer would block forever
+        raise TraceFormatError(path, "is not a regular file (a FIFO, socket or device)", "save the export to a file and pass that file")
     try:
         size = path.stat().st_size
         with path.open("rb"):
@@ -70,4 +72,7 @@ def detect_format(path: str | Path) -> TraceFormat:
             "not a supported trace: no Nsight Compute CSV header (\"ID\",\"Process ID\",...), nsys stats table, tegrastats sample or llama.cpp output found",
             "pass an `ncu --csv` export, an nsys SQLite export or `nsys stats` CSV, a `tegrastats --logfile` log, or llama-bench / llama.cpp output",
         )
+    if path.suffix.lower() in (".nsys-rep", ".qdrep"):
+        raise UnknownFormatError(path, "an Nsight Systems report (.nsys-rep) is a binary format only nsys reads",
+                                 f"export it first: nsys export --type sqlite {path.name} (or run nsys stats on it) and pass the .sqlite")
     raise UnknownFormatError(path, "binary file of an unknown kind", "pass an ncu CSV or .ncu-rep, an nsys .sqlite export, a tegrastats log or llama.cpp output")

@@ -13,7 +13,7 @@ from rich.text import Text
 
 from traceview import __version__
 from traceview.analyzer.diff import Diff
-from traceview.app.formatting import format_duration, format_pct
+from traceview.app.formatting import format_duration, format_pct, terminal_safe
 from traceview.app.reporters.base import source_record
 from traceview.app.reporters.markdown_report import escape_markdown
 
@@ -81,13 +81,13 @@ def _headline(diff: Diff) -> str:
 def _table(diff: Diff, top: int, color: bool) -> str:
     buffer = io.StringIO()
     console = Console(file=buffer, width=160, force_terminal=color, color_system="standard" if color else None, highlight=False)
-    console.print(Text(_headline(diff), style="bold"))
+    console.print(safe_text(_headline(diff), style="bold"))
     table = Table(header_style="bold")
     if diff.kind == "kernels":
         for header in _KERNEL_HEADERS:
             table.add_column(header, justify="right" if header in ("before", "after", "change") else "left", overflow="fold")
         for row in _kernel_rows(diff, top):
-            table.add_row(*(Text(cell) for cell in row))
+            table.add_row(*(safe_text(cell) for cell in row))
         if diff.telemetry:
             console.print(table)
             table = Table(header_style="bold", title="timeline")
@@ -99,7 +99,7 @@ def _table(diff: Diff, top: int, color: bool) -> str:
         for header in ("test", "before (tokens/s)", "after (tokens/s)", "change", "MBU before", "MBU after"):
             table.add_column(header)
         for run in diff.runs:
-            table.add_row(Text(str(run["test"])), f"{run['tokens_per_s'] or 0:.2f}", f"{run['tokens_per_s_after'] or 0:.2f}", _signed(run["change_pct"]),
+            table.add_row(safe_text(str(run["test"])), f"{run['tokens_per_s'] or 0:.2f}", f"{run['tokens_per_s_after'] or 0:.2f}", _signed(run["change_pct"]),
                           format_pct(run["mbu_pct"]), format_pct(run["mbu_pct_after"]))
     else:
         for header in ("", "before", "after", "change"):
@@ -108,7 +108,7 @@ def _table(diff: Diff, top: int, color: bool) -> str:
             table.add_row(name, *(_value(values[k]) for k in ("before", "after")), _signed(values["change_pct"]))
     console.print(table)
     for line in diff.findings:
-        console.print(Text(f"- {line}"))
+        console.print(safe_text(f"- {line}"))
     return buffer.getvalue()
 
 
@@ -139,3 +139,8 @@ def _markdown(diff: Diff, top: int) -> str:
         if items:
             lines += ["", f"**{title}**", ""] + [f"- {escape_markdown(item)}" for item in items]
     return "\n".join(lines) + "\n"
+
+
+def safe_text(text: object, style: str = "") -> Text:
+    """A rich Text of a string that may come from the input (kernel names, paths), made inert for the terminal."""
+    return Text(terminal_safe(text), style=style)

@@ -12,6 +12,7 @@ from rich.text import Text
 from traceview.analyzer.analysis import Analysis
 from traceview.analyzer.roofline import SHORT_RECOMMENDATIONS, Bound
 from traceview.analyzer.timeline import SHORT_KIND_ADVICE
+from traceview.app.formatting import terminal_safe
 from traceview.app.reporters.base import (
     STAT_COLUMNS,
     ReportOptions,
@@ -54,7 +55,7 @@ class TerminalReporter:
             highlight=False,
             soft_wrap=False,
         )
-        console.print(Text(f"{analysis.source.path}  [{analysis.source.format}]", style="bold"))
+        console.print(safe_text(f"{analysis.source.path}  [{analysis.source.format}]", style="bold"))
         if analysis.telemetry is not None:
             self._telemetry(console, analysis)
         elif analysis.llm is not None:
@@ -62,17 +63,17 @@ class TerminalReporter:
         else:
             self._kernels(console, analysis, options)
         for note in analysis.notes:
-            console.print(Text(f"note: {note}", style="dim"))
+            console.print(safe_text(f"note: {note}", style="dim"))
         return buffer.getvalue()
 
     def _telemetry(self, console: Console, analysis: Analysis) -> None:
         t = telemetry_record(analysis)
         assert t is not None
-        console.print(Text(f"Board: {t['board_name'] or 'unknown'} — {t['board_identified']}"))
+        console.print(safe_text(f"Board: {t['board_name'] or 'unknown'} — {t['board_identified']}"))
         line = f"{t['samples']} samples over {t['duration_s']:.0f} s"
         if t["skipped_lines"]:
             line += f"; {t['skipped_lines']} non-sample line(s) skipped"
-        console.print(Text(line))
+        console.print(safe_text(line))
         table = Table(header_style="bold")
         for title in ("", *STAT_COLUMNS):
             table.add_column(title, justify="left" if not title else "right")
@@ -81,34 +82,34 @@ class TerminalReporter:
         if table.rows:
             console.print(table)
         if t["peak_bandwidth_gb_s"]:
-            console.print(Text(f"Board peak bandwidth: {t['peak_bandwidth_gb_s']:.1f} GB/s"))
-        console.print(Text("Findings:", style="bold"))
+            console.print(safe_text(f"Board peak bandwidth: {t['peak_bandwidth_gb_s']:.1f} GB/s"))
+        console.print(safe_text("Findings:", style="bold"))
         for finding in t["findings"]:
             when = f" [at {finding['start_s']:.0f} s, {finding['duration_s']:.0f} s]" if finding["start_s"] is not None and finding["duration_s"] is not None else ""
-            console.print(Text(f"- {finding['message']}{when}"))
+            console.print(safe_text(f"- {finding['message']}{when}"))
         if not t["findings"]:
-            console.print(Text("- none"))
+            console.print(safe_text("- none"))
 
     def _runs(self, console: Console, analysis: Analysis) -> None:
         device = device_record(analysis)
-        console.print(Text(f"Device: {device['name'] or 'unknown'} — {device['identified']}"))
+        console.print(safe_text(f"Device: {device['name'] or 'unknown'} — {device['identified']}"))
         table = Table(header_style="bold")
         for title in ("#", "model", "test", "ngl", "tokens/s", "bytes/token", "achieved", "MBU", "prefill compute", "note"):
             table.add_column(title, justify="left" if title in ("model", "test", "note") else "right", overflow="fold")
         for run in run_records(analysis):
             table.add_row(
-                str(run["run"]), Text(str(run["model"] or "")), f"{run['test']} ({run['phase']})",
+                str(run["run"]), safe_text(str(run["model"] or "")), f"{run['test']} ({run['phase']})",
                 "" if run["n_gpu_layers"] is None else str(run["n_gpu_layers"]),
                 format_number(run["tokens_per_s"], 4),
                 "" if run["bytes_per_token"] is None else f"{run['bytes_per_token'] / 1e9:.2f} GB",
                 "" if run["bandwidth_bytes_per_s"] is None else f"{run['bandwidth_bytes_per_s'] / 1e9:.0f} GB/s",
                 "" if run["mbu_pct"] is None else format_pct(run["mbu_pct"]),
                 "" if run["compute_pct"] is None else format_pct(run["compute_pct"]),
-                Text(run["note"] or ""),
+                safe_text(run["note"] or ""),
             )
         console.print(table)
         for finding in analysis.llm.findings if analysis.llm else []:
-            console.print(Text(f"- {finding['message']}"))
+            console.print(safe_text(f"- {finding['message']}"))
 
     def _kernels(self, console: Console, analysis: Analysis, options: ReportOptions) -> None:
         totals = summary(analysis)
@@ -119,12 +120,12 @@ class TerminalReporter:
             if peak["value"]
         ]
         for line in timeline_headline(analysis):
-            console.print(Text(line, style="bold" if line.startswith("Verdict") else ""))
-        console.print(Text(f"Device: {device['name'] or 'unknown'} — {device['identified']}"))
+            console.print(safe_text(line, style="bold" if line.startswith("Verdict") else ""))
+        console.print(safe_text(f"Device: {device['name'] or 'unknown'} — {device['identified']}"))
         if peaks or analysis.timeline is None:
-            console.print(Text("Peaks: " + ("; ".join(peaks) if peaks else "none known (verdicts from SOL percentages only)")))
+            console.print(safe_text("Peaks: " + ("; ".join(peaks) if peaks else "none known (verdicts from SOL percentages only)")))
         console.print(
-            Text(
+            safe_text(
                 f"{totals['launches']} launches, {totals['kernels']} kernels, "
                 f"GPU time {format_duration(totals['total_duration_ns'])}, "
                 f"recoverable ≈ {format_duration(totals['recoverable_ns'])}"
@@ -145,12 +146,12 @@ class TerminalReporter:
         heuristic = False
         for k in records:
             if k["bound"] == "unknown" and k.get("likely_bound"):
-                verdict = Text(f"{k['label']}*", style=BOUND_STYLES.get(k["likely_bound"], ""))
+                verdict = safe_text(f"{k['label']}*", style=BOUND_STYLES.get(k["likely_bound"], ""))
                 heuristic = True
             else:
-                verdict = Text(f"{k['bound']}", style=BOUND_STYLES.get(k["bound"], ""))
-                verdict.append(f" · {k['label']}", style="dim" if options.color else "")
-            cells: list[str | Text] = [str(k["rank"]), Text(_middle_cut(str(k["short_name"]), 56)), str(k["launches"]),
+                verdict = safe_text(f"{k['bound']}", style=BOUND_STYLES.get(k["bound"], ""))
+                verdict.append(terminal_safe(f" · {k['label']}"), style="dim" if options.color else "")
+            cells: list[str | Text] = [str(k["rank"]), safe_text(_middle_cut(terminal_safe(k["short_name"]), 56)), str(k["launches"]),
                                        format_duration(k["duration_ns"]), format_pct(k["share_pct"]), verdict]
             if roofline:
                 cells += [format_number(k["arithmetic_intensity"]), format_pct(k["roof_pct"]), format_duration(k["recoverable_ns"])]
@@ -159,11 +160,16 @@ class TerminalReporter:
             table.add_row(*cells)
         console.print(table)
         if heuristic:
-            console.print(Text("* kind and likely bound from the kernel's name (a heuristic); join Nsight Compute results with --ncu for measured verdicts",
+            console.print(safe_text("* kind and likely bound from the kernel's name (a heuristic); join Nsight Compute results with --ncu for measured verdicts",
                                style="dim"))
         hidden = analysis.kernels.height - (options.top or analysis.kernels.height)
         if hidden > 0:
-            console.print(Text(f"{hidden} more kernels (use --top to show more)", style="dim"))
+            console.print(safe_text(f"{hidden} more kernels (use --top to show more)", style="dim"))
         if analysis.timeline is not None:
             for line in timeline_lines(analysis):
-                console.print(Text(line))
+                console.print(safe_text(line))
+
+
+def safe_text(text: object, style: str = "") -> Text:
+    """A rich Text of a string that may come from the input (kernel names, paths), made inert for the terminal."""
+    return Text(terminal_safe(text), style=style)

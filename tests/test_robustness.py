@@ -1,0 +1,111 @@
+"""The inputs and outputs users actually have: paths with pattern characters, FIFOs, symlinks, devices, full disks,
+hostile names in the terminal, .nsys-rep files, sizes without units, ambiguous GPU names. Each case failed before."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import pytest
+from typer.testing import CliRunner
+
+from traceview.app.cli import app
+
+runner = CliRunner()
+GEMV = "ncu_details/ncu2025.1_cc120_gemv_details_llmperfopt.csv"
+GEMM = "ncu_details/ncu2025.1_cc120_cutlass_gemm_details_llmperfopt.csv"
+
+
+def one_line_error(result, *fragments):
+    assert result.exit_code == 1, result.stdout
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0]
+
+
+def invoke(*args):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def test_a_path_is_a_path_not_a_pattern(realdata_file, tmp_path):
+    shutil.copy(realdata_file(GEMV), tmp_path / "run[1].csv")
+    shutil.copy(realdata_file(GEMV), tmp_path / "run*.csv")
+    shutil.copy(realdata_file(GEMM), tmp_path / "runB.csv")  # a sibling that `run*.csv` as a glob would merge
+    for name in ("run[1].csv", "run*.csv"):
+        result = invoke("analyze", tmp_path / name, "-f", "json")
+        assert result.exit_code == 0, result.stderr
+        assert json.loads(result.stdout)["summary"]["launches"] == 1
+
+
+def test_sqlite_paths_with_uri_characters(realdata_file, tmp_path):
+    source = realdata_file("nsys_sqlite/vecadd_streams_T4_nsys2022.4.2.sqlite")
+    shutil.copy(source, tmp_path / "a%41.sqlite")
+    shutil.copy(source, tmp_path / "run#1.sqlite")
+    for name in ("a%41.sqlite", "run#1.sqlite"):
+        assert invoke("analyze", tmp_path / name, "-f", "json").exit_code == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a%41.sqlite", "run#1.sqlite"]  # nothing created beside them
+
+
+def test_a_fifo_is_refused_without_blocking(tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    one_line_error(invoke("analyze", fifo), "not a regular file")
+
+
+def test_outputs_never_go_through_links_or_onto_directories_and_devices(realdata_file, tmp_path):
+    link = tmp_path / "report.json"
+    link.symlink_to(tmp_path / "elsewhere.json")
+    one_line_error(invoke("analyze", realdata_file(GEMV), "-o", link, "--force"), "symbolic link")
+    assert not (tmp_path / "elsewhere.json").exists()
+    one_line_error(invoke("analyze", realdata_file(GEMV), "-o", tmp_path, "--force"), "not a regular file")
+    one_line_error(invoke("analyze", realdata_file(GEMV), "-o", "/dev/null", "--force"), "not a regular file")
+    one_line_error(invoke("analyze", realdata_file(GEMV), "-o", tmp_path / "missing" / "r.json"), "not an existing folder")
+
+
+def test_a_full_disk_on_stdout_is_one_line(realdata_file):
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full on this system")
+    import subprocess
+    import sys
+
+    with open("/dev/full", "w") as full:
+        result = subprocess.run([sys.executable, "-m", "traceview", "analyze", str(realdata_file(GEMV)), "-f", "json"],
+                                stdout=full, stderr=subprocess.PIPE, text=True, check=False)
+    assert result.returncode == 1 and result.stderr.strip().startswith("Error: cannot write to standard output")
+    assert "Traceback" not in result.stderr
+
+
+def test_nsys_rep_says_how_to_export(tmp_path):
+    report = tmp_path / "run.nsys-rep"
+    report.write_bytes(b"\x1f\x8b\x08\x00binary\x00report")
+    one_line_error(invoke("analyze", report), "nsys export --type sqlite")
+
+
+def test_sizes_need_units_and_gpu_families_are_ambiguous():
+    one_line_error(invoke("decode", "--weights", "4.2", "--gpu", "h100-sxm"), "no unit", "4.2GB")
+    one_line_error(invoke("decode", "--weights", "4.2GB", "--gpu", "a100"), "a100-80gb", "a100-40gb")
+    assert invoke("decode", "--weights", "4.2GB", "--gpu", "a100-80gb").exit_code == 0
+
+
+def test_hostile_names_are_inert_in_the_terminal(realdata_file, tmp_path):
+    import csv
+
+    header, *rows = realdata_file(GEMV).read_text().splitlines(keepends=True)
+    name = next(csv.DictReader([header, rows[0]]))["Kernel Name"]
+    hostile = "\x1b]0;pwned\x07\x1b[2J" + "\u202e<script>|=cmd" + "A" * 300_000
+    path = tmp_path / "hostile.csv"
+    path.write_text(header + "".join(row.replace(name, hostile) for row in rows))
+    result = invoke("analyze", path)
+    assert result.exit_code == 0, result.stderr
+    assert "\x1b" not in result.stdout and "\u202e" not in result.stdout and "\x07" not in result.stdout
+    assert "\\x1b" in result.stdout and len(result.stdout) < 60_000
+    data = json.loads(invoke("analyze", path, "-f", "json").stdout)
+    assert data["kernels"][0]["name"].startswith(hostile[:20])  # JSON keeps the exact name
+
+
+def test_cr_only_line_ends_are_one_line(realdata_file, tmp_path):
+    path = tmp_path / "mac.csv"
+    path.write_bytes(realdata_file(GEMV).read_bytes().replace(b"\n", b"\r"))
+    one_line_error(invoke("analyze", path), "carriage return")
