@@ -109,3 +109,30 @@ def test_cr_only_line_ends_are_one_line(realdata_file, tmp_path):
     path = tmp_path / "mac.csv"
     path.write_bytes(realdata_file(GEMV).read_bytes().replace(b"\n", b"\r"))
     one_line_error(invoke("analyze", path), "carriage return")
+
+
+def test_a_failed_launch_is_reported_as_failed_and_json_has_no_nan(realdata_file, tmp_path):
+    import csv
+    import io
+
+    lines = realdata_file("ncu_raw/mudock_gtx1650_full_raw.csv").read_text().splitlines(keepends=True)
+    start = next(i for i, line in enumerate(lines) if line.startswith('"ID",'))
+    header = next(csv.reader([lines[start]]))
+    identity = {"ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream", "Block Size", "Grid Size", "Device", "CC"}
+    last = next(csv.reader([lines[-1]]))
+    failed = [value if column in identity else "nan" for column, value in zip(header, last, strict=True)]
+    buffer = io.StringIO()
+    csv.writer(buffer, quoting=csv.QUOTE_ALL, lineterminator="\n").writerow(failed)
+    path = tmp_path / "failed.csv"
+    path.write_text("".join(lines[:-1]) + buffer.getvalue())
+    durations = [float(row["gpu__time_duration.sum"].replace(",", "")) for row in csv.DictReader(lines[start:-1]) if row["ID"] != ""]
+
+    result = invoke("analyze", path, "-f", "json")
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout, parse_constant=lambda c: pytest.fail(f"{c} in JSON"))
+    kernel = data["kernels"][0]
+    assert (kernel["launches"], kernel["failed_launches"]) == (6, 1)
+    assert kernel["duration_ns"] == pytest.approx(sum(durations))  # the five measured launches
+    assert any("failed under profiling" in note for note in data["notes"])
+    launches = json.loads(invoke("analyze", path, "-f", "json", "--per-launch").stdout)["launches"]
+    assert [launch["label"] for launch in launches].count("launch failed") == 1

@@ -15,7 +15,7 @@ from traceview.analyzer.jetson import Board, Telemetry, analyze_telemetry
 from traceview.analyzer.llm import LlmAnalysis, analyze_runs
 from traceview.analyzer.nvtx import group_summary, range_table, steps_from_kernels, steps_from_nvtx
 from traceview.analyzer.ranking import rank_kernels
-from traceview.analyzer.roofline import RECOMMENDATIONS, classify_launch
+from traceview.analyzer.roofline import RECOMMENDATIONS, Bound, classify_launch
 from traceview.analyzer.timeline import BLOCKING_API, Timeline, join_ncu, kernel_summary, stats_findings, sync_summary
 from traceview.analyzer.whole_run import DEFAULT_GAP_THRESHOLD_NS, analyze_whole_run, launch_records
 from traceview.parsers.ncu_csv import short_kernel_name
@@ -185,6 +185,10 @@ def with_verdicts(kernels: pl.DataFrame, device: Device) -> pl.DataFrame:
     base_peaks = {key: peak.value for key, peak in device.peaks.items()}
     rows = []
     for row in kernels.iter_rows(named=True):
+        if row.get("launch_failed"):
+            rows.append({**{name: None for name in VERDICT_SCHEMA}, "bound": Bound.UNKNOWN, "label": "launch failed",
+                         "reason": "the launch failed while it was profiled (every metric is nan or empty): nothing was measured"})
+            continue
         peaks = base_peaks
         if device.peaks["peak_tensor_flop_per_s"].source != "profile" and row.get("tensor_dtype"):
             peaks = {**base_peaks, "peak_tensor_flop_per_s": _tensor_table_peak(device.spec, row["tensor_dtype"])}
@@ -205,6 +209,9 @@ def analyze(kernels: pl.DataFrame, source: Source, gpu: str | None = None) -> An
     device = resolve_device(kernels, gpu)
     launches = with_verdicts(kernels, device)
     notes = []
+    failed = int(launches["launch_failed"].fill_null(False).sum()) if launches.height else 0
+    if failed:
+        notes.append(f"{failed} launch(es) failed under profiling (every metric nan or empty): they are counted as failed, not measured")
     if launches["duration_ns"].null_count() == launches.height:
         notes.append("the export has no kernel durations (a single-section export?): times and recoverable time are unknown")
     if any(p.source == "profile" for p in device.peaks.values()):

@@ -22,18 +22,24 @@ def rank_kernels(launches: pl.DataFrame) -> pl.DataFrame:
     main_flop = pl.coalesce(
         *[pl.when(pl.col("precision") == p).then(pl.col(f"{p}_flop")) for p in ("fp64", "fp32", "fp16", "tensor")]
     )
-    total = launches["duration_ns"].sum()
+    measured = ~pl.col("launch_failed").fill_null(False)
+    duration = pl.col("duration_ns").filter(measured)
+    total = launches.filter(measured)["duration_ns"].sum() if launches.height else 0
     grouped = (
         launches.with_columns(main_flop=main_flop)
         .group_by("kernel_name", maintain_order=True)
         .agg(
             pl.col("short_name").first(),
             pl.len().alias("launches"),
-            pl.col("duration_ns").sum().alias("duration_ns"),
-            pl.col("duration_ns").mean().alias("avg_duration_ns"),
-            pl.col("duration_ns").min().alias("min_duration_ns"),
-            pl.col("duration_ns").max().alias("max_duration_ns"),
-            pl.col("duration_ns").null_count().alias("_missing_durations"),
+            (~measured).sum().cast(pl.Int64).alias("failed_launches"),
+            # Failed launches have no time: the kernel's time is that of its measured launches.
+            duration.sum().alias("duration_ns"),
+            duration.mean().alias("avg_duration_ns"),
+            duration.median().alias("median_duration_ns"),
+            duration.quantile(0.99).alias("p99_duration_ns"),
+            duration.min().alias("min_duration_ns"),
+            duration.max().alias("max_duration_ns"),
+            duration.null_count().alias("_missing_durations"),
             _time_weighted_mode("bound").alias("bound"),
             _time_weighted_mode("label").alias("label"),
             _time_weighted_mode("binding_roof").alias("binding_roof"),
@@ -56,7 +62,7 @@ def rank_kernels(launches: pl.DataFrame) -> pl.DataFrame:
     )
     complete = lambda name: pl.col(name) == 0  # noqa: E731
     grouped = grouped.with_columns(
-        pl.when(complete("_missing_durations")).then(pl.col("duration_ns")).alias("duration_ns"),
+        pl.when(complete("_missing_durations") & (pl.col("launches") > pl.col("failed_launches"))).then(pl.col("duration_ns")).alias("duration_ns"),
         pl.when(complete("_missing_recoverable")).then(pl.col("recoverable_ns")).alias("recoverable_ns"),
         # Intensity of a kernel = its FLOPs over its DRAM bytes, summed over launches (ratio of sums).
         pl.when(complete("_missing_flop") & complete("_missing_bytes") & (pl.col("_dram_bytes") > 0))

@@ -351,7 +351,9 @@ def _assemble(long: pl.DataFrame, identity: pl.DataFrame, rules: pl.DataFrame | 
     else:
         wide = identity.select(launch)
     tensor = _tensor_columns(long, launch)
-    frame = identity.join(wide, on=launch, how="left").join(tensor, on=launch, how="left")
+    empty_cell = pl.col("value").is_null() | pl.col("value").str.strip_chars().str.to_lowercase().is_in(["", "nan", "-nan", "n/a"])
+    failed = long.group_by(launch).agg(empty_cell.all().alias("launch_failed"))
+    frame = identity.join(wide, on=launch, how="left").join(tensor, on=launch, how="left").join(failed, on=launch, how="left")
     if rules is not None and rules.height:
         grouped = rules.group_by(launch, maintain_order=True).agg(pl.col("rule").alias("ncu_rules"))
         frame = frame.join(grouped, on=launch, how="left")

@@ -56,6 +56,8 @@ KERNELS = pl.Schema(
         **{f"peak_{p}_flop_per_s": pl.Float64 for p in PRECISIONS},
         **{f"peak_{m}_bytes_per_s": pl.Float64 for m in MEMORY_LEVELS},
         "ncu_rules": pl.List(NCU_RULE),
+        # True when every metric cell of the launch is nan or empty: it failed under profiling (`==ERROR== LaunchFailed`).
+        "launch_failed": pl.Boolean,
     }
 )
 

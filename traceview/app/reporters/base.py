@@ -41,6 +41,7 @@ KERNEL_FIELDS = (
     "kind",
     "likely_bound",
     "graph_launches",
+    "failed_launches",
 )
 
 
@@ -170,7 +171,7 @@ def timeline_record(analysis: Analysis) -> dict[str, Any] | None:
     t = analysis.timeline
     if t is None:
         return None
-    return _json_safe({
+    return json_safe({
         "verdict": t.verdict,
         "devices": t.devices,
         "gpu_busy_pct": {str(d["device_id"]): d["busy_pct"] for d in t.devices},
@@ -186,12 +187,12 @@ def timeline_record(analysis: Analysis) -> dict[str, Any] | None:
     })
 
 
-def _json_safe(value: Any) -> Any:
+def json_safe(value: Any) -> Any:
     """Return the value with NaN/inf floats as None, recursively (JSON has no NaN)."""
     if isinstance(value, dict):
-        return {str(k): _json_safe(v) for k, v in value.items()}
+        return {str(k): json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
+        return [json_safe(v) for v in value]
     return _clean(value)
 
 

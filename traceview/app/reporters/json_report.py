@@ -6,7 +6,7 @@ import json
 from typing import ClassVar
 
 from traceview.analyzer.analysis import Analysis
-from traceview.app.reporters.base import ReportOptions, provenance, report_data
+from traceview.app.reporters.base import ReportOptions, json_safe, provenance, report_data
 
 
 class JSONReporter:
@@ -16,4 +16,5 @@ class JSONReporter:
     def render(self, analysis: Analysis, options: ReportOptions) -> str:
         data = report_data(analysis, options)
         data["provenance"] = provenance(analysis, options)
-        return json.dumps(data, indent=2, allow_nan=False) + "\n"
+        # NaN and infinity have no JSON spelling: every one, wherever it comes from, is null.
+        return json.dumps(json_safe(data), indent=2, allow_nan=False) + "\n"
