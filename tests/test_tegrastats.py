@@ -199,3 +199,17 @@ def test_cli_table_and_device_option(realdata_file):
     assert "Jetson TX2" in result.stdout and "named with --device" in result.stdout
     bad = CliRunner().invoke(app, ["analyze", path, "--device", "orin-ultra"])
     assert bad.exit_code == 1 and bad.stderr.startswith("Error: unknown Jetson board")
+
+
+def test_oldest_grammar_tx1_l4t_28_1():
+    """L4T 28.1 (TX1): lower-case `cpu [..]@MHz` with one shared clock, `EMC n%@MHz` and `GR3D n%@MHz` without _FREQ.
+    Hand-written from the grammar in the issue (no real log of that release is public): two samples."""
+    from pathlib import Path
+
+    from traceview.parsers.tegrastats import parse
+
+    frame, _ = parse(Path(__file__).parent / "fixtures" / "tegrastats_l4t28.1_tx1_oldest_grammar.log")
+    assert frame["cpu_load_pct"].to_list() == [[12.0, 0.0, 0.0, 0.0], [52.0, 10.0, 3.0, 0.0]]
+    assert frame["cpu_mhz"].to_list() == [[408.0] * 4, [1734.0] * 4]
+    assert frame["emc_pct"].to_list() == [1.0, 12.0] and frame["emc_mhz"].to_list() == [1600.0, 1600.0]
+    assert frame["gpu_pct"].to_list() == [39.0, 99.0] and frame["gpu_mhz"].to_list() == [76.0, 998.0]

@@ -27,9 +27,10 @@ _DATE_LINE = re.compile(r"^[A-Z][a-z]{2} [A-Z][a-z]{2} +[0-9]{1,2} [0-9]{2}:[0-9
 _TIMESTAMP = r"^([0-9]{2}-[0-9]{2}-[0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2})\s"
 _RAM = r"\bRAM ([0-9]+)/([0-9]+)MB"
 _SWAP = r"\bSWAP ([0-9]+)/([0-9]+)MB"
-_CPU = r"\bCPU \[([^\]]*)\]"
-_EMC = r"\bEMC_FREQ ([0-9]+)%(?:@([0-9]+))?"
-_GR3D = r"\bGR3D_FREQ (?:([0-9]+)%)?(?:@\[?([0-9,]+)\]?)?"
+# `CPU [12%@1189,off,...]`, or before L4T 28.2 (TX1) `cpu [12%,0%,0%,0%]@408`: lower case, one clock for all cores.
+_CPU = r"\b(?:CPU|cpu) \[([^\]]*)\](?:@([0-9]+))?"
+_EMC = r"\bEMC(?:_FREQ)? ([0-9]+)%(?:@([0-9]+))?"  # `EMC 1%@1600` before L4T 28.2
+_GR3D = r"\bGR3D(?:_FREQ)? (?:([0-9]+)%)?(?:@\[?([0-9,]+)\]?)?"  # `GR3D 39%@76` before L4T 28.2
 # NAME@41.5C or name@52.968C/52.968C (JetPack 7 adds a second value).
 _TEMP = r"(?:^|\s)([A-Za-z][A-Za-z0-9_]*)@(-?[0-9]+(?:\.[0-9]+)?)C(?:/-?[0-9]+(?:\.[0-9]+)?C)?"
 # NAME cur/avg[/max], in mW whether or not the unit is printed. `RAM 1/2MB` fails on the trailing "MB".
@@ -112,8 +113,11 @@ def _parse_batch(numbers: list[int], lines: list[str]) -> pl.DataFrame:
         integer(_RAM, 2).alias("ram_total_mb"),
         integer(_SWAP, 1).alias("swap_used_mb"),
         integer(_SWAP, 2).alias("swap_total_mb"),
-        cpu_parts.list.eval(pl.element().struct.field("field_0").cast(pl.Float64, strict=False)).alias("cpu_load_pct"),
-        cpu_parts.list.eval(pl.element().struct.field("field_1").cast(pl.Float64, strict=False)).alias("cpu_mhz"),
+        cpu_parts.list.eval(pl.element().struct.field("field_0").str.strip_chars_end("%").cast(pl.Float64, strict=False)).alias("cpu_load_pct"),
+        pl.when(integer(_CPU, 2).is_not_null())
+        .then(integer(_CPU, 2).repeat_by(cpu_parts.list.len()))
+        .otherwise(cpu_parts.list.eval(pl.element().struct.field("field_1").cast(pl.Float64, strict=False)))
+        .alias("cpu_mhz"),
         integer(_EMC, 1).alias("emc_pct"),
         integer(_EMC, 2).alias("emc_mhz"),
         integer(_GR3D, 1).alias("gpu_pct"),
