@@ -171,3 +171,21 @@ def test_broken_table_row_is_a_clear_error(tmp_path):
     path.write_text("| model | size | params | backend | ngl | test | t/s |\n|---|---:|---:|---|--:|---|---:|\n| llama 7B | 3.56 GiB |\n")
     result = CliRunner().invoke(app, ["analyze", str(path)])
     assert result.exit_code == 1 and result.stderr.startswith("Error: ") and ":3:" in result.stderr
+
+
+def test_european_locale_timing_lines_inside_a_full_log(realdata_file, tmp_path):
+    """Timing lines with decimal commas, after a model-loader dump and generated text, beyond the first 64 KB."""
+    import re
+
+    real = realdata_file("llama_cpp/timings_new_cpu_orangepi3b_i5-13400f_issue34.txt").read_text()
+    european = "\n".join(re.sub(r"(\d)\.(\d)", r"\1,\2", line) if " time =" in line else line for line in real.splitlines())
+    loader = "llm_load_print_meta: model size       = 636,18 MiB (4,85 BPW)\nllm_load_print_meta: general.name     = Llama 3.2 1B Instruct\n"
+    story = "The road ran 12,700 miles, and prompt eval time was not what anyone measured. " * 1200  # generated text
+    path = tmp_path / "main.log"
+    path.write_text(loader + story + "\n" + european + "\n")
+    assert path.stat().st_size > 64 * 1024
+    result = CliRunner().invoke(app, ["analyze", str(path), "-f", "json"])
+    assert result.exit_code == 0, result.stderr
+    decode = [r for r in json.loads(result.stdout)["runs"] if r["phase"] == "decode"]
+    assert [round(r["tokens_per_s"], 2) for r in decode] == [round(127 / 124.97360, 2), round(127 / 2.22640, 2)]
+    assert decode[0]["model_size_bytes"] == pytest.approx(636.18 * 2**20)

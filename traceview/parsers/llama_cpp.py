@@ -28,9 +28,11 @@ _DEVICE = re.compile(r"^\s*Device (\d+): ([^,]+)(?:, compute capability ([\d.]+)
 _BUILD = re.compile(r"^\s*build: (\S+) \((\d+)\)")
 _TIMING = re.compile(
     r"^(?P<prefix>llama_print_timings|llama_perf_context_print|llama_perf_sampler_print)?:?\s*"
-    r"(?P<what>load|sample|sampling|prompt eval|eval|total) time\s*=\s*(?P<ms>[\d.]+) ms"
+    r"(?P<what>load|sample|sampling|prompt eval|eval|total) time\s*=\s*(?P<ms>[0-9]+(?:[.,][0-9]+)?) ms"
     r"(?:\s*/\s*(?P<count>\d+) (?P<unit>tokens|runs))?"
 )
+# The loader's dump in a full log: `model size = 636,18 MiB (4,85 BPW)` (a comma under a European locale).
+_LOG_MODEL_SIZE = re.compile(r"\bmodel size\s*=\s*([0-9]+(?:[.,][0-9]+)?)\s*(GiB|MiB|KiB|GB|MB|B)\b")
 _SIZE = re.compile(r"^\s*([\d.]+)\s*(GiB|MiB|KiB|GB|MB|B)\s*$")
 _PARAMS = re.compile(r"^\s*([\d.]+)\s*([KMBT]?)\s*$")
 _TEST = re.compile(r"^\s*(pp|tg)\s*(\d+)\s*$")
@@ -277,12 +279,18 @@ def _timings(text: str) -> list[dict[str, Any]]:
                 # Computed from tokens and time, not read: the oldest format prints no tokens per second.
                 "tokens_per_s": count / (ms / 1000) if ms > 0 and count else None,
                 "options": f"format={run.get('prefix') or 'llama-server'}",
+                "model_size_bytes": run.get("model_size", model_size),
             })
         if any(k in run for k in ("prompt eval", "eval")):
             run_index += 1
         run = {}
 
+    model_size: float | None = None
     for number, line in enumerate(text.splitlines(), start=1):
+        size = _LOG_MODEL_SIZE.search(line)
+        if size:
+            model_size = _size_bytes(f"{size.group(1).replace(',', '.')} {size.group(2)}")
+            run["model_size"] = model_size
         match = _TIMING.match(line.strip())
         if not match or match.group("prefix") == "llama_perf_sampler_print":
             continue
@@ -291,7 +299,8 @@ def _timings(text: str) -> list[dict[str, Any]]:
             if what in run:  # a new run without a total line in between
                 flush()
             count = int(match.group("count")) if match.group("count") else 0
-            run[what] = (float(match.group("ms")), count, number)
+            # llama.cpp prints %.2f with no thousands separator, so a comma is a decimal comma (a European locale).
+            run[what] = (float(match.group("ms").replace(",", ".")), count, number)
             run["prefix"] = match.group("prefix")
         elif what == "total":
             flush()

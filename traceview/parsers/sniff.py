@@ -45,6 +45,13 @@ def check_readable(path: Path) -> None:
         raise TraceFormatError(path, "the file is empty", "re-export the profile; the capture may have failed")
 
 
+def _tail_has_llama_timings(path: Path) -> bool:
+    with path.open("rb") as handle:
+        handle.seek(max(0, path.stat().st_size - _SNIFF_BYTES))
+        tail = handle.read()
+    return b"\x00" not in tail and detect_llama(tail.decode("utf-8", errors="replace")) == TraceFormat.LLAMA_TIMINGS.value
+
+
 def detect_format(path: str | Path) -> TraceFormat:
     """Return the format of a trace file, judged from its first bytes and its header line."""
     path = Path(path)
@@ -67,6 +74,9 @@ def detect_format(path: str | Path) -> TraceFormat:
         header = find_header(path)
         if header is not None:
             return TraceFormat.NCU_RAW if header.page == "raw" else TraceFormat.NCU_DETAILS
+        # A full llama.cpp log prints its timing lines last, after the model dump and the generated text.
+        if _tail_has_llama_timings(path):
+            return TraceFormat.LLAMA_TIMINGS
         raise UnknownFormatError(
             path,
             "not a supported trace: no Nsight Compute CSV header (\"ID\",\"Process ID\",...), nsys stats table, tegrastats sample or llama.cpp output found",
