@@ -189,3 +189,28 @@ def test_european_locale_timing_lines_inside_a_full_log(realdata_file, tmp_path)
     decode = [r for r in json.loads(result.stdout)["runs"] if r["phase"] == "decode"]
     assert [round(r["tokens_per_s"], 2) for r in decode] == [round(127 / 124.97360, 2), round(127 / 2.22640, 2)]
     assert decode[0]["model_size_bytes"] == pytest.approx(636.18 * 2**20)
+
+
+def test_size_scaling_needs_one_model_fully_offloaded(tmp_path):
+    """A 32B Q4_K_M and a 671B IQ1_S at 27 of 61 layers are not a quantization pair: no bandwidth verdict."""
+    path = tmp_path / "two_models.md"
+    path.write_text(
+        "| model | size | params | backend | ngl | test | t/s |\n| --- | ---: | ---: | --- | --: | --- | ---: |\n"
+        "| qwen2 32B Q4_K_M | 18.48 GiB | 32.76 B | CUDA | 99 | tg128 | 40.00 ± 0.10 |\n"
+        "| deepseek2 671B IQ1_S - 1.5625 bpw | 130.60 GiB | 671.03 B | CUDA | 27 | tg128 | 3.10 ± 0.20 |\n"
+    )
+    finding = next(f for f in analysis_of(path, gpu="rtx4090").llm.findings if f["kind"] == "size_scaling")
+    assert finding["bandwidth_bound"] is None and "different models" in finding["message"]
+
+
+def test_diff_matches_whole_configurations_never_averages(realdata_file):
+    """PR #4812's table has nkvo 0 and 1; the README CSV states no nkvo (llama-bench's default 0). tg128 must compare
+    127.43 with 132.05 (+3.6%), not the mean of both nkvo rows, and the nkvo=1 rows stay unmatched and ungated."""
+    before = realdata_file("llama_cpp/llama_bench_md_rtx3090ti_nkvo_pr4812.txt")
+    after = realdata_file("llama_cpp/llama_bench_readme_rtx3090ti_i9-13900k.csv")
+    result = CliRunner().invoke(app, ["diff", str(before), str(after), "-f", "json", "--fail-on-regression", "50"])
+    assert result.exit_code == 0, result.stderr  # the -40% pp512 is within 50%; the vanished nkvo=1 rows never gate
+    runs = json.loads(result.stdout)["runs"]
+    tg = next(r for r in runs if r["test"] == "tg128" and r["status"] == "changed")
+    assert (tg["tokens_per_s"], round(tg["tokens_per_s_after"], 2), round(tg["change_pct"], 1)) == (127.43, 132.05, 3.6)
+    assert sorted((r["test"], r["status"]) for r in runs if r["status"] != "changed") == [("pp512", "vanished"), ("tg128", "vanished")]

@@ -13,6 +13,7 @@ from typing import Any
 import polars as pl
 
 from traceview.analyzer.analysis import Analysis
+from traceview.analyzer.llm import bandwidth_verdict, run_settings, same_model, same_settings
 from traceview.analyzer.names import normalise_kernel_name
 from traceview.errors import UsageError
 
@@ -182,37 +183,58 @@ def _comparability(before: Analysis, after: Analysis, a: dict[str, Any], b: dict
 
 
 def _compare_llama(before: Analysis, after: Analysis, gate: float | None) -> Diff:
+    """Match llama.cpp rows on their whole configuration (test, model, settings), never averaging different ones;
+    unmatched rows are listed and never gated."""
     assert before.llm is not None and after.llm is not None
-
-    def table(analysis: Analysis) -> pl.DataFrame:
-        assert analysis.llm is not None
-        return analysis.llm.runs.group_by(["test", "phase"], maintain_order=True).agg(
-            pl.col("tokens_per_s").mean(), pl.col("bytes_per_token").first(), pl.col("mbu_pct").mean(), pl.col("model").first()
-        )
-
-    a, b = table(before), table(after)
-    joined = a.join(b, on=["test", "phase"], how="full", suffix="_after", coalesce=True)
-    runs = []
+    a_rows, b_rows = before.llm.runs.to_dicts(), after.llm.runs.to_dicts()
+    runs: list[dict[str, Any]] = []
     findings: list[str] = []
     regressions: list[str] = []
-    for row in joined.iter_rows(named=True):
-        change = _pct(row["tokens_per_s"], row["tokens_per_s_after"])
-        runs.append({**row, "change_pct": change})
+    unused = list(range(len(b_rows)))
+    for x in a_rows:
+        candidates = [i for i in unused if b_rows[i]["test"] == x["test"] and same_model(x, b_rows[i]) and same_settings(x, b_rows[i])]
+        # The candidate that states the most settings in common is the closest configuration.
+        best = max(candidates, key=lambda i: len(set(run_settings(x)) & set(run_settings(b_rows[i]))), default=None)
+        if best is None:
+            runs.append(_llama_row(x, None, "vanished"))
+            continue
+        unused.remove(best)
+        y = b_rows[best]
+        row = _llama_row(x, y, "changed")
+        runs.append(row)
+        change = row["change_pct"]
         if gate is not None and change is not None and -change > gate:
-            regressions.append(f"{row['test']}: {row['tokens_per_s']:.2f} → {row['tokens_per_s_after']:.2f} tokens/s ({change:+.1f}%), over the {gate:g}% limit")
-        if row["phase"] == "decode" and row["bytes_per_token"] and row["bytes_per_token_after"] and row["tokens_per_s"] and row["tokens_per_s_after"]:
-            byte_ratio = row["bytes_per_token"] / row["bytes_per_token_after"]
-            speedup = row["tokens_per_s_after"] / row["tokens_per_s"]
-            if abs(byte_ratio - 1) > 0.05:
-                verdict = ("decode got faster roughly in proportion to the bytes saved: it was memory-bandwidth-bound"
-                           if byte_ratio > 1 and speedup >= 0.8 * byte_ratio
-                           else "the speedup falls well short of the bytes saved: decode was not purely bandwidth-bound"
-                           if byte_ratio > 1 else "the model moves more bytes per token in the second run")
-                findings.append(
-                    f"{row['test']}: {byte_ratio:.2f}× fewer bytes per token ({row['model']} → {row['model_after']}) and "
-                    f"{speedup:.2f}× the tokens/s — {verdict}")
+            regressions.append(f"{x['test']} ({_configuration(x)}): {x['tokens_per_s']:.2f} → {y['tokens_per_s']:.2f} tokens/s ({change:+.1f}%), "
+                               f"over the {gate:g}% limit")
+        if x["phase"] == "decode" and x.get("bytes_per_token") and y.get("bytes_per_token") and x["tokens_per_s"] and y["tokens_per_s"]:
+            if abs(x["bytes_per_token"] / y["bytes_per_token"] - 1) > 0.05:
+                small, big = (y, x) if y["bytes_per_token"] < x["bytes_per_token"] else (x, y)
+                findings.append(f"{x['test']}: {bandwidth_verdict(small, big)[0]}")
+    runs += [_llama_row(None, b_rows[i], "new") for i in unused]
+    unmatched = sum(r["status"] != "changed" for r in runs)
+    if unmatched:
+        findings.append(f"{unmatched} row(s) have no run of the same configuration on the other side (listed as new or vanished; never averaged "
+                        "into another configuration, never gated)")
     warnings = [] if before.device.name == after.device.name else [f"different devices: {before.device.name} vs {after.device.name}"]
     return Diff("llama", before, after, runs=runs, findings=findings, regressions=regressions, warnings=warnings)
+
+
+def _configuration(row: dict[str, Any]) -> str:
+    settings = ", ".join(f"{k}={v}" for k, v in sorted(run_settings(row).items()))
+    return f"{row.get('model')}" + (f"; {settings}" if settings else "")
+
+
+def _llama_row(x: dict[str, Any] | None, y: dict[str, Any] | None, status: str) -> dict[str, Any]:
+    ref = x or y
+    assert ref is not None
+    return {
+        "test": ref["test"], "phase": ref["phase"], "status": status, "configuration": _configuration(ref),
+        "model": x["model"] if x else None, "model_after": y["model"] if y else None,
+        "tokens_per_s": x["tokens_per_s"] if x else None, "tokens_per_s_after": y["tokens_per_s"] if y else None,
+        "change_pct": _pct(x["tokens_per_s"], y["tokens_per_s"]) if x and y else None,
+        "mbu_pct": x.get("mbu_pct") if x else None, "mbu_pct_after": y.get("mbu_pct") if y else None,
+        "bytes_per_token": x.get("bytes_per_token") if x else None, "bytes_per_token_after": y.get("bytes_per_token") if y else None,
+    }
 
 
 def _compare_telemetry(before: Analysis, after: Analysis) -> Diff:

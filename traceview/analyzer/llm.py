@@ -100,29 +100,81 @@ def analyze_runs(
     return LlmAnalysis(frame, _size_scaling(frame) + _ngl_scaling(frame))
 
 
+# llama-bench's documented defaults: a run that does not print these options used them.
+CONFIG_DEFAULTS = {"nkvo": "0", "fa": "0"}
+# Backend flags name the build, not a setting of the run (the backend column says which).
+_NOT_SETTINGS = {"cuda", "metal", "gpu_blas", "blas", "vulkan", "sycl", "kompute", "opencl", "format"}
+_QUANT = re.compile(r"\b(mostly\s+)?(q\d\w*|iq\d\w*|f16|bf16|f32|fp16|fp8\w*|tq\d\w*)\b", re.IGNORECASE)
+
+
+def run_settings(row: dict[str, Any]) -> dict[str, str]:
+    """Return the run's settings from its options (`n_threads` and `threads` are one key), ngl and backend included."""
+    settings: dict[str, str] = {}
+    for part in (row.get("options") or "").split(";"):
+        key, _, value = part.partition("=")
+        key = key.strip().lower().removeprefix("n_")
+        if key and value.strip() and key not in _NOT_SETTINGS:
+            settings[key] = value.strip()
+    if row.get("n_gpu_layers") is not None:
+        settings["gpu_layers"] = str(row["n_gpu_layers"])
+    if row.get("backend"):
+        settings["backend"] = str(row["backend"]).upper()
+    return settings
+
+
+def same_settings(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """True when no setting that both runs state (or default) differs; a setting only one states is not compared."""
+    x, y = run_settings(a), run_settings(b)
+    for key in set(x) | set(y):
+        first, second = x.get(key, CONFIG_DEFAULTS.get(key)), y.get(key, CONFIG_DEFAULTS.get(key))
+        if first is not None and second is not None and first != second:
+            return False
+    return True
+
+
+def same_model(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """True when two runs are the same model, whatever its quantization: parameter counts within 2%, else the same
+    name once the quantization and `mostly` are removed."""
+    pa, pb = a.get("model_params"), b.get("model_params")
+    if pa and pb:
+        return abs(pa - pb) <= 0.02 * max(pa, pb)
+    name = lambda row: " ".join(_QUANT.sub("", str(row.get("model") or "")).lower().split())  # noqa: E731
+    return bool(name(a)) and name(a) == name(b)
+
+
+def bandwidth_verdict(small: dict[str, Any], big: dict[str, Any]) -> tuple[str, bool | None]:
+    """The field's Q8-vs-Q4 test for two decode runs: valid only between quantizations of one model with the same
+    settings, fully offloaded. Return (sentence, bandwidth-bound or None when no verdict can be given)."""
+    byte_ratio = big["bytes_per_token"] / small["bytes_per_token"]
+    speedup = small["tokens_per_s"] / big["tokens_per_s"]
+    lead = f"{small['model']} moves {byte_ratio:.2f}× fewer bytes per token than {big['model']} and decodes {speedup:.2f}× as fast"
+    if not same_model(small, big):
+        return f"{lead}; no verdict: they are different models, and the test compares quantizations of one model", None
+    if not same_settings(small, big):
+        return f"{lead}; no verdict: the runs differ in settings (threads, batch, KV cache, offload)", None
+    if "full" not in (small.get("offload"), big.get("offload")) or "partial" in (small.get("offload"), big.get("offload")):
+        return f"{lead}; no verdict: only fully offloaded runs show the GPU's bandwidth", None
+    bound = speedup >= 0.8 * byte_ratio
+    return lead + (" — the speedup tracks the bytes saved: decode is memory-bandwidth-bound" if bound
+                   else " — far less than the bytes saved: decode is not purely bandwidth-bound (compute, dequantization or overheads)"), bound
+
+
 def _size_scaling(frame: pl.DataFrame) -> list[dict[str, Any]]:
-    """The field's Q8-vs-Q4 test: bandwidth-bound decode speeds up in proportion to the bytes saved."""
-    decode = frame.filter((pl.col("phase") == "decode") & pl.col("bytes_per_token").is_not_null() & (pl.col("offload") != "partial"))
+    """The field's Q8-vs-Q4 test over the rows of one output: per device, backend and test, the two quantizations of
+    one model with the same settings that differ most in bytes per token."""
+    decode = frame.filter((pl.col("phase") == "decode") & pl.col("bytes_per_token").is_not_null() & pl.col("tokens_per_s").is_not_null())
     findings = []
     for (_, _, test), group in decode.group_by(["device", "backend", "test"], maintain_order=True):
-        sizes = group.group_by("bytes_per_token").agg(pl.col("tokens_per_s").mean(), pl.col("model").first()).sort("bytes_per_token")
-        if sizes.height < 2:
+        rows = group.to_dicts()
+        pairs = [(a, b) for a in rows for b in rows if b["bytes_per_token"] > 1.05 * a["bytes_per_token"]]
+        if not pairs:
             continue
-        small, big = sizes.row(0, named=True), sizes.row(sizes.height - 1, named=True)
-        byte_ratio = big["bytes_per_token"] / small["bytes_per_token"]
-        speedup = small["tokens_per_s"] / big["tokens_per_s"]
-        bound = speedup >= 0.8 * byte_ratio
-        findings.append({
-            "kind": "size_scaling",
-            "bandwidth_bound": bound,
-            "message": (
-                f"{test}: {small['model']} moves {byte_ratio:.2f}× fewer bytes per token than {big['model']} and decodes "
-                f"{speedup:.2f}× faster — " + (
-                    "speedup tracks the bytes saved: decode is memory-bandwidth-bound" if bound
-                    else "far less than the bytes saved: decode is not purely bandwidth-bound (compute, dequantization or overheads)")
-            ),
-            "evidence": {"byte_ratio": byte_ratio, "speedup": speedup},
-        })
+        valid = [(a, b) for a, b in pairs if bandwidth_verdict(a, b)[1] is not None]
+        small, big = max(valid or pairs, key=lambda pair: pair[1]["bytes_per_token"] / pair[0]["bytes_per_token"])
+        sentence, bound = bandwidth_verdict(small, big)
+        findings.append({"kind": "size_scaling", "bandwidth_bound": bound, "message": f"{test}: {sentence}",
+                         "evidence": {"byte_ratio": big["bytes_per_token"] / small["bytes_per_token"],
+                                      "speedup": small["tokens_per_s"] / big["tokens_per_s"]}})
     return findings
 
 

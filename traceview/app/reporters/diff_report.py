@@ -96,10 +96,11 @@ def _table(diff: Diff, top: int, color: bool) -> str:
             for name, values in diff.telemetry.items():
                 table.add_row(name, *(_value(values[k]) for k in ("before", "after")), _signed(values["change_pct"]))
     elif diff.kind == "llama":
-        for header in ("test", "before (tokens/s)", "after (tokens/s)", "change", "MBU before", "MBU after"):
-            table.add_column(header)
+        for header in ("test", "configuration", "status", "before (tokens/s)", "after (tokens/s)", "change", "MBU before", "MBU after"):
+            table.add_column(header, overflow="fold")
         for run in diff.runs:
-            table.add_row(safe_text(str(run["test"])), f"{run['tokens_per_s'] or 0:.2f}", f"{run['tokens_per_s_after'] or 0:.2f}", _signed(run["change_pct"]),
+            table.add_row(safe_text(str(run["test"])), safe_text(run.get("configuration") or ""), run.get("status") or "",
+                          _value(run["tokens_per_s"]), _value(run["tokens_per_s_after"]), _signed(run["change_pct"]),
                           format_pct(run["mbu_pct"]), format_pct(run["mbu_pct_after"]))
     else:
         for header in ("", "before", "after", "change"):
@@ -129,8 +130,9 @@ def _markdown(diff: Diff, top: int) -> str:
             lines += [f"| {escape_markdown(name)} | {v['before'] if v['before'] is not None else 'n/a'} | "
                       f"{v['after'] if v['after'] is not None else 'n/a'} | {_signed(v['change_pct'])} |" for name, v in diff.telemetry.items()]
     elif diff.kind == "llama":
-        lines += ["| test | before (tokens/s) | after (tokens/s) | change |", "|---|---:|---:|---:|"]
-        lines += [f"| {escape_markdown(r['test'])} | {r['tokens_per_s'] or 0:.2f} | {r['tokens_per_s_after'] or 0:.2f} | {_signed(r['change_pct'])} |" for r in diff.runs]
+        lines += ["| test | configuration | status | before (tokens/s) | after (tokens/s) | change |", "|---|---|---|---:|---:|---:|"]
+        lines += [f"| {escape_markdown(r['test'])} | {escape_markdown(r.get('configuration') or '')} | {r.get('status') or ''} | {_value(r['tokens_per_s'])} | "
+                  f"{_value(r['tokens_per_s_after'])} | {_signed(r['change_pct'])} |" for r in diff.runs]
     else:
         lines += ["| | before | after | change |", "|---|---:|---:|---:|"]
         lines += [f"| {name} | {v['before'] if v['before'] is not None else 'n/a'} | {v['after'] if v['after'] is not None else 'n/a'} | {_signed(v['change_pct'])} |"
