@@ -8,10 +8,9 @@ import os
 import random
 
 import pytest
+from fuzz_real_files import FORMATS, Worker, make_mutant, real_files
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from fuzz_real_files import FORMATS, Worker, make_mutant, real_files
 
 EXAMPLES = int(os.environ.get("TRACEVIEW_FUZZ_EXAMPLES", "40"))
 

@@ -10,8 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import polars as pl
-
 from traceview.analyzer.analysis import Analysis
 from traceview.analyzer.llm import bandwidth_verdict, run_settings, same_model, same_settings
 from traceview.analyzer.names import normalise_kernel_name
@@ -206,10 +204,10 @@ def _compare_llama(before: Analysis, after: Analysis, gate: float | None) -> Dif
         if gate is not None and change is not None and -change > gate:
             regressions.append(f"{x['test']} ({_configuration(x)}): {x['tokens_per_s']:.2f} → {y['tokens_per_s']:.2f} tokens/s ({change:+.1f}%), "
                                f"over the {gate:g}% limit")
-        if x["phase"] == "decode" and x.get("bytes_per_token") and y.get("bytes_per_token") and x["tokens_per_s"] and y["tokens_per_s"]:
-            if abs(x["bytes_per_token"] / y["bytes_per_token"] - 1) > 0.05:
-                small, big = (y, x) if y["bytes_per_token"] < x["bytes_per_token"] else (x, y)
-                findings.append(f"{x['test']}: {bandwidth_verdict(small, big)[0]}")
+        measured = x["phase"] == "decode" and x.get("bytes_per_token") and y.get("bytes_per_token") and x["tokens_per_s"] and y["tokens_per_s"]
+        if measured and abs(x["bytes_per_token"] / y["bytes_per_token"] - 1) > 0.05:
+            small, big = (y, x) if y["bytes_per_token"] < x["bytes_per_token"] else (x, y)
+            findings.append(f"{x['test']}: {bandwidth_verdict(small, big)[0]}")
     runs += [_llama_row(None, b_rows[i], "new") for i in unused]
     unmatched = sum(r["status"] != "changed" for r in runs)
     if unmatched:

@@ -138,7 +138,7 @@ def same_model(a: dict[str, Any], b: dict[str, Any]) -> bool:
     pa, pb = a.get("model_params"), b.get("model_params")
     if pa and pb:
         return abs(pa - pb) <= 0.02 * max(pa, pb)
-    name = lambda row: " ".join(_QUANT.sub("", str(row.get("model") or "")).lower().split())  # noqa: E731
+    name = lambda row: " ".join(_QUANT.sub("", str(row.get("model") or "")).lower().split())
     return bool(name(a)) and name(a) == name(b)
 
 

@@ -10,8 +10,8 @@ split on the column boundaries its dashed underline gives, with thousands separa
 from __future__ import annotations
 
 import csv
-import math
 import io
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
