@@ -136,3 +136,24 @@ def test_a_failed_launch_is_reported_as_failed_and_json_has_no_nan(realdata_file
     assert any("failed under profiling" in note for note in data["notes"])
     launches = json.loads(invoke("analyze", path, "-f", "json", "--per-launch").stdout)["launches"]
     assert [launch["label"] for launch in launches].count("launch failed") == 1
+
+
+@pytest.mark.parametrize("relative", [
+    "ncu_details/ncu2019.5_v100_aws_cfd_stdout_mixed_xplacer.log",
+    "tegrastats/xavier_nx_jp5_nosudo_ts_tegra_burn.log",
+    "llama_cpp/timings_server_rtx3060_issue12237.txt",
+])
+def test_a_file_cut_short_says_so(realdata_file, tmp_path, relative):
+    """Cut at a line end without the final newline (a copy cut short that still parses): the output says so, and
+    the partial launch or sample is left out rather than reported with missing metrics."""
+    lines = realdata_file(relative).read_bytes().split(b"\n")
+    keep = max(3, len(lines) // 2)
+    path = tmp_path / f"cut{realdata_file(relative).suffix}"
+    path.write_bytes(b"\n".join(lines[:keep]).rstrip(b"\n"))
+    result = invoke("analyze", path, "-f", "json")
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert any("cut short" in note for note in data["notes"])
+    if relative.startswith("ncu_details"):
+        ids = {line.split(b'","')[0] for line in lines[:keep] if line.startswith(b'"') and not line.startswith(b'"ID"')}
+        assert data["summary"]["launches"] == len(ids) - 1  # the launch the cut went through is left out

@@ -42,7 +42,7 @@ from traceview.app.reporters import REPORTERS, ReportOptions
 from traceview.app.reporters.decode_report import decode_record, render_decode_text
 from traceview.app.reporters.diff_report import render_diff
 from traceview.errors import TraceviewError, UsageError
-from traceview.parsers import TraceFormat, load_trace
+from traceview.parsers import Trace, TraceFormat, load_trace
 
 app = typer.Typer(
     name="traceview",
@@ -126,12 +126,28 @@ def run_analysis(
         trace = load_trace(path, interval_s=interval_s, progress=update)
     finally:
         close()
-    source = Source(str(path), trace.format.value, _sha256(path), path.stat().st_size, trace.profiler)
     if ncu and trace.nsys is None and trace.stats is None:
         raise UsageError("--ncu joins Nsight Compute results onto an Nsight Systems input (.sqlite or nsys stats CSV); this input is not one")
     if gap_threshold is not None and trace.nsys is None:
         raise UsageError("--gap-threshold applies to Nsight Systems SQLite exports; this input has no timeline")
-    ncu_analysis = _joined_ncu(ncu, gpu) if ncu else None
+    source = Source(str(path), trace.format.value, _sha256(path), path.stat().st_size, trace.profiler)
+    analysis = _analyze_trace(trace, source, gpu, interval_s, tokens, weights, bandwidth, _joined_ncu(ncu, gpu) if ncu else None, gap_threshold)
+    # What the reader noticed about the file itself (cut short, rows left out) comes first among the notes.
+    return dataclasses.replace(analysis, notes=[*trace.notes, *analysis.notes]) if trace.notes else analysis
+
+
+def _analyze_trace(
+    trace: Trace,
+    source: Source,
+    gpu: str | None,
+    interval_s: float,
+    tokens: int | None,
+    weights: str | None,
+    bandwidth: str | None,
+    ncu_analysis: Analysis | None,
+    gap_threshold: str | None,
+) -> Analysis:
+    """The analysis that fits the parsed input."""
     if trace.nsys is not None:
         return analyze_nsys(trace.nsys, source, gpu, ncu_analysis,
                             parse_duration_ns(gap_threshold, "--gap-threshold") if gap_threshold else DEFAULT_GAP_THRESHOLD_NS,

@@ -31,6 +31,23 @@ class Trace:
     runs: pl.DataFrame | None = None  # llama.cpp measurements (LLAMA_RUNS)
     nsys: nsys_sqlite.NsysExport | None = None  # Nsight Systems SQLite export
     stats: nsys_stats.StatsReports | None = None  # nsys stats reports
+    notes: tuple[str, ...] = ()  # what the reader noticed about the file itself (cut short, rows left out)
+
+
+def _cut_short(path: Path) -> int | None:
+    """Return the number of the last line when a text file ends without a newline (a copy cut short), else None."""
+    with path.open("rb") as handle:
+        handle.seek(0, 2)
+        size = handle.tell()
+        handle.seek(max(0, size - 1))
+        if size == 0 or handle.read(1) in (b"\n", b"\r"):
+            return None
+        handle.seek(0)
+        return sum(block.count(b"\n") for block in iter(lambda: handle.read(1 << 20), b"")) + 1
+
+
+def _cut_note(line: int) -> str:
+    return f"the file ends inside line {line} without a newline: it looks cut short, and that last line may be incomplete"
 
 
 def load_trace(path: str | Path, interval_s: float = 1.0, progress: Callable[[int, int], None] | None = None) -> Trace:
@@ -45,20 +62,30 @@ def load_trace(path: str | Path, interval_s: float = 1.0, progress: Callable[[in
         export = nsys_sqlite.parse(path, progress)
         version = " ".join(v for v in (export.product_version, f"(schema {export.schema_version})" if export.schema_version else None) if v)
         return Trace(path, fmt, profiler=f"Nsight Systems {version}".strip(), nsys=export)
+    cut = None if fmt in (TraceFormat.NSYS_SQLITE, TraceFormat.NCU_REP) else _cut_short(path)
     if fmt is TraceFormat.NSYS_STATS:
-        return Trace(path, fmt, profiler="nsys stats", stats=nsys_stats.parse(path))
+        return Trace(path, fmt, profiler="nsys stats", stats=nsys_stats.parse(path), notes=(_cut_note(cut),) if cut else ())
     if fmt is TraceFormat.TEGRASTATS:
         samples, report = tegrastats.parse(path, interval_s)
-        return Trace(path, fmt, profiler="tegrastats", samples=samples, skipped=report)
+        notes: tuple[str, ...] = ()
+        if cut and samples.height and samples["line_number"][-1] == cut:
+            # A sample cut mid-line would report its missing fields (EMC, rails) as absent: it is left out.
+            samples = samples.head(samples.height - 1)
+            notes = (f"the log ends inside line {cut} without a newline: it looks cut short, and that partial sample was left out",)
+        elif cut:
+            notes = (_cut_note(cut),)
+        return Trace(path, fmt, profiler="tegrastats", samples=samples, skipped=report, notes=notes)
     if fmt is TraceFormat.NCU_REP:
         return Trace(path, fmt, ncu_rep.parse(path), "Nsight Compute report (.ncu-rep, read with ncu-report)")
     if fmt.value.startswith("llama-"):
-        return Trace(path, fmt, profiler="llama.cpp", runs=llama_cpp.parse(path))
+        return Trace(path, fmt, profiler="llama.cpp", runs=llama_cpp.parse(path), notes=(_cut_note(cut),) if cut else ())
     if fmt in (TraceFormat.NCU_DETAILS, TraceFormat.NCU_RAW):
         header = ncu_csv.find_header(path)
         if header is None:  # detect_format found one, so the file changed underneath us
             raise TraceFormatError(path, "the file changed while it was being read", "run the command again")
-        return Trace(path, fmt, ncu_csv.parse(path, header), ncu_csv.profiler_hint(header))
+        notes: list[str] = []
+        kernels = ncu_csv.parse(path, header, notes, cut_at_line=cut)
+        return Trace(path, fmt, kernels, ncu_csv.profiler_hint(header), notes=tuple(notes))
     raise TraceFormatError(path, f"no reader for {fmt.value}", "this is a bug: please report it")
 
 

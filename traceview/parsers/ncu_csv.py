@@ -175,8 +175,11 @@ def find_header(path: Path) -> NcuHeader | None:
     return None
 
 
-def parse(path: str | Path, header: NcuHeader | None = None) -> pl.DataFrame:
-    """Return one row per profiled kernel launch, in the KERNELS schema (durations in ns, bytes, Hz)."""
+def parse(path: str | Path, header: NcuHeader | None = None, notes: list[str] | None = None, cut_at_line: int | None = None) -> pl.DataFrame:
+    """Return one row per profiled kernel launch, in the KERNELS schema (durations in ns, bytes, Hz).
+
+    `cut_at_line`: the file ends inside this line without a newline; its last launch may lack metrics, so it is left
+    out and a sentence saying so is appended to `notes`."""
     path = Path(path)
     header = header or find_header(path)
     if header is None:
@@ -197,7 +200,16 @@ def parse(path: str | Path, header: NcuHeader | None = None) -> pl.DataFrame:
         rules = None
     if identity.height == 0:
         raise TraceFormatError(path, "the export has a header but no kernel launches", "was any kernel profiled? check the ncu filters (-k, -c)")
-    return _assemble(long, identity, rules)
+    frame = _assemble(long, identity, rules)
+    if cut_at_line is not None and frame.height:
+        last = frame["launch_id"].max()
+        frame = frame.filter(pl.col("launch_id") != last)
+        if notes is not None:
+            notes.append(f"the file ends inside line {cut_at_line} without a newline, within launch {last}: it looks cut short; "
+                         f"launch {last} was left out and {frame.height} complete launch(es) were read")
+        if frame.height == 0:
+            raise TraceFormatError(path, "the file is cut short inside its only launch", "re-export the full report", line=cut_at_line)
+    return frame
 
 
 def _read_csv(path: Path, header: NcuHeader, columns: list[str] | None = None) -> pl.DataFrame:
