@@ -157,3 +157,17 @@ def test_a_file_cut_short_says_so(realdata_file, tmp_path, relative):
     if relative.startswith("ncu_details"):
         ids = {line.split(b'","')[0] for line in lines[:keep] if line.startswith(b'"') and not line.startswith(b'"ID"')}
         assert data["summary"]["launches"] == len(ids) - 1  # the launch the cut went through is left out
+
+
+def abort_like_the_reader(path):
+    """What NVIDIA's reader does on some damaged reports: abort the whole process (exit 134)."""
+    os.abort()
+
+
+def test_a_reader_abort_on_a_damaged_ncu_rep_is_one_error(realdata_file):
+    pytest.importorskip("ncu_report", reason="the optional ncu-report wheel is not installed")
+    from traceview.errors import TraceFormatError
+    from traceview.parsers import ncu_rep
+
+    with pytest.raises(TraceFormatError, match="crashed on this file"):
+        ncu_rep.parse(realdata_file("ncu_rep/CuVectorAddDrv.ncu-rep"), extractor=abort_like_the_reader)

@@ -27,6 +27,11 @@ class TraceFormatError(TraceviewError):
         super().__init__(message)
 
 
+    def __reduce__(self) -> tuple[type, tuple[str, str, str, int | None]]:
+        # Raised in a worker process (the .ncu-rep reader), it must arrive whole in the parent.
+        return (self.__class__, (self.path, self.problem, self.fix, self.line))
+
+
 class UnknownFormatError(TraceFormatError):
     """A file whose content matches none of the supported formats."""
 

@@ -1,13 +1,19 @@
 """Nsight Compute `.ncu-rep` reports → the same KERNELS frame as the CSV path, read with NVIDIA's `ncu-report` wheel.
 
 The wheel (an optional extra: `pip install traceview[ncu-rep]`) reads reports without a GPU or an Nsight install.
-Values come unscaled in base units, so they go through the CSV parser's metric table unchanged.
+Values come unscaled in base units, so they go through the CSV parser's metric table unchanged. The report is read in
+a separate process: one flipped bit makes NVIDIA's reader abort the whole process, which must not take traceview (or
+the dashboard serving other users) down with it.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
+import multiprocessing
+import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +30,19 @@ _WANTED = {key.split("|", 1)[0] for key in _ALIASES} | set(_ANY_UNIT_ALIASES)
 _TENSOR = re.compile(_TENSOR_PATTERN)
 
 
-def _load(path: Path) -> Any:
+READ_TIMEOUT_S = 600
+
+
+def _require_wheel(path: Path) -> None:
     try:
-        import ncu_report  # type: ignore[import-not-found]
+        import ncu_report  # type: ignore[import-not-found]  # noqa: F401
     except ImportError:
         raise TraceFormatError(path, "this is a binary Nsight Compute report (.ncu-rep)", INSTALL_HINT) from None
+
+
+def _load(path: Path) -> Any:
+    import ncu_report
+
     try:
         return ncu_report, ncu_report.load_report(str(path))
     except Exception as error:  # the wheel raises plain exceptions for unreadable reports
@@ -44,9 +58,38 @@ def _metric(action: Any, names: set[str], metric: str, as_string: bool) -> Any:
     return value.as_string() if as_string else value.as_double()
 
 
-def parse(path: str | Path) -> pl.DataFrame:
-    """Return one row per profiled kernel launch (KERNELS schema), like ncu_csv.parse on a raw-page export."""
+def parse(path: str | Path, extractor: Callable[[Path], tuple[list[dict[str, Any]], list[dict[str, Any]]]] | None = None) -> pl.DataFrame:
+    """Return one row per profiled kernel launch (KERNELS schema), like ncu_csv.parse on a raw-page export.
+
+    `extractor` reads the report in the worker process (default: the ncu-report wheel); tests pass one that aborts."""
     path = Path(path)
+    _require_wheel(path)
+    with concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=_quiet) as pool:
+        future = pool.submit(extractor or _extract, path)
+        try:
+            long_rows, identity_rows = future.result(timeout=READ_TIMEOUT_S)
+        except concurrent.futures.process.BrokenProcessPool:
+            raise TraceFormatError(path, "NVIDIA's report reader crashed on this file (a damaged or truncated report)",
+                                   "re-copy the report, or export CSV where it was made: ncu -i report.ncu-rep --csv --page raw") from None
+        except concurrent.futures.TimeoutError:
+            for process in list(getattr(pool, "_processes", {}).values()):
+                process.kill()
+            raise TraceFormatError(path, f"NVIDIA's report reader gave no result within {READ_TIMEOUT_S} s",
+                                   "export CSV instead: ncu -i report.ncu-rep --csv --page raw") from None
+    if not identity_rows:
+        raise TraceFormatError(path, "the report holds no profiled kernel launches", "was any kernel profiled? check the ncu filters (-k, -c)")
+    long = pl.DataFrame(long_rows, schema={"launch_id": pl.String, "metric": pl.String, "unit": pl.String, "value": pl.String})
+    return _assemble(long, pl.DataFrame(identity_rows, infer_schema_length=None), None)
+
+
+def _quiet() -> None:
+    """In the worker: the reader's native logging (absl, protobuf) goes to stderr; the user gets one line from us."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+
+
+def _extract(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Return (metric rows, identity rows) of every launch in the report, as plain data (runs in the worker)."""
     ncu_report, context = _load(path)
     string_kind = ncu_report.IMetric.ValueKind_STRING
     long_rows: list[dict[str, Any]] = []
@@ -86,7 +129,4 @@ def parse(path: str | Path) -> pl.DataFrame:
                 if value is not None:
                     long_rows.append({"launch_id": str(launch), "metric": metric, "unit": metric_obj.unit() or "", "value": repr(float(value))})
             launch += 1
-    if not identity_rows:
-        raise TraceFormatError(path, "the report holds no profiled kernel launches", "was any kernel profiled? check the ncu filters (-k, -c)")
-    long = pl.DataFrame(long_rows, schema={"launch_id": pl.String, "metric": pl.String, "unit": pl.String, "value": pl.String})
-    return _assemble(long, pl.DataFrame(identity_rows, infer_schema_length=None), None)
+    return long_rows, identity_rows
