@@ -392,6 +392,23 @@ def bundled_samples() -> list[Path]:
     return []
 
 
+LOOPBACK_NAMES = {"127.0.0.1", "localhost", "::1"}
+
+
+def allowed_hosts(bound: str, extra: list[str]) -> set[str] | None:
+    """Return the Host header names the dashboard answers for: the bound address (and its loopback names), plus
+    --allow-host; None (any) when bound to every interface without --allow-host, or with --allow-host '*'.
+
+    A page on 127.0.0.1 that answers any Host name can be read by a web page through DNS rebinding."""
+    if "*" in extra:
+        return None
+    names = {name.lower().strip("[]") for name in extra}
+    if bound in ("0.0.0.0", "::", ""):
+        return (names | LOOPBACK_NAMES) if names else None
+    names.add(bound.lower().strip("[]"))
+    return names | LOOPBACK_NAMES if bound in LOOPBACK_NAMES else names
+
+
 @app.command("serve")
 @user_errors
 def serve_command(
@@ -400,6 +417,7 @@ def serve_command(
     host: Annotated[str, typer.Option("--host", help="Address to bind; only 127.0.0.1 is reachable from this machine alone.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port to listen on.")] = 8050,
     max_upload_mb: Annotated[int, typer.Option("--max-upload-mb", min=1, help="Largest file the page accepts for upload.")] = 512,
+    allow_host: Annotated[list[str] | None, typer.Option("--allow-host", help="Another host name the page may be opened as (repeat; '*' for any).")] = None,
 ) -> None:
     """Open the dashboard in the browser: roofline, ranked bottlenecks, details, uploads and run comparison."""
     from traceview.app.dashboard import RunStore, create_app
@@ -410,7 +428,7 @@ def serve_command(
     store = RunStore()
     for path in paths:
         store.add(run_analysis(path, gpu), path.name)
-    dashboard = create_app(store, lambda path: run_analysis(path, gpu), max_upload_mb * 2**20)
+    dashboard = create_app(store, lambda path: run_analysis(path, gpu), max_upload_mb * 2**20, allowed_hosts(host, allow_host or []))
     typer.echo(f"traceview dashboard: http://{host}:{port}/  (Ctrl+C to stop)")
     dashboard.run(host=host, port=port, debug=False)
 

@@ -9,13 +9,16 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+import secrets
 import tempfile
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import dash
+import flask
 import plotly.graph_objects as go
 from dash import Input, Output, State, dash_table, dcc, html
 
@@ -42,31 +45,48 @@ TABLE_COLUMNS = [
 ]
 
 
+SESSION_COOKIE = "traceview_session"
+UPLOADS_PER_SESSION = 8
+SESSIONS = 64
+
+
 class RunStore:
-    """The analyses loaded in this server, by label (file name, made unique); uploads add to it."""
+    """The analyses this server holds: the runs it was started with, shared by every browser and never evicted, and
+    each browser session's uploads (at most UPLOADS_PER_SESSION, oldest dropped first; the SESSIONS most recently
+    active sessions are kept), so one client's uploads can neither evict nor be seen by another's."""
 
-    def __init__(self, limit: int = 16) -> None:
-        self._runs: dict[str, Analysis] = {}
+    def __init__(self, uploads_per_session: int = UPLOADS_PER_SESSION, sessions: int = SESSIONS) -> None:
+        self._shared: dict[str, Analysis] = {}
+        self._sessions: OrderedDict[str, OrderedDict[str, Analysis]] = OrderedDict()
         self._lock = threading.Lock()
-        self.limit = limit
+        self.uploads_per_session = uploads_per_session
+        self.sessions = sessions
 
-    def add(self, analysis: Analysis, name: str) -> str:
+    def add(self, analysis: Analysis, name: str, session: str | None = None) -> str:
+        """Add a run (shared without a session, else that session's upload); return its unique label."""
         with self._lock:
+            own = self._sessions.setdefault(session, OrderedDict()) if session else self._shared
+            taken = set(self._shared) | set(own)
             label, n = name, 2
-            while label in self._runs:
+            while label in taken:
                 label, n = f"{name} ({n})", n + 1
-            if len(self._runs) >= self.limit:
-                self._runs.pop(next(iter(self._runs)))
-            self._runs[label] = analysis
+            if session:
+                self._sessions.move_to_end(session)
+                while len(own) >= self.uploads_per_session:
+                    own.popitem(last=False)
+                while len(self._sessions) > self.sessions:
+                    self._sessions.popitem(last=False)
+            own[label] = analysis
             return label
 
-    def get(self, label: str | None) -> Analysis | None:
+    def get(self, label: str | None, session: str | None = None) -> Analysis | None:
         with self._lock:
-            return self._runs.get(label or "")
+            own = self._sessions.get(session or "", {})
+            return own.get(label or "") or self._shared.get(label or "")
 
-    def labels(self) -> list[str]:
+    def labels(self, session: str | None = None) -> list[str]:
         with self._lock:
-            return list(self._runs)
+            return list(self._shared) + list(self._sessions.get(session or "", {}))
 
 
 def _round(value: Any, digits: int = 2) -> Any:
@@ -185,13 +205,78 @@ body { font-family: system-ui, sans-serif; margin: 0 1.5rem; color: #222; }
 """
 
 
-def create_app(store: RunStore, analyze_file: Callable[[Path], Analysis], max_upload_bytes: int = DEFAULT_MAX_UPLOAD_MB * 2**20) -> dash.Dash:
-    """Return the Dash app over a store of analyses; `analyze_file` reads an uploaded file (raising TraceviewError)."""
+# What Dash needs: its renderer starts from inline scripts, and Plotly builds some functions at run time.
+CONTENT_SECURITY_POLICY = ("default-src 'self'; script-src 'self' 'unsafe-inline' 'unsafe-eval'; style-src 'self' 'unsafe-inline'; "
+                           "img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'self'; "
+                           "form-action 'self'")
+
+
+def _session() -> str | None:
+    """The browser session of the request being served (None outside a request or before the cookie is set)."""
+    if not flask.has_request_context():
+        return None
+    value = flask.request.cookies.get(SESSION_COOKIE, "")
+    return value if re.fullmatch(r"[A-Za-z0-9_-]{16,64}", value) else None
+
+
+def _host_of(header: str) -> str:
+    """The host name of a Host header, without the port: `127.0.0.1:8050` → `127.0.0.1`, `[::1]:8050` → `::1`."""
+    if header.startswith("["):
+        return header[1:].split("]", 1)[0]
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
+def _guard(server: flask.Flask, allowed_hosts: set[str] | None) -> None:
+    """Refuse requests for other host names (DNS rebinding) and malformed callback requests; send the security
+    headers and the session cookie."""
+
+    @server.before_request
+    def refuse() -> Any:
+        if allowed_hosts is not None and _host_of(flask.request.host).lower() not in allowed_hosts:
+            return flask.Response("traceview: this server answers only for " + ", ".join(sorted(allowed_hosts)) + "\n", 403, mimetype="text/plain")
+        limit = server.config.get("MAX_CONTENT_LENGTH")
+        if limit and (flask.request.content_length or 0) > limit:  # refused before a byte of the body is read
+            return flask.Response(f"traceview: the request is larger than the {limit // 2**20} MB limit (--max-upload-mb)\n", 413, mimetype="text/plain")
+        if flask.request.method == "POST" and flask.request.path.endswith("_dash-update-component"):
+            body = flask.request.get_json(silent=True)
+            if not isinstance(body, dict) or not isinstance(body.get("output"), str) or not isinstance(body.get("inputs", []), list):
+                return flask.Response("traceview: malformed callback request\n", 400, mimetype="text/plain")
+        return None
+
+    @server.after_request
+    def headers(response: flask.Response) -> flask.Response:
+        response.headers.setdefault("X-Frame-Options", "DENY")
+        response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
+        response.headers.setdefault("Referrer-Policy", "no-referrer")
+        if _session() is None:
+            response.set_cookie(SESSION_COOKIE, secrets.token_urlsafe(24), httponly=True, samesite="Strict", max_age=7 * 24 * 3600)
+        return response
+
+
+def create_app(
+    store: RunStore,
+    analyze_file: Callable[[Path], Analysis],
+    max_upload_bytes: int = DEFAULT_MAX_UPLOAD_MB * 2**20,
+    allowed_hosts: set[str] | None = None,
+) -> dash.Dash:
+    """Return the Dash app over a store of analyses; `analyze_file` reads an uploaded file (raising TraceviewError).
+
+    `allowed_hosts`: the Host header names the server answers for (None: any). Requests larger than an upload of
+    `max_upload_bytes` (base64 in JSON) are refused by the server itself, before they are read."""
     app = dash.Dash(__name__, title="traceview", update_title=None)
     app.index_string = app.index_string.replace("{%css%}", "{%css%}<style>" + _CSS + "</style>")
-    labels = store.labels()
+    app.server.config["MAX_CONTENT_LENGTH"] = max_upload_bytes * 4 // 3 + 2**20
+    _guard(app.server, allowed_hosts)
+    app.layout = lambda: _layout(store.labels(_session()), max_upload_bytes)
+    _callbacks(app, store, analyze_file, max_upload_bytes)
+    return app
+
+
+def _layout(labels: list[str], max_upload_bytes: int) -> html.Div:
+    """The page, with the runs this browser can see (the shared ones and its own uploads)."""
     first = labels[0] if labels else None
-    app.layout = html.Div([
+    return html.Div([
         html.H1("traceview"),
         html.Div(className="bar", children=[
             html.Label("Run"), dcc.Dropdown(id="run", options=labels, value=first, clearable=False, style={"minWidth": "320px"}),
@@ -231,20 +316,23 @@ def create_app(store: RunStore, analyze_file: Callable[[Path], Analysis], max_up
         ]),
     ])
 
+
+def _callbacks(app: dash.Dash, store: RunStore, analyze_file: Callable[[Path], Analysis], max_upload_bytes: int) -> None:
     @app.callback(
         Output("run", "options"), Output("run", "value"), Output("compare-before", "options"), Output("compare-after", "options"),
         Output("compare-after", "value"), Output("message", "children"),
         Input("upload", "contents"), State("upload", "filename"), State("run", "value"), prevent_initial_call=True,
     )
     def upload(contents: str | None, filename: str | None, current: str | None) -> tuple[Any, ...]:
-        options = store.labels()
+        session = _session()
+        options = store.labels(session)
         if not contents:
             return options, current, options, options, dash.no_update, html.P("The upload was empty or larger than the limit.", className="error")
         try:
-            label = store.add(analyze_upload(contents, filename or "upload", analyze_file, max_upload_bytes), filename or "upload")
+            label = store.add(analyze_upload(contents, filename or "upload", analyze_file, max_upload_bytes), filename or "upload", session)
         except TraceviewError as error:
             return options, current, options, options, dash.no_update, html.P(f"Error: {error}", className="error")
-        options = store.labels()
+        options = store.labels(session)
         return options, label, options, options, label, html.P(f"Loaded {filename}.", className="hint")
 
     @app.callback(
@@ -253,7 +341,7 @@ def create_app(store: RunStore, analyze_file: Callable[[Path], Analysis], max_up
         Input("run", "value"), Input("per-launch", "value"),
     )
     def show_run(label: str | None, per_launch: list[str]) -> tuple[Any, ...]:
-        analysis = store.get(label)
+        analysis = store.get(label, _session())
         if analysis is None:
             return go.Figure(), [], [], "No run loaded.", []
         return figure_for(analysis, None, bool(per_launch)), table_rows(analysis), [], summary_line(analysis), side_panel(analysis)
@@ -263,7 +351,7 @@ def create_app(store: RunStore, analyze_file: Callable[[Path], Analysis], max_up
         Input("kernels", "selected_row_ids"), State("run", "value"), State("per-launch", "value"), prevent_initial_call=True,
     )
     def select(row_ids: list[str] | None, label: str | None, per_launch: list[str]) -> tuple[Any, ...]:
-        analysis = store.get(label)
+        analysis = store.get(label, _session())
         if analysis is None:
             return [], dash.no_update
         name = row_ids[0] if row_ids else None
@@ -271,9 +359,7 @@ def create_app(store: RunStore, analyze_file: Callable[[Path], Analysis], max_up
 
     @app.callback(Output("compare", "children"), Input("compare-before", "value"), Input("compare-after", "value"), Input("tabs", "value"))
     def compare_runs(before: str | None, after: str | None, _tab: str) -> list[Any]:
-        return compare_panel(store.get(before), store.get(after))
-
-    return app
+        return compare_panel(store.get(before, _session()), store.get(after, _session()))
 
 
 def analyze_upload(contents: str, filename: str, analyze_file: Callable[[Path], Analysis], max_upload_bytes: int) -> Analysis:

@@ -1,0 +1,69 @@
+"""The dashboard as a server others can reach: size limits enforced by the server, Host names checked (DNS rebinding),
+security headers, malformed requests answered with 400, and uploads that belong to the browser session that made them.
+Through Flask's test client: no browser needed."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from traceview.app.cli import allowed_hosts, run_analysis
+from traceview.app.dashboard import SESSION_COOKIE, RunStore, create_app
+
+CFD = "ncu_details/ncu2019.5_v100_aws_cfd_thousands_sep_xplacer.log"
+GEMV = "ncu_details/ncu2025.1_cc120_gemv_details_llmperfopt.csv"
+
+
+@pytest.fixture
+def served(realdata_file):
+    store = RunStore(uploads_per_session=2)
+    store.add(run_analysis(realdata_file(CFD), None), "cfd.log")
+    app = create_app(store, lambda path: run_analysis(path, None), max_upload_bytes=2**20, allowed_hosts=allowed_hosts("127.0.0.1", []))
+    return store, app.server.test_client(), run_analysis(realdata_file(GEMV), None)
+
+
+def test_headers_and_cookie(served):
+    _, client, _ = served
+    response = client.get("/", headers={"Host": "127.0.0.1:8050"})
+    assert response.status_code == 200
+    assert response.headers["X-Frame-Options"] == "DENY" and "frame-ancestors 'none'" in response.headers["Content-Security-Policy"]
+    assert SESSION_COOKIE in response.headers.get("Set-Cookie", "") and "HttpOnly" in response.headers["Set-Cookie"]
+
+
+def test_other_host_names_are_refused(served):
+    _, client, _ = served
+    assert client.get("/", headers={"Host": "attacker.example:8050"}).status_code == 403
+    assert client.get("/", headers={"Host": "localhost:8050"}).status_code == 200
+    assert client.get("/", headers={"Host": "[::1]:8050"}).status_code == 200
+    assert allowed_hosts("0.0.0.0", []) is None and allowed_hosts("10.0.0.5", ["gpu-box"]) == {"10.0.0.5", "gpu-box"}
+
+
+def test_oversized_requests_are_refused_before_they_are_read(served):
+    _, client, _ = served
+    response = client.post("/_dash-update-component", headers={"Host": "127.0.0.1"}, data=b"x" * (3 * 2**20), content_type="application/json")
+    assert response.status_code == 413 and b"limit" in response.data
+
+
+def test_malformed_callback_requests_get_400(served):
+    _, client, _ = served
+    for body in (b"not json", b"[]", json.dumps({"output": 3}).encode()):
+        response = client.post("/_dash-update-component", headers={"Host": "127.0.0.1"}, data=body, content_type="application/json")
+        assert response.status_code == 400, body
+
+
+def test_uploads_belong_to_their_session_and_never_evict_the_shared_runs(served):
+    store, client, gemv = served
+    for n in range(5):  # more uploads than a session may keep
+        store.add(gemv, f"upload{n}.csv", session="a" * 24)
+    store.add(gemv, "other.csv", session="b" * 24)
+    assert store.labels("a" * 24) == ["cfd.log", "upload3.csv", "upload4.csv"]
+    assert store.labels("b" * 24) == ["cfd.log", "other.csv"] and store.labels(None) == ["cfd.log"]
+
+    def layout_labels(session):
+        client.set_cookie(SESSION_COOKIE, session, domain="127.0.0.1")
+        layout = client.get("/_dash-layout", headers={"Host": "127.0.0.1"}).get_data(as_text=True)
+        return {label for label in ("cfd.log", "upload4.csv", "other.csv") if f'"{label}"' in layout}
+
+    assert layout_labels("a" * 24) == {"cfd.log", "upload4.csv"}  # survives a reload: the page is built per session
+    assert layout_labels("b" * 24) == {"cfd.log", "other.csv"}
