@@ -292,3 +292,14 @@ def test_damaged_columns_give_fewer_findings_never_a_crash(realdata_file, tmp_pa
     assert all(k["duration_ns"] >= 0 for k in data["kernels"])
     if damage.startswith("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start"):
         assert any("left out" in note for note in data["notes"])
+
+
+def test_megabyte_strings_in_string_ids_are_cut_and_said(realdata_file, tmp_path):
+    copy = tmp_path / "huge.sqlite"
+    shutil.copy(realdata_file(H100), copy)
+    with sqlite3.connect(copy) as connection:
+        connection.execute("UPDATE StringIds SET value = value || ? WHERE id % 3 = 0", ("<" + "x" * 2_000_000 + ">",))
+    data = analyze_json(copy)
+    assert any("longer than 65,536 characters were cut" in note for note in data["notes"])
+    assert max(len(k["name"]) for k in data["kernels"]) <= 65_537
+    assert data["timeline"]["devices"][0]["verdict"] == "copy"  # the analysis itself is unchanged

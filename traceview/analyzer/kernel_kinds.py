@@ -34,25 +34,29 @@ LIKELY_BOUND = {
 _MEMORY_BOUND_GEMM = re.compile(r"gemv|gemvx|decode|paged|splitkv|split_kv", re.IGNORECASE)
 
 
+_KIND_CHARS = 8192  # what a kernel does shows early in its name; scanning megabytes of a damaged name takes seconds
+
+
 def kernel_kind(name: str) -> str:
     """Return the kind of work a kernel name says it does: gemm, attention, convolution, normalization, reduction,
     elementwise, copy, communication, or other."""
+    head = name[:_KIND_CHARS]
     for kind, pattern in _KINDS:
-        if pattern.search(name):
+        if pattern.search(head):
             return kind
     return "other"
 
 
 def likely_bound(name: str, kind: str) -> str | None:
     """Return the bound a kernel of this kind usually has (compute, memory, communication), or None for `other`."""
-    if kind in ("gemm", "attention") and _MEMORY_BOUND_GEMM.search(name):
+    if kind in ("gemm", "attention") and _MEMORY_BOUND_GEMM.search(name[:_KIND_CHARS]):
         return "memory"
     return LIKELY_BOUND.get(kind)
 
 
 def is_communication(name: str) -> bool:
     """True for collective-communication kernels (NCCL and its peers), which count as communication, not compute."""
-    return _KINDS[0][1].search(name) is not None
+    return _KINDS[0][1].search(name[:_KIND_CHARS]) is not None
 
 
 _ANONYMOUS = re.compile(r"(<unnamed>|\(anonymous namespace\))::")

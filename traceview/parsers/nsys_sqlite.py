@@ -24,6 +24,9 @@ from traceview.errors import TraceFormatError
 KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
 GRAPH_TRACE_TABLE = "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"
 _CHUNK_ROWS = 500_000
+MAX_NAME_CHARS = 65_536  # kernel names of generated code reach tens of kilobytes, never megabytes
+MAX_API_NAME_CHARS = 256
+MAX_NVTX_TEXT_CHARS = 4096
 
 # globalPid / globalTid pack the process id as (value >> 24) & 0xFFFFFF (Nsight Systems export documentation).
 _PID = "(({column} / 16777216) % 16777216)"
@@ -188,10 +191,15 @@ def _read(path: Path, connection: sqlite3.Connection, tables: set[str], progress
     names = {}
     if "StringIds" in tables:
         names = {key: _text(row[1]) or "" for row in connection.execute("SELECT id, value FROM StringIds") if (key := _as_int(row[0])) is not None}
+    long_names = [key for key, value in names.items() if len(value) > MAX_NAME_CHARS]
+    for key in long_names:  # a damaged export can hold megabytes in one string; no real name is that long
+        names[key] = names[key][:MAX_NAME_CHARS] + "…"
     copy_kinds = _enum(connection, tables, "ENUM_CUDA_MEMCPY_OPER", _COPY_KINDS)
     mem_kinds = _enum(connection, tables, "ENUM_CUDA_MEM_KIND", _MEM_KINDS)
     sync_types = _enum(connection, tables, "ENUM_CUPTI_SYNC_TYPE", _SYNC_TYPES)
     notes: list[str] = []
+    if long_names:
+        notes.append(f"{len(long_names)} string(s) longer than {MAX_NAME_CHARS:,} characters were cut (a damaged export?)")
 
     kernels = _read_kernels(path, connection, tables, progress)
     memops = pl.DataFrame(schema=NSYS_MEMOPS)
@@ -240,7 +248,9 @@ def _read(path: Path, connection: sqlite3.Connection, tables: set[str], progress
                f'{_optional(columns, "globalTid", _PID.format(column="globalTid"))} FROM CUPTI_ACTIVITY_KIND_RUNTIME')
         frame = _frame(connection, sql, pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "name_id": pl.Int64, "correlation_id": pl.Int64,
                                                    "tid": pl.Int64, "pid": pl.Int64}))
-        api = frame.select("start_ns", "end_ns", pl.col("name_id").replace_strict(names, default="?", return_dtype=pl.String).alias("name"),
+        # Mapped once per row, so only the ids in use, and at API-name length: one huge string would be copied per call.
+        api_names = {i: names.get(i, "?")[:MAX_API_NAME_CHARS] for i in frame["name_id"].unique().drop_nulls().to_list()}
+        api = frame.select("start_ns", "end_ns", pl.col("name_id").replace_strict(api_names, default="?", return_dtype=pl.String).alias("name"),
                            "correlation_id", "tid", "pid")
     nvtx = pl.DataFrame(schema=NSYS_NVTX)
     if "NVTX_EVENTS" in tables:
@@ -249,9 +259,11 @@ def _read(path: Path, connection: sqlite3.Connection, tables: set[str], progress
                f'{_optional(columns, "globalTid", _PID.format(column="globalTid"))} FROM NVTX_EVENTS WHERE eventType IN (59, 60, 34)')
         frame = _frame(connection, sql, pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "type": pl.Int64, "text": pl.String, "text_id": pl.Int64,
                                                    "tid": pl.Int64, "pid": pl.Int64}))
+        texts = {i: names.get(i, "")[:MAX_NVTX_TEXT_CHARS] for i in frame["text_id"].unique().drop_nulls().to_list()}
         nvtx = frame.select(
             "start_ns", "end_ns",
-            pl.coalesce(pl.col("text"), pl.col("text_id").replace_strict(names, default=None, return_dtype=pl.String)).alias("text"),
+            pl.coalesce(pl.col("text").str.slice(0, MAX_NVTX_TEXT_CHARS),
+                        pl.col("text_id").replace_strict(texts, default=None, return_dtype=pl.String)).alias("text"),
             pl.col("type").replace_strict(_NVTX_KINDS, default="Other", return_dtype=pl.String).alias("kind"),
             "tid", "pid",
         )
