@@ -303,3 +303,30 @@ def test_megabyte_strings_in_string_ids_are_cut_and_said(realdata_file, tmp_path
     assert any("longer than 65,536 characters were cut" in note for note in data["notes"])
     assert max(len(k["name"]) for k in data["kernels"]) <= 65_537
     assert data["timeline"]["devices"][0]["verdict"] == "copy"  # the analysis itself is unchanged
+
+
+@pytest.mark.parametrize("trim", [
+    "ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL DROP COLUMN deviceId",
+    "ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL DROP COLUMN demangledName",
+    "ALTER TABLE CUPTI_ACTIVITY_KIND_MEMCPY DROP COLUMN start",
+    "ALTER TABLE NVTX_EVENTS DROP COLUMN eventType",
+    "ALTER TABLE CUPTI_ACTIVITY_KIND_RUNTIME DROP COLUMN nameId",
+    "DROP TABLE StringIds",
+])
+def test_minimal_exports_mean_fewer_findings_not_an_error(realdata_file, tmp_path, trim):
+    """Tools that write nsys-compatible SQLite (and trimmed exports) leave optional columns and tables out."""
+    copy = tmp_path / "minimal.sqlite"
+    shutil.copy(realdata_file(H200), copy)
+    with sqlite3.connect(copy) as connection:
+        connection.execute(trim)
+    data = analyze_json(copy)
+    assert data["summary"]["launches"] == 19 and data["timeline"]["devices"][0]["device_id"] == 0
+
+
+def test_a_kernel_table_without_times_is_one_clear_line(realdata_file, tmp_path):
+    copy = tmp_path / "untimed.sqlite"
+    shutil.copy(realdata_file(H200), copy)
+    with sqlite3.connect(copy) as connection:
+        connection.execute("ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL DROP COLUMN start")
+    result = run("analyze", copy, code=1)
+    assert result.stderr.count("\n") == 1 and "no start and end columns" in result.stderr

@@ -142,9 +142,15 @@ def _frame(connection: sqlite3.Connection, sql: str, schema: pl.Schema) -> pl.Da
     return pl.DataFrame(rows, schema=schema, orient="row")
 
 
-def _optional(columns: set[str], name: str, expression: str | None = None) -> str:
-    """The column (or an expression over it) when the table has it, else NULL: a missing column means fewer findings."""
-    return (expression or f'"{name}"') if name in columns else "NULL"
+def _optional(columns: set[str], name: str, expression: str | None = None, missing: str = "NULL") -> str:
+    """The column (or an expression over it) when the table has it, else `missing` (NULL): a missing column means
+    fewer findings, never an error."""
+    return (expression or f'"{name}"') if name in columns else missing
+
+
+def _device(columns: set[str]) -> str:
+    # Tools that write nsys-compatible SQLite for one GPU may leave the device out: that is device 0.
+    return _optional(columns, "deviceId", missing="0")
 
 
 def parse(path: str | Path, progress: Callable[[int, int], None] | None = None) -> NsysExport:
@@ -203,11 +209,17 @@ def _read(path: Path, connection: sqlite3.Connection, tables: set[str], progress
 
     kernels = _read_kernels(path, connection, tables, progress)
     memops = pl.DataFrame(schema=NSYS_MEMOPS)
+    untimed = [t for t in ("CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
+                           "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS", GRAPH_TRACE_TABLE)
+               if t in tables and not {"start", "end"} <= set(_columns(connection, t))]
+    if untimed:
+        notes.append(f"left out for lack of start/end columns: {', '.join(untimed)}")
+        tables = tables - set(untimed)
     if "CUPTI_ACTIVITY_KIND_MEMCPY" in tables:
         columns = set(_columns(connection, "CUPTI_ACTIVITY_KIND_MEMCPY"))
         if not {"srcKind", "dstKind"} <= columns:
             notes.append("the memcpy table has no srcKind/dstKind columns: pageable host copies cannot be told apart")
-        sql = (f'SELECT start, "end", deviceId, {_optional(columns, "copyKind")}, {_optional(columns, "bytes")}, '
+        sql = (f'SELECT start, "end", {_device(columns)}, {_optional(columns, "copyKind")}, {_optional(columns, "bytes")}, '
                f'{_optional(columns, "srcKind")}, {_optional(columns, "dstKind")}, {_optional(columns, "correlationId")}, '
                f'{_optional(columns, "globalPid", _PID.format(column="globalPid"))} FROM CUPTI_ACTIVITY_KIND_MEMCPY')
         frame = _frame(connection, sql, pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "copy_kind": pl.Int64,
@@ -222,7 +234,7 @@ def _read(path: Path, connection: sqlite3.Connection, tables: set[str], progress
         )
     if "CUPTI_ACTIVITY_KIND_MEMSET" in tables:
         columns = set(_columns(connection, "CUPTI_ACTIVITY_KIND_MEMSET"))
-        sql = (f'SELECT start, "end", deviceId, {_optional(columns, "bytes")}, {_optional(columns, "memKind")}, '
+        sql = (f'SELECT start, "end", {_device(columns)}, {_optional(columns, "bytes")}, {_optional(columns, "memKind")}, '
                f'{_optional(columns, "correlationId")}, {_optional(columns, "globalPid", _PID.format(column="globalPid"))} FROM CUPTI_ACTIVITY_KIND_MEMSET')
         frame = _frame(connection, sql, pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "bytes": pl.Int64,
                                                    "kind": pl.Int64, "correlation_id": pl.Int64, "pid": pl.Int64}))
@@ -234,7 +246,7 @@ def _read(path: Path, connection: sqlite3.Connection, tables: set[str], progress
     sync = pl.DataFrame(schema=NSYS_SYNC)
     if "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION" in tables:
         columns = set(_columns(connection, "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"))
-        sql = (f'SELECT start, "end", deviceId, {_optional(columns, "syncType")}, {_optional(columns, "correlationId")}, '
+        sql = (f'SELECT start, "end", {_device(columns)}, {_optional(columns, "syncType")}, {_optional(columns, "correlationId")}, '
                f'{_optional(columns, "globalPid", _PID.format(column="globalPid"))} FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION')
         frame = _frame(connection, sql, pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "type": pl.Int64,
                                                    "correlation_id": pl.Int64, "pid": pl.Int64}))
@@ -255,8 +267,10 @@ def _read(path: Path, connection: sqlite3.Connection, tables: set[str], progress
     nvtx = pl.DataFrame(schema=NSYS_NVTX)
     if "NVTX_EVENTS" in tables:
         columns = set(_columns(connection, "NVTX_EVENTS"))
-        sql = (f'SELECT start, "end", eventType, {_optional(columns, "text")}, {_optional(columns, "textId")}, {_optional(columns, "globalTid")}, '
-               f'{_optional(columns, "globalTid", _PID.format(column="globalTid"))} FROM NVTX_EVENTS WHERE eventType IN (59, 60, 34)')
+        # Without eventType (a trimmed export) a row with an end is a push/pop range and one without an end a mark.
+        kind = _optional(columns, "eventType", missing='CASE WHEN "end" IS NULL THEN 34 ELSE 59 END')
+        sql = (f'SELECT start, "end", {kind}, {_optional(columns, "text")}, {_optional(columns, "textId")}, {_optional(columns, "globalTid")}, '
+               f'{_optional(columns, "globalTid", _PID.format(column="globalTid"))} FROM NVTX_EVENTS WHERE {kind} IN (59, 60, 34)')
         frame = _frame(connection, sql, pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "type": pl.Int64, "text": pl.String, "text_id": pl.Int64,
                                                    "tid": pl.Int64, "pid": pl.Int64}))
         texts = {i: names.get(i, "")[:MAX_NVTX_TEXT_CHARS] for i in frame["text_id"].unique().drop_nulls().to_list()}
@@ -281,10 +295,13 @@ def _read_kernels(path: Path, connection: sqlite3.Connection, tables: set[str], 
     if KERNEL_TABLE not in tables:
         return pl.DataFrame(schema=NSYS_KERNELS)
     columns = set(_columns(connection, KERNEL_TABLE))
-    name = "demangledName" if "demangledName" in columns else "shortName"
+    if not {"start", "end"} <= columns:
+        raise TraceFormatError(path, f"the kernel table {KERNEL_TABLE} has no start and end columns: no kernel can be timed",
+                               "re-export with nsys export --type sqlite (a tool that writes nsys-compatible SQLite must include them)")
+    name = next((c for c in ("demangledName", "shortName", "mangledName") if c in columns), "NULL")
     # Only the columns the analysis uses: fewer columns is what makes the bulk read fast and small.
     # globalPid is unpacked into the pid after the read, vectorised, rather than per row in SQLite.
-    select = (f'SELECT start, "end", deviceId, {name}, {_optional(columns, "correlationId")}, {_optional(columns, "globalPid")}, '
+    select = (f'SELECT start, "end", {_device(columns)}, {name}, {_optional(columns, "correlationId")}, {_optional(columns, "globalPid")}, '
               f'{_optional(columns, "graphNodeId")} FROM {KERNEL_TABLE}')
     bounds = connection.execute(f"SELECT min(rowid), max(rowid), count(*) FROM {KERNEL_TABLE}").fetchone()
     if not bounds or bounds[2] == 0:
