@@ -128,6 +128,7 @@ STATS = {
     "dotllm_llama31_8b_q4km_rtx4090_prefill476_cuda_gpu_kern_sum.csv": 15,
     "nsys_console_stats_a100_vectoradd_README.txt": 1,
     "dotllm_llama31_8b_q4km_rtx4090_prefill476_cuda_api_sum_TRUNCATED.csv": 0,
+    "nsys_stats_table_format_gpukernsum_nccl_allreduce_ddp_a100_awsdoeks_README.md": 11,
 }
 
 
@@ -220,3 +221,12 @@ def test_ncu_option_needs_an_ncu_export(realdata_file):
     other = realdata_file("tegrastats/xavier_nx_jp5_sudo_ts_tegra_burn.log")
     result = runner.invoke(app, ["analyze", str(stats), "--ncu", str(other)])
     assert result.exit_code == 1 and "not an Nsight Compute export" in result.stderr
+
+
+def test_table_format_with_nccl_and_a_hand_cut_end(realdata_file):
+    """`nsys stats --format table`: `+---+` borders, old column names, names cut with '…', a '...' line after row 11."""
+    data = analyze_json(realdata_file("nsys_stats/nsys_stats_table_format_gpukernsum_nccl_allreduce_ddp_a100_awsdoeks_README.md"))
+    top = data["kernels"][0]
+    assert (top["short_name"], top["launches"], top["duration_ns"], top["share_pct"]) == ("ncclKernel_AllReduce_RING_LL_Sum_float", 554, 5448188578, 27.8)
+    assert top["kind"] == "communication"
+    assert any("cut by hand" in note for note in data["notes"])

@@ -371,7 +371,9 @@ def analyze_stats(
                 "kernel_name": row["name"], "short_name": short_kernel_name(row["name"]), "launches": row["count"],
                 "duration_ns": row["total_ns"], "avg_duration_ns": row["avg_ns"], "median_duration_ns": row["med_ns"],
                 "min_duration_ns": row["min_ns"], "max_duration_ns": row["max_ns"],
-                "share_pct": 100.0 * row["total_ns"] / total if total and row["total_ns"] is not None else None,
+                # nsys's own Time (%) where the report has it: a table cut by hand does not add up to the whole run.
+                "share_pct": row["time_pct"] if row.get("time_pct") is not None else (
+                    100.0 * row["total_ns"] / total if total and row["total_ns"] is not None else None),
             })
     summary = pl.DataFrame(summary_rows, infer_schema_length=None) if summary_rows else pl.DataFrame(
         schema={"kernel_name": pl.String, "short_name": pl.String, "launches": pl.Int64, "duration_ns": pl.Float64})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,13 +35,30 @@ class Trace:
     notes: tuple[str, ...] = ()  # what the reader noticed about the file itself (cut short, rows left out)
 
 
-def _cut_short(path: Path) -> int | None:
-    """Return the number of the last line when a text file ends without a newline (a copy cut short), else None."""
+# What a data line of each text format looks like: a cut inside anything else (prose after a pasted table, a shell
+# prompt) loses nothing, and a file saved without its final newline is common.
+_DATA_LINE = {
+    TraceFormat.NCU_DETAILS: re.compile(r'^"'),
+    TraceFormat.NCU_RAW: re.compile(r'^"'),
+    TraceFormat.NSYS_STATS: re.compile(r"\d[\d,.]*\s*[,|]|^\s*\d[\d,.]*\s+\d"),
+    TraceFormat.TEGRASTATS: re.compile(r"\bRAM \d"),
+}
+_LLAMA_DATA_LINE = re.compile(r"^\s*\||\btime\s*=|^[^,]*(,[^,]*){5,}|\{|\}")
+
+
+def _cut_short(path: Path, fmt: TraceFormat) -> int | None:
+    """Return the number of the last line when a text file ends inside a data line without a newline (a copy cut
+    short), else None."""
     with path.open("rb") as handle:
         handle.seek(0, 2)
         size = handle.tell()
-        handle.seek(max(0, size - 1))
-        if size == 0 or handle.read(1) in (b"\n", b"\r"):
+        handle.seek(max(0, size - 65536))
+        tail = handle.read()
+        if size == 0 or tail.endswith((b"\n", b"\r")):
+            return None
+        last = tail.rsplit(b"\n", 1)[-1].decode("utf-8", errors="replace")
+        pattern = _DATA_LINE.get(fmt, _LLAMA_DATA_LINE)
+        if not pattern.search(last):
             return None
         handle.seek(0)
         return sum(block.count(b"\n") for block in iter(lambda: handle.read(1 << 20), b"")) + 1
@@ -62,7 +80,7 @@ def load_trace(path: str | Path, interval_s: float = 1.0, progress: Callable[[in
         export = nsys_sqlite.parse(path, progress)
         version = " ".join(v for v in (export.product_version, f"(schema {export.schema_version})" if export.schema_version else None) if v)
         return Trace(path, fmt, profiler=f"Nsight Systems {version}".strip(), nsys=export)
-    cut = None if fmt in (TraceFormat.NSYS_SQLITE, TraceFormat.NCU_REP) else _cut_short(path)
+    cut = None if fmt in (TraceFormat.NSYS_SQLITE, TraceFormat.NCU_REP) else _cut_short(path, fmt)
     if fmt is TraceFormat.NSYS_STATS:
         return Trace(path, fmt, profiler="nsys stats", stats=nsys_stats.parse(path), notes=(_cut_note(cut),) if cut else ())
     if fmt is TraceFormat.TEGRASTATS:

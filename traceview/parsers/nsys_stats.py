@@ -32,7 +32,7 @@ _COLUMNS = {
     "med (ns)": "med_ns", "median (ns)": "med_ns",
     "min (ns)": "min_ns", "minimum (ns)": "min_ns", "minimum": "min_ns",
     "max (ns)": "max_ns", "maximum (ns)": "max_ns", "maximum": "max_ns",
-    "stddev (ns)": "stddev_ns",
+    "stddev (ns)": "stddev_ns", "stddev": "stddev_ns",
     "name": "name", "operation": "name", "range": "name", "style": "style",
 }
 _EXECUTING = re.compile(r"^\[\d+/\d+\] Executing '(\w+)' stats report")
@@ -71,7 +71,8 @@ def looks_like_stats(head: str) -> bool:
         text = line.strip()
         if _EXECUTING.match(text):
             return True
-        if (text.startswith("Time (%)") or text.startswith("Time(%)")) and ("Total Time" in text):
+        cells = text.strip("|").strip()  # `--format table` rows are framed by `|`
+        if cells.startswith(("Time (%)", "Time(%)")) and "Total Time" in cells:
             return True
         if text.startswith("Start (ns),Duration (ns)"):
             return True
@@ -126,13 +127,40 @@ def parse(path: str | Path) -> StatsReports:
     result = StatsReports()
     lines = text.splitlines()
     console = any(_EXECUTING.match(line.strip()) for line in lines) or any(re.match(r"^\s*-{4,}(\s+-{4,})+\s*$", line) for line in lines)
-    if console:
+    if any(_TABLE_BORDER.match(line) for line in lines):
+        _parse_table(path, lines, result)
+    elif console:
         _parse_console(path, lines, result)
     else:
         _parse_csv(path, lines, result)
     if not result.reports:
         raise TraceFormatError(path, "no nsys stats table found", "pass `nsys stats --format csv --report cuda_gpu_kern_sum` output")
     return result
+
+
+_TABLE_BORDER = re.compile(r"^\s*\+-+(\+-+)+\+\s*$")
+
+
+def _parse_table(path: Path, lines: list[str], result: StatsReports) -> None:
+    """`nsys stats --format table`: rows framed by `|`, a `+---+` border above and below the header. A table ends
+    at the first line that is not a `|` row (its closing border, or a `...` an author put there to cut it)."""
+    index = 0
+    while index < len(lines):
+        if _TABLE_BORDER.match(lines[index]) and index + 2 < len(lines) and lines[index + 1].strip().startswith("|") \
+                and _TABLE_BORDER.match(lines[index + 2]):
+            header = [cell.strip() for cell in lines[index + 1].strip().strip("|").split("|")]
+            cursor, rows = index + 3, []
+            while cursor < len(lines) and lines[cursor].strip().startswith("|"):
+                rows.append([cell for cell in lines[cursor].strip().strip("|").split("|")])
+                cursor += 1
+            if cursor < len(lines) and lines[cursor].strip() in ("...", "…"):
+                result.notes.append(f"line {cursor + 1}: the table was cut by hand ('...' after its last row); only the rows shown were read")
+            kind = report_kind(header)
+            if kind is not None and kind not in result.reports:
+                result.reports[kind] = _frame(path, header, rows, index + 4, result.notes)
+            index = cursor
+            continue
+        index += 1
 
 
 def _parse_csv(path: Path, lines: list[str], result: StatsReports) -> None:

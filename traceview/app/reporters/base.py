@@ -227,7 +227,7 @@ def timeline_lines(analysis: Analysis) -> list[str]:
     t = timeline_record(analysis)
     if t is None:
         return []
-    lines = ["Where the time went:"]
+    lines = ["Where the time went:"] if t["devices"] or t["copies"] else []
     for device in t["devices"]:
         b = device["breakdown"]
         overlaps = ", ".join(f"{k} {_pct_text(v)}" for k, v in b["overlaps"].items())
