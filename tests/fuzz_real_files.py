@@ -38,7 +38,8 @@ FORMATS = {
 }
 DEADLINE_S = 30
 _NUMBER = re.compile(rb"-?\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?")
-_REPLACEMENTS = (b"nan", b"NaN", b"inf", b"-inf", b"-1", b"1.8e308", b"1e400", b"", b"-0", "\uff11".encode(), b"99999999999999999999999")
+_REPLACEMENTS = (b"nan", b"NaN", b"inf", b"-inf", b"-1", b"-5", b"0", b"0.0", b"1.8e308", b"1e400", b"1e-320", b"", b"-0", "\uff11".encode(),
+                 b"99999999999999999999999")
 
 
 def real_files(fmt: str) -> list[Path]:

@@ -171,3 +171,30 @@ def test_a_reader_abort_on_a_damaged_ncu_rep_is_one_error(realdata_file):
 
     with pytest.raises(TraceFormatError, match="crashed on this file"):
         ncu_rep.parse(realdata_file("ncu_rep/CuVectorAddDrv.ncu-rep"), extractor=abort_like_the_reader)
+
+
+def test_negative_durations_are_unknown_not_negative_recoverable_time(realdata_file, tmp_path):
+    import re
+
+    text = realdata_file(GEMV).read_text()
+    damaged = re.sub(r'("gpu__time_duration.sum","us",")[0-9.,]+"', r'\1-5"', re.sub(r'("Duration","us",")[0-9.,]+"', r'\1-5"', text))
+    path = tmp_path / "negative.csv"
+    path.write_text(damaged)
+    data = json.loads(invoke("analyze", path, "-f", "json").stdout)
+    kernel = data["kernels"][0]
+    assert kernel["duration_ns"] is None and kernel["recoverable_ns"] is None
+    assert any("negative metric value" in note for note in data["notes"])
+
+
+def test_no_nan_in_any_figure_of_the_real_ncu_inputs(realdata_file):
+    from traceview.app.cli import run_analysis
+    from traceview.app.figures import main_figure, roofline_figure
+
+    for relative in ("ncu_details/ncu2019.5_v100_aws_cfd_stdout_mixed_xplacer.log", "ncu_details/ncu2019.5_v100_aws_bfs_small_xplacer.log",
+                     "ncu_details/ncu2025.1_cc120_cutlass_gemm_details_llmperfopt.csv", "ncu_details/ncu2025.1_cc120_gemv_details_llmperfopt.csv",
+                     "ncu_details/ncu2025.1_cc120_elementwise_membound_details_llmperfopt.csv", "ncu_raw/mudock_gtx1650_full_raw.csv",
+                     "ncu_details/ncu2025.1_cc120_cutlass_gemm_rooflinechart_section_llmperfopt.csv"):
+        analysis = run_analysis(realdata_file(relative), None)
+        for figure in (main_figure(analysis), roofline_figure(analysis, per_launch=True)):
+            text = json.dumps(figure.to_plotly_json(), default=str)
+            assert "nan FLOP" not in text and "nan%" not in text and " nan " not in text, relative

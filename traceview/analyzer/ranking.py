@@ -16,8 +16,10 @@ def rank_kernels(launches: pl.DataFrame) -> pl.DataFrame:
     weight = pl.col("duration_ns").fill_null(1.0)
 
     def weighted_mean(column: str) -> pl.Expr:
-        present = pl.col(column).is_not_null()
-        return (pl.col(column) * weight).filter(present).sum() / weight.filter(present).sum()
+        """Duration-weighted mean over the launches that have the value; null (not NaN) when none has it."""
+        present = pl.col(column).is_not_null() & pl.col(column).is_not_nan()
+        total_weight = weight.filter(present).sum()
+        return pl.when(total_weight > 0).then((pl.col(column) * weight).filter(present).sum() / total_weight)
 
     main_flop = pl.coalesce(
         *[pl.when(pl.col("precision") == p).then(pl.col(f"{p}_flop")) for p in ("fp64", "fp32", "fp16", "tensor")]

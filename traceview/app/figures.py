@@ -111,6 +111,11 @@ def roofline_figure(analysis: Analysis, highlight: str | None = None, per_launch
     return figure
 
 
+def _known(value: Any) -> bool:
+    """A number to show: present and finite (NaN and infinity are unknown, never printed as `nan`)."""
+    return isinstance(value, (int, float)) and math.isfinite(value)
+
+
 def _hover(row: dict[str, Any]) -> str:
     parts = [
         f"<b>{_text(row['short_name'])}</b>",
@@ -118,11 +123,11 @@ def _hover(row: dict[str, Any]) -> str:
         f"time {format_duration(row['duration_ns'])} in {row.get('launches', 1)} launch(es)",
         f"verdict: {_text(row['bound'])} ({_text(row['label'])})",
     ]
-    if row.get("arithmetic_intensity") is not None:
+    if _known(row.get("arithmetic_intensity")):
         parts.append(f"AI {row['arithmetic_intensity']:.3g} FLOP/B")
-    if row.get("achieved_flop_per_s") is not None:
+    if _known(row.get("achieved_flop_per_s")):
         parts.append(f"achieved {format_rate(row['achieved_flop_per_s'], 'FLOP/s')}")
-    if row.get("roof_pct") is not None:
+    if _known(row.get("roof_pct")):
         parts.append(f"{row['roof_pct']:.1f}% of roof ({_text(row['binding_roof'])})")
     return "<br>".join(parts)
 
