@@ -4,7 +4,7 @@ the typed TraceviewError with one line — never another exception, never a hang
 The mutations are the damage real files suffer: cut at any byte, bytes flipped, inserted or deleted, lines duplicated,
 dropped or swapped, re-encoded (UTF-16, Latin-1, a BOM, CRLF or CR-only line ends), NUL bytes, very long lines,
 numbers replaced by huge, negative, NaN, infinite, empty or non-ASCII digits; for SQLite exports: the file cut,
-pages overwritten, tables dropped, key columns set to NULL, start and end swapped, huge strings.
+pages overwritten, tables and columns dropped, key columns set to NULL, start and end swapped, huge strings.
 
 Used by tests/test_fuzz.py (a bounded number of examples in CI) and on its own for long runs:
     python tests/fuzz_real_files.py --per-format 10000 [--format ncu-details] [--seed 1]
@@ -102,7 +102,7 @@ def mutate_text(data: bytes, rng: random.Random) -> tuple[str, bytes]:
 def mutate_sqlite(source: Path, target: Path, rng: random.Random) -> str:
     """Write a damaged copy of an Nsight Systems export to `target`; return what was done."""
     shutil.copy(source, target)
-    kind = rng.choice(["truncate", "pages", "drop_table", "null_column", "swap", "huge_string", "text_in_int"])
+    kind = rng.choice(["truncate", "pages", "drop_table", "drop_column", "null_column", "swap", "huge_string", "text_in_int"])
     if kind in ("truncate", "pages"):
         data = bytearray(target.read_bytes())
         if kind == "truncate":
@@ -120,6 +120,8 @@ def mutate_sqlite(source: Path, target: Path, rng: random.Random) -> str:
         columns = [r[1] for r in connection.execute(f'PRAGMA table_info("{table}")')]
         if kind == "drop_table":
             connection.execute(f'DROP TABLE "{table}"')
+        elif kind == "drop_column" and len(columns) > 1:
+            connection.execute(f'ALTER TABLE "{table}" DROP COLUMN "{rng.choice(columns)}"')
         else:
             # A copy without the export's NOT NULL constraints, so the damage can be planted.
             connection.execute(f'CREATE TABLE damaged AS SELECT * FROM "{table}"')

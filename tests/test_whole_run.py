@@ -330,3 +330,17 @@ def test_a_kernel_table_without_times_is_one_clear_line(realdata_file, tmp_path)
         connection.execute("ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL DROP COLUMN start")
     result = run("analyze", copy, code=1)
     assert result.stderr.count("\n") == 1 and "no start and end columns" in result.stderr
+
+
+def test_kernels_without_names_do_not_make_steps(realdata_file, tmp_path):
+    """Found by the fuzzer: NULL kernel names in the dlprof export made the repeating-sequence search pick a marker
+    that matched nothing."""
+    copy = tmp_path / "unnamed.sqlite"
+    shutil.copy(realdata_file("nsys_sqlite/dlprof_pytorch_cnn_RTX2070S_nsys2022.1.3.sqlite"), copy)
+    with sqlite3.connect(copy) as connection:
+        connection.execute("CREATE TABLE damaged AS SELECT * FROM CUPTI_ACTIVITY_KIND_KERNEL")
+        connection.execute("DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL")
+        connection.execute("ALTER TABLE damaged RENAME TO CUPTI_ACTIVITY_KIND_KERNEL")
+        connection.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET demangledName = NULL")
+    data = analyze_json(copy)
+    assert data["summary"]["launches"] == 46

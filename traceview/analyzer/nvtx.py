@@ -161,11 +161,13 @@ def steps_from_kernels(kernels: pl.DataFrame, names: dict[int, str]) -> dict[str
     periodic = ordered.group_by("name_id").agg(
         pl.len().alias("n"), pl.col("position").min().alias("first"),
         (pl.col("position").diff().drop_nulls().n_unique() == 1).alias("regular"), pl.col("position").diff().drop_nulls().first().alias("stride"),
-    ).filter(pl.col("regular") & (pl.col("n") >= MIN_STEPS + 1) & (pl.col("stride") > 1)).sort(["n", "first"])
+    ).filter(pl.col("name_id").is_not_null() & pl.col("regular") & (pl.col("n") >= MIN_STEPS + 1) & (pl.col("stride") > 1)).sort(["n", "first"])
     if periodic.height == 0:
         return None
     marker = periodic.row(0, named=True)
     starts = ordered.filter(pl.col("name_id") == marker["name_id"])["start_ns"].to_numpy()
     durations = np.diff(starts)
+    if len(durations) < MIN_STEPS:
+        return None
     return {"source": "kernel sequence", "name": f"every {marker['stride']} launches, starting at {names.get(marker['name_id'], '?')[:80]}",
             "device_id": device, **_step_statistics(durations), "phases": {}}
