@@ -341,6 +341,6 @@ def test_kernels_without_names_do_not_make_steps(realdata_file, tmp_path):
         connection.execute("CREATE TABLE damaged AS SELECT * FROM CUPTI_ACTIVITY_KIND_KERNEL")
         connection.execute("DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL")
         connection.execute("ALTER TABLE damaged RENAME TO CUPTI_ACTIVITY_KIND_KERNEL")
-        connection.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET demangledName = NULL")
+        connection.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET demangledName = NULL WHERE rowid % 2 = 0")
     data = analyze_json(copy)
     assert data["summary"]["launches"] == 46
