@@ -38,6 +38,14 @@ def analyze_json(*args):
     return json.loads(run("analyze", *args, "-f", "json").stdout)
 
 
+def without_constraints(connection, table):
+    """Rebuild a table without the export's NOT NULL constraints (CREATE TABLE ... AS SELECT drops them), so a
+    damaged copy can hold NULLs."""
+    connection.execute(f"CREATE TABLE damaged AS SELECT * FROM {table}")
+    connection.execute(f"DROP TABLE {table}")
+    connection.execute(f"ALTER TABLE damaged RENAME TO {table}")
+
+
 def union_ns(intervals):
     """Length of the union of (start, end) intervals, without polars or numpy."""
     total, current = 0, None
@@ -277,12 +285,8 @@ def test_diff_of_two_runs_compares_breakdowns_and_verdicts(realdata_file):
 def test_damaged_columns_give_fewer_findings_never_a_crash(realdata_file, tmp_path, damage):
     copy = tmp_path / "damaged.sqlite"
     shutil.copy(realdata_file(H200), copy)
-    table = damage.split()[1]
     with sqlite3.connect(copy) as connection:
-        # CREATE TABLE ... AS SELECT drops the export's NOT NULL constraints, so a damaged copy can hold NULLs.
-        connection.execute(f"CREATE TABLE damaged AS SELECT * FROM {table}")
-        connection.execute(f"DROP TABLE {table}")
-        connection.execute(f"ALTER TABLE damaged RENAME TO {table}")
+        without_constraints(connection, damage.split()[1])
         connection.execute(damage)
     for fmt in ("json", "md", "table", "html"):
         result = runner.invoke(app, ["analyze", str(copy), "-f", fmt])
@@ -338,9 +342,7 @@ def test_kernels_without_names_do_not_make_steps(realdata_file, tmp_path):
     copy = tmp_path / "unnamed.sqlite"
     shutil.copy(realdata_file("nsys_sqlite/dlprof_pytorch_cnn_RTX2070S_nsys2022.1.3.sqlite"), copy)
     with sqlite3.connect(copy) as connection:
-        connection.execute("CREATE TABLE damaged AS SELECT * FROM CUPTI_ACTIVITY_KIND_KERNEL")
-        connection.execute("DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL")
-        connection.execute("ALTER TABLE damaged RENAME TO CUPTI_ACTIVITY_KIND_KERNEL")
+        without_constraints(connection, "CUPTI_ACTIVITY_KIND_KERNEL")
         connection.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET demangledName = NULL WHERE rowid % 2 = 0")
     data = analyze_json(copy)
     assert data["summary"]["launches"] == 46
