@@ -17,14 +17,13 @@ import polars as pl
 from traceview.analyzer.kernel_kinds import display_names, kernel_kind, likely_bound
 from traceview.analyzer.names import normalise_kernel_name
 from traceview.analyzer.roofline import Bound
+from traceview.analyzer.whole_run import TINY_KERNEL_NS
 from traceview.parsers.ncu_csv import short_kernel_name
 
-TINY_KERNEL_NS = 10_000  # kernels under 10 us are dominated by launch overhead unless launched back to back
 BLOCKING_API = re.compile(
     r"^(cudaDeviceSynchronize|cudaStreamSynchronize|cudaEventSynchronize|cudaMemcpy(2D|3D)?(ToSymbol|FromSymbol)?|"
     r"cuCtxSynchronize|cuStreamSynchronize|cuEventSynchronize|cuMemcpy(HtoD|DtoH|DtoD)?(_v2)?)(_v\d+)?$"
 )
-NO_NCU_REASON = "no Nsight Compute data joined for this kernel: run `traceview analyze run.sqlite --ncu kernels.csv`"
 NO_NCU_RECOMMENDATION = "profile the top kernels with `ncu --set full -k NAME` and join the export with --ncu for a verdict"
 SHORT_KIND_ADVICE = {"gemm": "tensor cores, precision", "attention": "fused attention", "convolution": "cuDNN algo, layout",
                      "normalization": "fuse", "reduction": "fuse", "elementwise": "fuse", "copy": "avoid or fuse the copy",
