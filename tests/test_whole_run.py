@@ -346,3 +346,12 @@ def test_kernels_without_names_do_not_make_steps(realdata_file, tmp_path):
         connection.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET demangledName = NULL WHERE rowid % 2 = 0")
     data = analyze_json(copy)
     assert data["summary"]["launches"] == 46
+
+
+def test_the_bundled_nsys_sample_is_the_real_export():
+    """The sample a new user tries (sample_traces/, shipped in the wheel) works without ../shared."""
+    from pathlib import Path
+
+    sample = Path(__file__).resolve().parent.parent / "sample_traces" / "nsys" / "h100x2_copy_bound_nsys2026.2.sqlite"
+    data = analyze_json(sample, "--gpu", "h100-sxm")
+    assert data["timeline"]["verdict"]["verdict"] == "copy" and data["summary"]["launches"] == 3442

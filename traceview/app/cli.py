@@ -388,7 +388,8 @@ def bundled_samples() -> list[Path]:
     package = Path(__file__).resolve().parent.parent
     for folder in (package / "sample_traces", package.parent / "sample_traces"):
         if folder.is_dir():
-            return [folder / "ncu" / "v100_cfd_details_ncu2019.5.csv", folder / "ncu" / "gtx1650_calc_energy_raw.csv"]
+            return [folder / "ncu" / "v100_cfd_details_ncu2019.5.csv", folder / "ncu" / "gtx1650_calc_energy_raw.csv",
+                    folder / "nsys" / "h100x2_copy_bound_nsys2026.2.sqlite"]
     return []
 
 
