@@ -355,3 +355,11 @@ def test_the_bundled_nsys_sample_is_the_real_export():
     sample = Path(__file__).resolve().parent.parent / "sample_traces" / "nsys" / "h100x2_copy_bound_nsys2026.2.sqlite"
     data = analyze_json(sample, "--gpu", "h100-sxm")
     assert data["timeline"]["verdict"]["verdict"] == "copy" and data["summary"]["launches"] == 3442
+
+
+def test_decode_from_params_and_bits_matches_weights(realdata_file):
+    path = realdata_file(NVTX_ONLY)
+    by_params = analyze_json(path, "--params", "8B", "--bits", "4.5")["timeline"]["steps"]["decode"]
+    by_weights = analyze_json(path, "--weights", "4.5GB")["timeline"]["steps"]["decode"]
+    assert by_params["mbu_pct"] == pytest.approx(by_weights["mbu_pct"])
+    assert "--bits" in run("analyze", path, "--params", "8B", code=1).stderr

@@ -187,6 +187,15 @@ def _joined_ncu(paths: list[Path], gpu: str | None) -> Analysis:
     return dataclasses.replace(first, source=source, kernels=kernels)
 
 
+def _weights_from(weights: str | None, params: str | None, bits: float | None) -> str | None:
+    """Return the weights size as --weights takes it: given, or parameters × bits per weight."""
+    if params is None and bits is None:
+        return weights
+    if weights is not None or params is None or bits is None:
+        raise UsageError("give the weights as --weights 4.2GB, or as --params 8B with --bits 4.5 (not both)")
+    return f"{parse_count(params) * bits / 8:.0f}B"
+
+
 def _infer_format(output: Path | None, chosen: OutputFormat | None) -> OutputFormat:
     if chosen is not None:
         return chosen
@@ -255,6 +264,8 @@ TokensOption = Annotated[int | None, typer.Option("--tokens", min=1, help="tegra
 WeightsOption = Annotated[str | None, typer.Option("--weights", help="Bytes read per decoded token, e.g. 4.2GB: llama.cpp (default: the model size it reports); Nsight Systems: decode tokens/s and MBU from the step time.")]
 BandwidthOption = Annotated[str | None, typer.Option("--bandwidth", help="llama.cpp: memory bandwidth for MBU, e.g. 1008GB/s (default: the device's).")]
 NcuOption = Annotated[list[Path] | None, typer.Option("--ncu", help="Nsight Systems input: join this Nsight Compute export (CSV or .ncu-rep) by kernel name; repeat for one file per kernel.")]
+ParamsOption = Annotated[str | None, typer.Option("--params", help="Nsight Systems decode loop: parameter count, e.g. 8B (with --bits, instead of --weights).")]
+BitsOption = Annotated[float | None, typer.Option("--bits", min=0.1, help="Bits per weight, e.g. 4.5 for Q4_K_M (with --params).")]
 GapOption = Annotated[str | None, typer.Option("--gap-threshold", help="Nsight Systems: idle gaps at least this long are gpu_gaps findings, e.g. 100ms (default 500ms, as nsys analyze).")]
 
 
@@ -282,12 +293,14 @@ def analyze_command(
     bandwidth: BandwidthOption = None,
     ncu: NcuOption = None,
     gap_threshold: GapOption = None,
+    params: ParamsOption = None,
+    bits: BitsOption = None,
 ) -> None:
     """Label every kernel compute-, memory- or latency-bound and rank them by recoverable time; for an Nsight Systems
     export, say first where each GPU's time went and why it waited."""
     fmt = _infer_format(output, output_format)
     _refuse_overwrite(output, force)
-    analysis = run_analysis(file, gpu, interval, tokens, weights, bandwidth, ncu, gap_threshold)
+    analysis = run_analysis(file, gpu, interval, tokens, _weights_from(weights, params, bits), bandwidth, ncu, gap_threshold)
     color = fmt is OutputFormat.table and output is None and sys.stdout.isatty()
     write_output(REPORTERS[fmt.value]().render(analysis, _options(top, color, per_launch)), output, force)
 
@@ -308,6 +321,8 @@ def report_command(
     bandwidth: BandwidthOption = None,
     ncu: NcuOption = None,
     gap_threshold: GapOption = None,
+    params: ParamsOption = None,
+    bits: BitsOption = None,
 ) -> None:
     """Write a report for a ticket: self-contained HTML, Markdown or JSON, with provenance."""
     fmt = output_format or _infer_format(output, None)
@@ -318,7 +333,7 @@ def report_command(
     if png:
         _refuse_overwrite(png_path, force)
         _require_kaleido()
-    analysis = run_analysis(file, gpu, interval, tokens, weights, bandwidth, ncu, gap_threshold)
+    analysis = run_analysis(file, gpu, interval, tokens, _weights_from(weights, params, bits), bandwidth, ncu, gap_threshold)
     text = REPORTERS[fmt.value]().render(analysis, _options(top))
     if png and fmt is OutputFormat.md:
         text += f"\n![main figure]({png_path.name})\n"
