@@ -228,9 +228,9 @@ def breakdown_figure(analysis: Analysis) -> go.Figure:
         values = [100.0 * d.get("idle_by_cause", {}).get(cause, 0) / d["span_ns"] if d["span_ns"] else 0.0 for d in devices]
         bar(f"idle: {cause.replace('_', ' ')}", values, CAUSE_COLOURS[index % len(CAUSE_COLOURS)])
     verdict = timeline.verdict["message"] if timeline is not None and timeline.verdict else "no GPU activity in this export"
-    figure.update_layout(**{**_LAYOUT, "height": max(260, 120 + 60 * len(devices))}, barmode="stack",
-                         title=_text(verdict), xaxis={"title": "% of the GPU's span (first to last activity)", "range": [0, 100]},
-                         legend={"orientation": "h", "y": -0.35})
+    # Plotly's own legend on the right: the figure is tall enough for a dozen categories whatever the GPU count.
+    figure.update_layout(**{**_LAYOUT, "height": max(380, 200 + 60 * len(devices))}, barmode="stack", title=_text(verdict),
+                         xaxis={"title": "% of the GPU's span (first to last activity)", "range": [0, 100]})
     return figure
 
 
