@@ -167,7 +167,7 @@ def device_breakdown(pieces: pl.DataFrame, spans: pl.DataFrame) -> list[dict[str
             "host": idle,
         }
         verdict = max(exposed, key=lambda k: exposed[k])
-        breakdown = {f"{name}_pct": _pct(union[name], span) for name in CATEGORIES}
+        breakdown: dict[str, Any] = {f"{name}_pct": _pct(union[name], span) for name in CATEGORIES}
         breakdown["idle_pct"] = _pct(idle, span)
         breakdown["overlaps"] = {_mask_label(m): _pct(t, span) for m, t in times.items() if m.bit_count() > 1}
         breakdown["exclusive"] = {f"{_mask_label(m)}_only_pct": _pct(t, span) for m, t in times.items() if m.bit_count() == 1}
@@ -494,7 +494,7 @@ def time_util_rule(pieces: pl.DataFrame, devices: list[dict[str, Any]]) -> dict[
                 cost += (b - a) - used[i]
     if not low_chunks:
         return None
-    per_device = {}
+    per_device: dict[int, int] = {}
     for chunk in low_chunks:
         per_device[chunk["device_id"]] = per_device.get(chunk["device_id"], 0) + 1
     summary = "; ".join(f"GPU {d}: {n} of {TIME_UTIL_CHUNKS}" for d, n in per_device.items())

@@ -56,7 +56,7 @@ class RunStore:
     active sessions are kept), so one client's uploads can neither evict nor be seen by another's."""
 
     def __init__(self, uploads_per_session: int = UPLOADS_PER_SESSION, sessions: int = SESSIONS) -> None:
-        self._shared: dict[str, Analysis] = {}
+        self._shared: OrderedDict[str, Analysis] = OrderedDict()
         self._sessions: OrderedDict[str, OrderedDict[str, Analysis]] = OrderedDict()
         self._lock = threading.Lock()
         self.uploads_per_session = uploads_per_session
