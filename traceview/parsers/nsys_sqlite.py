@@ -114,7 +114,10 @@ _INT64 = (-(2**63), 2**63 - 1)
 
 
 def _as_int(value: object) -> int | None:
-    """An integer cell, or None for NULL, text, reals and values beyond 64 bits (a damaged export)."""
+    """An integer cell (a whole REAL too, as tools that write nsys-compatible SQLite may store one), or None for NULL,
+    text, fractions and values beyond 64 bits (a damaged export)."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
         return None
     return value if _INT64[0] <= value <= _INT64[1] else None
