@@ -198,3 +198,14 @@ def test_no_nan_in_any_figure_of_the_real_ncu_inputs(realdata_file):
         for figure in (main_figure(analysis), roofline_figure(analysis, per_launch=True)):
             text = json.dumps(figure.to_plotly_json(), default=str)
             assert "nan FLOP" not in text and "nan%" not in text and " nan " not in text, relative
+
+
+def test_a_details_header_cut_into_a_raw_shape():
+    """Found by the 10,000-mutant campaign: a deletion inside the header of a real roofline-section export left a
+    header without `Metric Name`, read as a raw page whose units row is empty."""
+    from pathlib import Path
+
+    result = invoke("analyze", Path(__file__).parent / "fixtures" / "ncu_details_header_cut_to_raw_shape.csv", "-f", "json")
+    assert result.exit_code in (0, 1) and "Traceback" not in result.stderr
+    if result.exit_code == 1:
+        one_line_error(result)

@@ -347,6 +347,8 @@ def _read_raw(path: Path, header: NcuHeader) -> tuple[pl.DataFrame, pl.DataFrame
         data.select(*launch, *numeric)
         .unpivot(index=launch, on=numeric, variable_name="metric", value_name="value")
         .join(units, on="metric", how="left")
+        # With no metric column (a damaged header), the value column would have no type at all.
+        .with_columns(pl.col("metric").cast(pl.String), pl.col("value").cast(pl.String), pl.col("unit").cast(pl.String))
     )
     return long, identity
 
