@@ -97,7 +97,7 @@ def summary(analysis: Analysis) -> dict[str, Any]:
         by_bound[row[0]] = by_bound.get(row[0], 0.0) + (row[1] or 0.0)
     recoverable = kernels["recoverable_ns"].sum() if kernels.height else None
     return {
-        "launches": int(kernels["launches"].sum()) if kernels.height else 0,
+        "launches": int(kernels["launches"].sum() or 0) if kernels.height else 0,  # counts a damaged file lost are not counted
         "kernels": kernels.height,
         "total_duration_ns": analysis.total_duration_ns,
         "recoverable_ns": float(recoverable) if recoverable else None,
