@@ -12,7 +12,8 @@ these four names the run: compute-, communication-, copy- or host-bound.
 Idle gaps get a cause from what the host did meanwhile (same process as the device's work): the NVTX ranges and
 CUDA API calls that cover most of the gap, or none. The rules named after `nsys analyze`'s (`gpu_gaps`,
 `gpu_time_util`, `cuda_memcpy_async`, `cuda_memcpy_sync`, `cuda_memset_sync`, `cuda_api_sync`) keep its semantics and
-default thresholds; `copy_throughput`, `jit_compile`, `launch_bound` and `cuda_graph_trace` are traceview's own.
+default thresholds; `copy_bound` (with the copies' throughput against the host link), `communication_bound`,
+`host_bound`, `jit_compile`, `launch_bound` and `cuda_graph_trace` are traceview's own.
 """
 
 from __future__ import annotations
