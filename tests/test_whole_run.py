@@ -363,3 +363,11 @@ def test_decode_from_params_and_bits_matches_weights(realdata_file):
     by_weights = analyze_json(path, "--weights", "4.5GB")["timeline"]["steps"]["decode"]
     assert by_params["mbu_pct"] == pytest.approx(by_weights["mbu_pct"])
     assert "--bits" in run("analyze", path, "--params", "8B", code=1).stderr
+
+
+def test_cudnn_convolutions_are_convolutions_not_gemms():
+    from traceview.analyzer.kernel_kinds import kernel_kind
+
+    assert kernel_kind("implicit_convolve_sgemm") == "convolution"  # the dlprof export's top kernel
+    assert kernel_kind("void convert_kernel<float>(float *)") != "convolution"
+    assert kernel_kind("ampere_sgemm_128x64_tn") == "gemm"

@@ -17,8 +17,9 @@ from traceview.analyzer.names import normalise_kernel_name
 _KINDS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(pattern, re.IGNORECASE)) for kind, pattern in (
     ("communication", r"nccl|nvshmem|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|cross_device_reduce|sendrecv"),
     ("attention", r"flash|fmha|attention|\battn|_attn|sdpa|paged_?att|xformers|mha_|_mha"),
+    # Before GEMM: cuDNN's convolutions are GEMMs inside (`implicit_convolve_sgemm`); `conv` alone would match `convert`.
+    ("convolution", r"convol|conv[123]d|_conv_|conv_fwd|conv_bwd|winograd|fft2d|im2col|cudnn|dgrad|wgrad"),
     ("gemm", r"gemm|gemv|matmul|xmma|nvjet|cutlass|cublas|wgmma|hmma|s16816|s1688|h16816|tensorop|triton_tem|triton_mm|\bmm_|splitk|dot_kernel"),
-    ("convolution", r"conv|winograd|fft2d|im2col|cudnn|dgrad|wgrad"),
     ("normalization", r"(layer|rms|batch|group|instance|weight|l2)_?norm|softmax|normaliz|norm_kernel"),
     ("reduction", r"reduce|reduction|triton_red|triton_per|argmax|argmin|topk|cumsum|scan_kernel|\bsum_kernel"),
     ("elementwise", r"elementwise|pointwise|triton_poi|fill|activation|gelu|silu|relu|dropout|distribution|philox|rand|rotary|rope|embedding|cast|arange|where"),

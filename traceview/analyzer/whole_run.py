@@ -633,7 +633,8 @@ def _breakdown_findings(devices: list[dict[str, Any]], copies: list[dict[str, An
             detail = ""
             advice = "keep the data on the GPU between steps, overlap the copies with compute on another stream, or move fewer bytes"
             if top:
-                detail = (f"; {top['direction']}: {top['count']} copies, {(top['bytes'] or 0) / 1e9:.2f} GB"
+                size = top["bytes"] or 0
+                detail = (f"; {top['direction']}: {top['count']} copies, " + (f"{size / 1e9:.2f} GB" if size >= 1e8 else f"{size / 1e6:.2f} MB")
                           + (f" at {top['gb_per_s']:.1f} GB/s" if top["gb_per_s"] is not None else "")
                           + (f" of {top['link_gb_per_s']:.0f} ({top['link']})" if top["link_gb_per_s"] and top["gb_per_s"] is not None else ""))
                 if top["pageable_bytes"] and top["bytes"] and top["pageable_bytes"] * 2 >= top["bytes"]:

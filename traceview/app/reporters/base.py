@@ -241,7 +241,7 @@ def timeline_lines(analysis: Analysis) -> list[str]:
         where = f"GPU {copy['device_id']} " if copy.get("device_id") is not None else ""
         rate = f" at {copy['gb_per_s']:.1f} GB/s" if copy.get("gb_per_s") is not None else ""
         link = f" of {copy['link_gb_per_s']:.0f} ({copy['link']})" if rate and copy.get("link_gb_per_s") else ""
-        size = f", {copy['bytes'] / 1e9:.3f} GB" if copy.get("bytes") else ""
+        size = f", {format_rate(copy['bytes'], 'B')}" if copy.get("bytes") else ""
         pageable = f", {copy['pageable_count']} from pageable memory" if copy.get("pageable_count") else ""
         lines.append(f"- copies {where}{copy['direction']}: {copy['count']}, {format_duration(copy['duration_ns'])}{size}{rate}{link}{pageable}")
     if t["idle_by_cause"]:
