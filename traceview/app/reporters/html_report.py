@@ -116,7 +116,7 @@ class HTMLReporter:
             format_number(k["arithmetic_intensity"]), format_pct(k["roof_pct"]), format_duration(k["recoverable_ns"]),
             _e(k["reason"]), _e(k["recommendation"]),
         ] for k in kernel_records(analysis, options.top)]
-        return "<h2>Ranked bottlenecks</h2>" + _table(headers, rows)
+        return "<h2>Ranked bottlenecks</h2>" + (_table(headers, rows) if rows else "<p>No kernel launches in this export.</p>")
 
     def _telemetry(self, analysis: Analysis) -> str:
         t = telemetry_record(analysis) or {}

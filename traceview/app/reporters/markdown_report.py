@@ -126,7 +126,10 @@ class MarkdownReporter:
             + (f"; about {format_duration(totals['recoverable_ns'])} recoverable" if totals["recoverable_ns"] else "") + ". "
             f"Device: {escape_markdown(device['name'] or 'unknown')} ({escape_markdown(device['identified'])})."
         )
-        lines += ["", "| # | kernel | launches | time | share | verdict | AI (FLOP/B) | % of roof | recoverable |", "|---:|---|---:|---:|---:|---|---:|---:|---:|"]
+        if kernels:
+            lines += ["", "| # | kernel | launches | time | share | verdict | AI (FLOP/B) | % of roof | recoverable |", "|---:|---|---:|---:|---:|---|---:|---:|---:|"]
+        else:
+            lines += ["", "No kernel launches in this export."]
         for k in kernels:
             lines.append(
                 f"| {k['rank']} | {escape_markdown(k['short_name'])} | {k['launches']} | {format_duration(k['duration_ns'])} | "

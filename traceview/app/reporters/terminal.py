@@ -158,7 +158,7 @@ class TerminalReporter:
             cells.append(SHORT_RECOMMENDATIONS[Bound(k["bound"])] if k["bound"] != "unknown" or not k.get("likely_bound")
                          else SHORT_KIND_ADVICE.get(k["likely_bound"] if k["likely_bound"] == "latency" else k["kind"], "profile with ncu"))
             table.add_row(*cells)
-        console.print(table)
+        console.print(table if records else safe_text("No kernel launches in this export.", style="dim"))
         if heuristic:
             console.print(safe_text("* kind and likely bound from the kernel's name (a heuristic); join Nsight Compute results with --ncu for measured verdicts",
                                style="dim"))
