@@ -371,3 +371,13 @@ def test_cudnn_convolutions_are_convolutions_not_gemms():
     assert kernel_kind("implicit_convolve_sgemm") == "convolution"  # the dlprof export's top kernel
     assert kernel_kind("void convert_kernel<float>(float *)") != "convolution"
     assert kernel_kind("ampere_sgemm_128x64_tn") == "gemm"
+
+
+def test_sparse_row_ids_are_read_in_one_range_not_billions(realdata_file, tmp_path):
+    """Found by the 10,000-mutant campaign: a damaged page gave the kernel table a max(rowid) of 3.2e12, and the
+    reader split min..max into 500,000-row ranges — millions of queries, a hang."""
+    copy = tmp_path / "sparse.sqlite"
+    shutil.copy(realdata_file(H100), copy)
+    with sqlite3.connect(copy) as connection:
+        connection.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET rowid = 3240427616338 WHERE rowid = (SELECT max(rowid) FROM CUPTI_ACTIVITY_KIND_KERNEL)")
+    assert analyze_json(copy)["summary"]["launches"] == 3442

@@ -310,7 +310,11 @@ def _read_kernels(path: Path, connection: sqlite3.Connection, tables: set[str], 
     if not bounds or bounds[2] == 0:
         return pl.DataFrame(schema=NSYS_KERNELS)
     low, high, total = bounds
-    ranges = [(first, min(first + _CHUNK_ROWS - 1, high)) for first in range(low, high + 1, _CHUNK_ROWS)]
+    if high - low + 1 > 2 * total + _CHUNK_ROWS:
+        # Row ids far sparser than the rows (a damaged page can make max(rowid) ~2**62): one range, not billions.
+        ranges = [(low, high)]
+    else:
+        ranges = [(first, min(first + _CHUNK_ROWS - 1, high)) for first in range(low, high + 1, _CHUNK_ROWS)]
     try:
         import adbc_driver_sqlite.dbapi as adbc
     except ImportError:  # the standard library gives the same result, several times slower
