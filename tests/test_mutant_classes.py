@@ -97,3 +97,13 @@ def test_text_in_the_string_table_ids(realdata_file, tmp_path):
         connection.execute("ALTER TABLE damaged RENAME TO StringIds")
         connection.execute("UPDATE StringIds SET id = 'abc' WHERE rowid % 5 = 0")
     assert outcome(copy)["summary"]["launches"] == 4
+
+
+def test_a_stats_table_whose_name_header_is_damaged(realdata_file, tmp_path):
+    """Found by the 10,000-mutant campaign: a flipped byte in the Name header of a console table left rows without
+    names, which crashed the summary and the NVTX lines."""
+    text = realdata_file("nsys_stats/nsys_console_stats_a100_vectoradd_README.txt").read_text()
+    header = next(line for line in text.splitlines() if line.strip().startswith("Time (%)") and line.rstrip().endswith("Name"))
+    path = tmp_path / "damaged_name.txt"
+    path.write_text(text.replace(header, header.replace("Name", "N\x07me"), 1))
+    assert outcome(path) is None  # refused with one line: the header is damaged

@@ -368,7 +368,7 @@ def analyze_stats(
         total = float(kern["total_ns"].sum() or 0)
         for row in kern.iter_rows(named=True):
             summary_rows.append({
-                "kernel_name": row["name"], "short_name": short_kernel_name(row["name"]), "launches": row["count"],
+                "kernel_name": row["name"], "short_name": short_kernel_name(row["name"] or "<unnamed>"), "launches": row["count"],
                 "duration_ns": row["total_ns"], "avg_duration_ns": row["avg_ns"], "median_duration_ns": row["med_ns"],
                 "min_duration_ns": row["min_ns"], "max_duration_ns": row["max_ns"],
                 # nsys's own Time (%) where the report has it: a table cut by hand does not add up to the whole run.

@@ -102,6 +102,9 @@ def _stats_frame(records: list[dict[str, object]]) -> pl.DataFrame:
 
 def _frame(path: Path, columns: list[str], rows: list[list[str]], first_line: int, notes: list[str]) -> pl.DataFrame:
     names = [_COLUMNS.get(c.strip().lower()) for c in columns]
+    if "name" not in names:
+        raise TraceFormatError(path, "a stats table has no Name column: its header looks damaged", "pass the report as nsys stats wrote it",
+                               line=max(1, first_line - 2))
     records = []
     for offset, row in enumerate(rows):
         if [cell.strip() for cell in row] in (["..."], ["…"]):

@@ -279,7 +279,7 @@ def timeline_lines(analysis: Analysis) -> list[str]:
         for entry in t["nvtx"][:12]:
             indent = "  " * min(int(entry["depth"] or 0), 6)
             gpu = f", GPU {format_duration(entry['gpu_ns'])}" if entry.get("gpu_ns") else ""
-            lines.append(f"- {indent}{entry['name'][:70]}: {entry['count']}× {format_duration(entry['cpu_ns'])}{gpu}")
+            lines.append(f"- {indent}{(entry['name'] or '<unnamed>')[:70]}: {entry['count']}× {format_duration(entry['cpu_ns'])}{gpu}")
     join = t["ncu_join"]
     if join["matched_kernels"] or join["unmatched_ncu_kernels"]:
         lines.append(f"- Nsight Compute join: {join['matched_kernels']} kernels matched; unmatched ncu kernels: "
