@@ -38,6 +38,18 @@ def analyze_json(*args):
     return json.loads(run("analyze", *args, "-f", "json").stdout)
 
 
+def changed_copy(source, folder, *statements, unconstrained=None):
+    """A copy of a real export with SQL statements applied (after dropping `unconstrained`'s NOT NULL constraints)."""
+    copy = folder / "changed.sqlite"
+    shutil.copy(source, copy)
+    with sqlite3.connect(copy) as connection:
+        if unconstrained:
+            without_constraints(connection, unconstrained)
+        for statement in statements:
+            connection.execute(statement)
+    return copy
+
+
 def without_constraints(connection, table):
     """Rebuild a table without the export's NOT NULL constraints (CREATE TABLE ... AS SELECT drops them), so a
     damaged copy can hold NULLs."""
@@ -283,11 +295,7 @@ def test_diff_of_two_runs_compares_breakdowns_and_verdicts(realdata_file):
     'UPDATE NVTX_EVENTS SET "end" = start - 5, globalTid = NULL',
 ])
 def test_damaged_columns_give_fewer_findings_never_a_crash(realdata_file, tmp_path, damage):
-    copy = tmp_path / "damaged.sqlite"
-    shutil.copy(realdata_file(H200), copy)
-    with sqlite3.connect(copy) as connection:
-        without_constraints(connection, damage.split()[1])
-        connection.execute(damage)
+    copy = changed_copy(realdata_file(H200), tmp_path, damage, unconstrained=damage.split()[1])
     for fmt in ("json", "md", "table", "html"):
         result = runner.invoke(app, ["analyze", str(copy), "-f", fmt])
         assert result.exit_code == 0, result.stderr
@@ -319,10 +327,7 @@ def test_megabyte_strings_in_string_ids_are_cut_and_said(realdata_file, tmp_path
 ])
 def test_minimal_exports_mean_fewer_findings_not_an_error(realdata_file, tmp_path, trim):
     """Tools that write nsys-compatible SQLite (and trimmed exports) leave optional columns and tables out."""
-    copy = tmp_path / "minimal.sqlite"
-    shutil.copy(realdata_file(H200), copy)
-    with sqlite3.connect(copy) as connection:
-        connection.execute(trim)
+    copy = changed_copy(realdata_file(H200), tmp_path, trim)
     data = analyze_json(copy)
     assert data["summary"]["launches"] == 19 and data["timeline"]["devices"][0]["device_id"] == 0
 
