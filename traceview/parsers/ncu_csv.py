@@ -200,11 +200,7 @@ def parse(path: str | Path, header: NcuHeader | None = None, notes: list[str] | 
         rules = None
     if identity.height == 0:
         raise TraceFormatError(path, "the export has a header but no kernel launches", "was any kernel profiled? check the ncu filters (-k, -c)")
-    frame = _assemble(long, identity, rules)
-    if notes is not None and frame.height:
-        raw = _assemble_counts_negative(long)
-        if raw:
-            notes.append(f"{raw} negative metric value(s) (a time, count, byte or rate below zero: a damaged cell) were read as unknown")
+    frame = _assemble(long, identity, rules, notes)
     if cut_at_line is not None and frame.height:
         last = frame["launch_id"].max()
         frame = frame.filter(pl.col("launch_id") != last)
@@ -353,7 +349,7 @@ def _read_raw(path: Path, header: NcuHeader) -> tuple[pl.DataFrame, pl.DataFrame
     return long, identity
 
 
-def _assemble(long: pl.DataFrame, identity: pl.DataFrame, rules: pl.DataFrame | None) -> pl.DataFrame:
+def _assemble(long: pl.DataFrame, identity: pl.DataFrame, rules: pl.DataFrame | None, notes: list[str] | None = None) -> pl.DataFrame:
     launch = [c for c in ("launch_id", "process_id") if c in identity.columns]
     unit = base_unit(pl.col("unit"))
     long = long.with_columns(
@@ -383,21 +379,20 @@ def _assemble(long: pl.DataFrame, identity: pl.DataFrame, rules: pl.DataFrame | 
     frame = frame.with_columns(short_name=pl.col("kernel_name").replace(
         {name: short_kernel_name(name) for name in frame["kernel_name"].unique().drop_nulls().to_list()}
     ))
-    return _without_negatives(conform(frame, KERNELS)).sort("launch_id", "process_id", nulls_last=True)
+    return _without_negatives(conform(frame, KERNELS), notes).sort("launch_id", "process_id", nulls_last=True)
 
 
 # Times, counts, bytes, rates and percentages cannot be negative: a negative value is a damaged cell, not a quantity.
 _NON_NEGATIVE = [name for name, dtype in KERNELS.items() if dtype == pl.Float64]
 
 
-def _without_negatives(frame: pl.DataFrame) -> pl.DataFrame:
-    """Return the frame with negative (and NaN) quantities as null."""
+def _without_negatives(frame: pl.DataFrame, notes: list[str] | None = None) -> pl.DataFrame:
+    """Return the frame with negative (and NaN) quantities as null; how many were negative goes to `notes`."""
+    if notes is not None and frame.height:
+        negative = int(frame.select(pl.sum_horizontal([(pl.col(c) < 0).fill_null(False) for c in _NON_NEGATIVE]).sum()).item())
+        if negative:
+            notes.append(f"{negative} negative metric value(s) (a time, count, byte or rate below zero: a damaged cell) were read as unknown")
     return frame.with_columns([pl.when(pl.col(c) >= 0).then(pl.col(c)).alias(c) for c in _NON_NEGATIVE])
-
-
-def _assemble_counts_negative(long: pl.DataFrame) -> int:
-    """How many metric cells of the long frame hold a negative number."""
-    return int(long.select((parse_number(pl.col("value")) < 0).fill_null(False).sum()).item()) if long.height else 0
 
 
 def _tensor_columns(long: pl.DataFrame, launch: list[str]) -> pl.DataFrame:
