@@ -45,7 +45,13 @@ def terminal_safe(text: object, limit: int = 2000) -> str:
     """Return text that is inert in a terminal: control and bidi characters shown as escapes (`\\x1b`), and at most
     `limit` characters (cut in the middle) so a multi-megabyte name cannot stall the table layout."""
     value = _UNSAFE_FOR_TERMINALS.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}", str(text))
-    if len(value) > limit:
-        head = limit * 2 // 5
-        value = value[:head] + f"…[{len(value) - limit + 1:,} characters]…" + value[-(limit - head - 1):]
-    return value
+    return middle_cut(value, limit, f"…[{len(value) - limit + 1:,} characters]…")
+
+
+def middle_cut(text: str, width: int, marker: str = "…") -> str:
+    """Shorten a long name in the middle, where instantiations rarely differ, keeping its start and its end; the
+    kept characters number `width - 1`, around `marker`."""
+    if len(text) <= width:
+        return text
+    head = (width - 1) * 2 // 5
+    return text[:head] + marker + text[-(width - 1 - head):]

@@ -12,7 +12,7 @@ from rich.text import Text
 from traceview.analyzer.analysis import Analysis
 from traceview.analyzer.roofline import SHORT_RECOMMENDATIONS, Bound
 from traceview.analyzer.timeline import SHORT_KIND_ADVICE
-from traceview.app.formatting import terminal_safe
+from traceview.app.formatting import middle_cut, terminal_safe
 from traceview.app.reporters.base import (
     STAT_COLUMNS,
     ReportOptions,
@@ -31,14 +31,6 @@ from traceview.app.reporters.base import (
 )
 
 BOUND_STYLES = {"memory": "cyan", "compute": "magenta", "latency": "yellow", "unknown": "dim"}
-
-
-def _middle_cut(text: str, width: int) -> str:
-    """Shorten a long name in the middle, where instantiations rarely differ, keeping its start and its end."""
-    if len(text) <= width:
-        return text
-    head = (width - 1) * 2 // 5
-    return text[:head] + "…" + text[-(width - 1 - head):]
 
 
 class TerminalReporter:
@@ -151,7 +143,7 @@ class TerminalReporter:
             else:
                 verdict = safe_text(f"{k['bound']}", style=BOUND_STYLES.get(k["bound"], ""))
                 verdict.append(terminal_safe(f" · {k['label']}"), style="dim" if options.color else "")
-            cells: list[str | Text] = [str(k["rank"]), safe_text(_middle_cut(terminal_safe(k["short_name"]), 56)), str(k["launches"]),
+            cells: list[str | Text] = [str(k["rank"]), safe_text(middle_cut(terminal_safe(k["short_name"]), 56)), str(k["launches"]),
                                        format_duration(k["duration_ns"]), format_pct(k["share_pct"]), verdict]
             if roofline:
                 cells += [format_number(k["arithmetic_intensity"]), format_pct(k["roof_pct"]), format_duration(k["recoverable_ns"])]
