@@ -87,7 +87,7 @@ def test_ncu_speedup_estimate_is_used_for_recoverable_time():
 
 
 def test_small_grid_from_ncu_rule_text_when_waves_are_missing():
-    rule = {"name": "SOLBottleneck", "description": "This kernel grid is too small to fill the available resources on this device, resulting in only 0.7 full waves across all SMs."}
+    rule = {"name": "SOLBottleneck", "message": "This kernel grid is too small to fill the available resources on this device, resulting in only 0.7 full waves across all SMs."}
     verdict = classify_launch({"sm_throughput_pct": 9.2, "memory_throughput_pct": 19.7, "ncu_rules": [rule]}, {})
     assert verdict.label == "Small Grid"
 

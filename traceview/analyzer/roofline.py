@@ -112,7 +112,7 @@ def _fmt(pct: float | None) -> str:
 def _waves_from_rule(rules: list[Mapping[str, Any]]) -> float:
     """Return the wave count that ncu's SOLBottleneck text quotes ("only 0.7 full waves"), or 0.0."""
     for rule in rules:
-        match = re.search(r"only ([0-9.]+) full waves", rule.get("description") or "")
+        match = re.search(r"only ([0-9.]+) full waves", rule.get("message") or "")
         if match:
             return float(match.group(1))
     return 0.0
@@ -178,7 +178,7 @@ def classify_launch(row: Mapping[str, Any], peaks: Mapping[str, float | None]) -
     waves = _value(row, "waves_per_sm")
     rules = row.get("ncu_rules") or []
     if waves is None and any(
-        r.get("name") == "SOLBottleneck" and "grid is too small" in (r.get("description") or "") for r in rules
+        r.get("name") == "SOLBottleneck" and "grid is too small" in (r.get("message") or "") for r in rules
     ):
         # Exports without Launch Statistics lack the wave count; ncu's own rule result still says it.
         waves = _waves_from_rule(rules)

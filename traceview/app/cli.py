@@ -107,7 +107,7 @@ def _progress() -> tuple[Callable[[int, int], None], Callable[[], None]]:
     return update, close
 
 
-NCU_FORMATS = {TraceFormat.NCU_DETAILS.value, TraceFormat.NCU_RAW.value, TraceFormat.NCU_REP.value}
+NCU_FORMATS = {TraceFormat.NCU_DETAILS.value, TraceFormat.NCU_RAW.value, TraceFormat.NCU_REP.value, TraceFormat.NCU_CONSOLE.value}
 
 
 def run_analysis(

@@ -11,7 +11,7 @@ from pathlib import Path
 import polars as pl
 
 from traceview.errors import TraceFormatError
-from traceview.parsers import llama_cpp, ncu_csv, ncu_rep, nsys_sqlite, nsys_stats, tegrastats
+from traceview.parsers import llama_cpp, ncu_console, ncu_csv, ncu_rep, nsys_sqlite, nsys_stats, tegrastats
 from traceview.parsers.sniff import TraceFormat, detect_format
 
 # Real exports carry kernel names of hundreds of kilobytes (generated code, long template lists); the csv module's
@@ -40,6 +40,7 @@ class Trace:
 _DATA_LINE = {
     TraceFormat.NCU_DETAILS: re.compile(r'^"'),
     TraceFormat.NCU_RAW: re.compile(r'^"'),
+    TraceFormat.NCU_CONSOLE: re.compile(r"\S"),
     TraceFormat.NSYS_STATS: re.compile(r"\d[\d,.]*\s*[,|]|^\s*\d[\d,.]*\s+\d"),
     TraceFormat.TEGRASTATS: re.compile(r"\bRAM \d"),
 }
@@ -97,6 +98,9 @@ def load_trace(path: str | Path, interval_s: float = 1.0, progress: Callable[[in
         return Trace(path, fmt, ncu_rep.parse(path), "Nsight Compute report (.ncu-rep, read with ncu-report)")
     if fmt.value.startswith("llama-"):
         return Trace(path, fmt, profiler="llama.cpp", runs=llama_cpp.parse(path), notes=(_cut_note(cut),) if cut else ())
+    if fmt is TraceFormat.NCU_CONSOLE:
+        console_notes = [_cut_note(cut)] if cut else []
+        return Trace(path, fmt, ncu_console.parse(path, console_notes), ncu_console.profiler_hint(path), notes=tuple(console_notes))
     if fmt in (TraceFormat.NCU_DETAILS, TraceFormat.NCU_RAW):
         header = ncu_csv.find_header(path)
         if header is None:  # detect_format found one, so the file changed underneath us

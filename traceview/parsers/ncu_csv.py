@@ -31,6 +31,7 @@ _ALIASES: dict[str, str] = {
     "gpu__time_duration.sum|ns": "duration_ns",
     "Compute (SM) Throughput|%": "sm_throughput_pct",
     "SM [%]|%": "sm_throughput_pct",
+    "Compute (SM) [%]|%": "sm_throughput_pct",  # 2020-2022 label
     "sm__throughput.avg.pct_of_peak_sustained_elapsed|%": "sm_throughput_pct",
     "Memory Throughput|%": "memory_throughput_pct",
     "Memory [%]|%": "memory_throughput_pct",
@@ -98,11 +99,58 @@ _ANY_UNIT_ALIASES: dict[str, str] = {
     "derived__l1tex__lsu_writeback_bytes.sum.per_second": "l1_bytes_per_s",
     "derived__l1tex__lsu_writeback_bytes.sum.peak_sustained": "peak_l1_bytes_per_cycle",
 }
+# Launch statistics and occupancy: display labels (details page, console) and raw names (raw page, --metrics, .ncu-rep).
+# Their units differ between versions (`warp/cycle` in 2019.5, `warp` later), so they are matched by name alone.
+for _names, _key in (
+    (("Registers Per Thread", "launch__registers_per_thread"), "registers_per_thread"),
+    (("Static Shared Memory Per Block", "launch__shared_mem_per_block_static"), "static_shared_bytes_per_block"),
+    (("Dynamic Shared Memory Per Block", "launch__shared_mem_per_block_dynamic"), "dynamic_shared_bytes_per_block"),
+    (("Threads", "launch__thread_count"), "threads"),
+    (("# SMs",), "sm_count"),
+    (("Block Limit SM", "launch__occupancy_limit_blocks"), "block_limit_sm"),
+    (("Block Limit Registers", "launch__occupancy_limit_registers"), "block_limit_registers"),
+    (("Block Limit Shared Mem", "launch__occupancy_limit_shared_mem"), "block_limit_shared_mem"),
+    (("Block Limit Warps", "launch__occupancy_limit_warps"), "block_limit_warps"),
+    (("Block Limit Barriers", "launch__occupancy_limit_barriers"), "block_limit_barriers"),
+    (("Theoretical Occupancy", "sm__maximum_warps_per_active_cycle_pct"), "theoretical_occupancy_pct"),
+    (("Achieved Occupancy", "sm__warps_active.avg.pct_of_peak_sustained_active"), "achieved_occupancy_pct"),
+    (("Theoretical Active Warps per SM", "sm__maximum_warps_avg_per_active_cycle"), "theoretical_warps_per_sm"),
+    (("Achieved Active Warps Per SM", "sm__warps_active.avg.per_cycle_active"), "achieved_warps_per_sm"),
+    (("Warp Cycles Per Issued Instruction", "smsp__average_warp_latency_per_inst_issued.ratio"), "warp_cycles_per_issue"),
+    # Cycles, for a duration when `gpu__time_duration` was not collected: cycles ÷ cycles per second.
+    (("sm__cycles_elapsed.avg",), "sm_cycles_elapsed"),
+    (("Elapsed Cycles", "gpc__cycles_elapsed.max"), "elapsed_cycles"),
+    (("sm__inst_executed_pipe_tensor.sum", "sm__inst_executed_pipe_tensor_op_hmma.sum", "sm__inst_executed_pipe_tensor_op_imma.sum",
+      "sm__inst_executed_pipe_tensor_op_gmma.sum", "smsp__inst_executed_pipe_tensor.sum"), "tensor_inst"),
+):
+    for _name in _names:
+        _ANY_UNIT_ALIASES[_name] = _key
+
+# Tensor pipe utilisation (% of peak); the pipe's name changed across architectures (hmma, imma, gmma, plain tensor).
+_TENSOR_PIPE_PATTERN = r"^sm__(inst_executed_)?pipe_tensor[a-z_]*?(_cycles_active)?\.avg\.pct_of_peak_sustained_(active|elapsed)$"
+# Warp stall reasons, most precise first: cycles per issued instruction (WarpStateStats), the older latency form, then
+# PC-sampling counts (SourceCounters). `selected` is the issuing state, kept so that shares are of all warp cycles.
+_STALL_PATTERNS = (
+    ("cycles per issued instruction", r"^smsp__average_warps_issue_stalled_(?P<reason>[a-z_]+)_per_issue_active\.ratio$"),
+    ("cycles per issued instruction", r"^smsp__average_warp_latency_issue_stalled_(?P<reason>[a-z_]+)\.ratio$"),
+    ("PC samples", r"^smsp__pcsamp_warps_issue_stalled_(?P<reason>[a-z_]+?)$"),
+)
+_STALL_ANY = "|".join(f"(?:{pattern.replace('?P<reason>', '')})" for _, pattern in _STALL_PATTERNS)
+
+
+def is_wanted_metric(name: str) -> bool:
+    """True for a raw metric name that the KERNELS schema uses (the raw page and .ncu-rep read only these)."""
+    return (name in _WANTED_EXACT or re.match(_TENSOR_PATTERN, name) is not None or re.match(_TENSOR_PIPE_PATTERN, name) is not None
+            or (re.match(_STALL_ANY, name) is not None and not name.endswith("_not_issued")))
+
+
 _SASS = "sass_thread_inst_executed_op_"
 for _op in ("ffma", "fadd", "fmul", "dfma", "dadd", "dmul", "hfma", "hadd", "hmul"):
     for _unit in ("sm", "smsp"):
         _ANY_UNIT_ALIASES[f"{_unit}__{_SASS}{_op}_pred_on.sum"] = f"{_op}_count"
     _ANY_UNIT_ALIASES[f"smsp__{_SASS}{_op}_pred_on.sum.per_cycle_elapsed"] = f"{_op}_per_cycle"
+
+_WANTED_EXACT = {key.split("|", 1)[0] for key in _ALIASES} | set(_ANY_UNIT_ALIASES)
 
 _TENSOR_COUNT = re.compile(r"^sm__ops_path_tensor_src_(?P<dtype>.+)\.sum$")
 _TENSOR_PEAK = re.compile(r"^sm__ops_path_tensor_src_(?P<dtype>.+)\.sum\.peak_sustained$")
@@ -126,7 +174,7 @@ _ID_COLUMNS = {
 _RULE_COLUMNS = {
     "Rule Name": "rule_name",
     "Rule Type": "rule_type",
-    "Rule Description": "rule_description",
+    "Rule Description": "rule_message",
     "Estimated Speedup Type": "speedup_type",
     "Estimated Speedup": "speedup_pct",
 }
@@ -306,9 +354,7 @@ def _read_details(path: Path, header: NcuHeader) -> tuple[pl.DataFrame, pl.DataF
 
 
 def _read_raw(path: Path, header: NcuHeader) -> tuple[pl.DataFrame, pl.DataFrame]:
-    wanted_exact = set(k.split("|", 1)[0] for k in _ALIASES) | set(_ANY_UNIT_ALIASES) | set(_RAW_STRING_METRICS)
-    tensor = re.compile(_TENSOR_PATTERN)
-    metric_columns = [c for c in header.columns if c not in _ID_COLUMNS and (c in wanted_exact or tensor.match(c))]
+    metric_columns = [c for c in header.columns if c not in _ID_COLUMNS and (c in _RAW_STRING_METRICS or is_wanted_metric(c))]
     id_columns = [c for c in header.columns if c in _ID_COLUMNS]
     # The last column is read too: all raw fields are quoted, so a null there means a short (cut) row.
     last = header.columns[-1]
@@ -365,9 +411,11 @@ def _assemble(long: pl.DataFrame, identity: pl.DataFrame, rules: pl.DataFrame | 
     else:
         wide = identity.select(launch)
     tensor = _tensor_columns(long, launch)
+    stalls = _stall_columns(long, launch)
     empty_cell = pl.col("value").is_null() | pl.col("value").str.strip_chars().str.to_lowercase().is_in(["", "nan", "-nan", "n/a"])
     failed = long.group_by(launch).agg(empty_cell.all().alias("launch_failed"))
-    frame = identity.join(wide, on=launch, how="left").join(tensor, on=launch, how="left").join(failed, on=launch, how="left")
+    frame = (identity.join(wide, on=launch, how="left").join(tensor, on=launch, how="left").join(stalls, on=launch, how="left")
+             .join(failed, on=launch, how="left"))
     if rules is not None and rules.height:
         grouped = rules.group_by(launch, maintain_order=True).agg(pl.col("rule").alias("ncu_rules"))
         frame = frame.join(grouped, on=launch, how="left")
@@ -418,6 +466,30 @@ def _tensor_columns(long: pl.DataFrame, launch: list[str]) -> pl.DataFrame:
     )
 
 
+def _stall_columns(long: pl.DataFrame, launch: list[str]) -> pl.DataFrame:
+    """Return per launch its warp stall reasons (`stalls`: reason, value) from the most precise form the export has,
+    that form's unit (`stall_unit`) and the tensor pipe's utilisation (`tensor_pipe_pct`, the busiest tensor pipe)."""
+    frames = []
+    for rank, (unit, pattern) in enumerate(_STALL_PATTERNS):
+        found = long.filter(pl.col("metric").str.contains(pattern) & ~pl.col("metric").str.ends_with("_not_issued") & pl.col("number").is_not_null())
+        frames.append(found.select(*launch, pl.col("metric").str.extract(pattern, 1).alias("reason"), pl.col("number").alias("value"),
+                                   pl.lit(rank).alias("form"), pl.lit(unit).alias("stall_unit")))
+    stalls = pl.concat(frames)
+    key_schema = {c: long.schema[c] for c in launch}
+    if stalls.height:
+        best = stalls.group_by(launch).agg(pl.col("form").min().alias("best"))
+        stalls = (stalls.join(best, on=launch).filter(pl.col("form") == pl.col("best"))
+                  .group_by(launch, maintain_order=True)
+                  .agg(pl.struct("reason", "value").alias("stalls"), pl.col("stall_unit").first()))
+    else:
+        stalls = pl.DataFrame(schema={**key_schema, "stalls": pl.List(pl.Struct({"reason": pl.String, "value": pl.Float64})), "stall_unit": pl.String})
+    pipe = (long.filter(pl.col("metric").str.contains(_TENSOR_PIPE_PATTERN) & pl.col("number").is_not_null())
+            .group_by(launch).agg(pl.col("number").max().alias("tensor_pipe_pct")))
+    if pipe.height == 0:
+        pipe = pl.DataFrame(schema={**key_schema, "tensor_pipe_pct": pl.Float64})
+    return stalls.join(pipe, on=launch, how="full", coalesce=True)
+
+
 def _col(frame: pl.DataFrame, name: str) -> pl.Expr:
     return pl.col(name) if name in frame.columns else pl.lit(None, dtype=pl.Float64)
 
@@ -427,6 +499,9 @@ def _derive(frame: pl.DataFrame) -> pl.DataFrame:
     c = lambda name: _col(frame, name)  # noqa: E731
     sm_clock = c("sm_clock_hz")
     smsp_clock = pl.coalesce(c("smsp_clock_hz"), sm_clock)
+    # `ncu --metrics` exports without gpu__time_duration still time the kernel in cycles: duration = cycles ÷ clock.
+    frame = frame.with_columns(duration_ns=pl.coalesce(c("duration_ns"), c("sm_cycles_elapsed") / sm_clock * 1e9,
+                                                       c("elapsed_cycles") / sm_clock * 1e9))
     duration_s = c("duration_ns") / 1e9
 
     def weighted(parts: list[tuple[float, str]]) -> pl.Expr:
@@ -479,6 +554,8 @@ def _derive(frame: pl.DataFrame) -> pl.DataFrame:
     out["peak_dram_bytes_per_s"] = c("peak_dram_bytes_per_cycle") * c("dram_clock_hz")
     out["peak_l2_bytes_per_s"] = c("peak_l2_bytes_per_cycle") * c("l2_clock_hz")
     out["peak_l1_bytes_per_s"] = c("peak_l1_bytes_per_cycle") * c("l1_clock_hz")
+    shared = [c(name) for name in ("static_shared_bytes_per_block", "dynamic_shared_bytes_per_block") if name in frame.columns]
+    out["shared_bytes_per_block"] = pl.when(pl.any_horizontal([e.is_not_null() for e in shared])).then(pl.sum_horizontal(shared)) if shared else pl.lit(None, dtype=pl.Float64)
     frame = frame.with_columns(**out)
     # 2019.5 has no Block/Grid columns: launch statistics rows carry flattened sizes instead.
     for column, scalar in (("block_size", "block_threads"), ("grid_size", "grid_blocks")):

@@ -12,7 +12,6 @@ import concurrent.futures
 import functools
 import multiprocessing
 import os
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,14 +19,12 @@ from typing import Any
 import polars as pl
 
 from traceview.errors import TraceFormatError
-from traceview.parsers.ncu_csv import _ALIASES, _ANY_UNIT_ALIASES, _RAW_STRING_METRICS, _TENSOR_PATTERN, _assemble
+from traceview.parsers.ncu_csv import _RAW_STRING_METRICS, _assemble, is_wanted_metric
 
 INSTALL_HINT = (
     "reading .ncu-rep needs NVIDIA's ncu-report wheel: pip install 'traceview[ncu-rep]' — "
     "or export CSV with `ncu -i report.ncu-rep --csv --page raw > run.csv` and analyze that"
 )
-_WANTED = {key.split("|", 1)[0] for key in _ALIASES} | set(_ANY_UNIT_ALIASES)
-_TENSOR = re.compile(_TENSOR_PATTERN)
 
 
 READ_TIMEOUT_S = 600
@@ -120,7 +117,7 @@ def _extract(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
             identity["device_name"] = string("device__attribute_display_name")
             identity_rows.append(identity)
             for metric in names:
-                if metric not in _WANTED and not _TENSOR.match(metric):
+                if not is_wanted_metric(metric):
                     continue
                 metric_obj = action.metric_by_name(metric)
                 if metric_obj.kind() == string_kind:

@@ -12,11 +12,13 @@ NCU_RULE = pl.Struct(
         "section": pl.String,
         "name": pl.String,
         "type": pl.String,
-        "description": pl.String,
+        "message": pl.String,
         "speedup_type": pl.String,
         "speedup_pct": pl.Float64,
     }
 )
+
+STALL = pl.Struct({"reason": pl.String, "value": pl.Float64})
 
 # One row per profiled kernel launch (Nsight Compute). Everything but identity columns may be null:
 # which metrics exist depends on the sections collected and on the ncu version.
@@ -55,6 +57,27 @@ KERNELS = pl.Schema(
         # Peaks measured by the profiler itself (peak per cycle × measured clock); null when absent.
         **{f"peak_{p}_flop_per_s": pl.Float64 for p in PRECISIONS},
         **{f"peak_{m}_bytes_per_s": pl.Float64 for m in MEMORY_LEVELS},
+        # Launch configuration and occupancy (Launch Statistics and Occupancy sections, or their launch__/sm__ metrics).
+        "registers_per_thread": pl.Float64,
+        "shared_bytes_per_block": pl.Float64,  # static + dynamic, as the kernel asks for it
+        "threads": pl.Float64,
+        "block_limit_sm": pl.Float64,  # blocks per SM the hardware allows at most
+        "block_limit_registers": pl.Float64,
+        "block_limit_shared_mem": pl.Float64,
+        "block_limit_warps": pl.Float64,
+        "block_limit_barriers": pl.Float64,
+        "theoretical_occupancy_pct": pl.Float64,
+        "achieved_occupancy_pct": pl.Float64,
+        "theoretical_warps_per_sm": pl.Float64,
+        "achieved_warps_per_sm": pl.Float64,
+        # Warp stall reasons: cycles per issued instruction (WarpStateStats) or PC-sample counts (SourceCounters),
+        # whichever the export has, named by stall_unit; `selected` is the issuing state, not a stall.
+        "warp_cycles_per_issue": pl.Float64,
+        "stalls": pl.List(STALL),
+        "stall_unit": pl.String,
+        # Tensor cores: pipe utilisation (% of peak) and instructions executed on the tensor pipe.
+        "tensor_pipe_pct": pl.Float64,
+        "tensor_inst": pl.Float64,
         "ncu_rules": pl.List(NCU_RULE),
         # True when every metric cell of the launch is nan or empty: it failed under profiling (`==ERROR== LaunchFailed`).
         "launch_failed": pl.Boolean,

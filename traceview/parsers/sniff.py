@@ -7,16 +7,21 @@ from pathlib import Path
 
 from traceview.errors import TraceFormatError, UnknownFormatError
 from traceview.parsers.llama_cpp import detect as detect_llama
+from traceview.parsers.ncu_console import looks_like_console
 from traceview.parsers.ncu_csv import find_header
 from traceview.parsers.nsys_stats import looks_like_stats
 from traceview.parsers.tegrastats import looks_like_tegrastats
 
 _SNIFF_BYTES = 64 * 1024
+# ncu prints one `==PROF== Profiling …` line per launch before any result: with thousands of launches the first kernel
+# block comes megabytes in.
+_CONSOLE_SNIFF_BYTES = 16 * 1024 * 1024
 
 
 class TraceFormat(str, Enum):
     NCU_DETAILS = "ncu-csv-details"
     NCU_RAW = "ncu-csv-raw"
+    NCU_CONSOLE = "ncu-console"
     NCU_REP = "ncu-rep"
     NSYS_SQLITE = "nsys-sqlite"
     NSYS_STATS = "nsys-stats"
@@ -52,6 +57,14 @@ def _tail_has_llama_timings(path: Path) -> bool:
     return b"\x00" not in tail and detect_llama(tail.decode("utf-8", errors="replace")) == TraceFormat.LLAMA_TIMINGS.value
 
 
+def _console_further_in(path: Path) -> bool:
+    """True when Nsight Compute console results start after the first 64 KB (a long `==PROF==` preamble)."""
+    with path.open("rb") as handle:
+        text = handle.read(_CONSOLE_SNIFF_BYTES).decode("utf-8", errors="replace")
+    start = max(0, text.rfind("==PROF==") - 1)
+    return looks_like_console(text[start:start + _SNIFF_BYTES * 4])
+
+
 def detect_format(path: str | Path) -> TraceFormat:
     """Return the format of a trace file, judged from its first bytes and its header line."""
     path = Path(path)
@@ -69,11 +82,15 @@ def detect_format(path: str | Path) -> TraceFormat:
         llama = detect_llama(text)
         if llama is not None:
             return TraceFormat(llama)
+        if looks_like_console(text):
+            return TraceFormat.NCU_CONSOLE
         if looks_like_stats(text):
             return TraceFormat.NSYS_STATS
         header = find_header(path)
         if header is not None:
             return TraceFormat.NCU_RAW if header.page == "raw" else TraceFormat.NCU_DETAILS
+        if "==PROF==" in text and _console_further_in(path):
+            return TraceFormat.NCU_CONSOLE
         # A full llama.cpp log prints its timing lines last, after the model dump and the generated text.
         if _tail_has_llama_timings(path):
             return TraceFormat.LLAMA_TIMINGS

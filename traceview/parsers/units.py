@@ -38,6 +38,7 @@ def _build_table() -> dict[str, tuple[str, float]]:
             table[f"{prefix}byte/{per}"] = ("byte/s", scale * per_scale)
             table[f"{prefix}cycle/{per}"] = ("hz", scale * per_scale)
         table[f"{prefix}byte/cycle"] = ("byte/cycle", scale)
+        table[f"{prefix}byte/block"] = ("byte/block", scale)  # Launch Statistics: shared memory per block
         table[f"{prefix}inst"] = ("inst", scale)
         table[f"{prefix}inst/cycle"] = ("inst/cycle", scale)
         table[f"{prefix}sector"] = ("sector", scale)

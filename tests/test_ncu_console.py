@@ -1,0 +1,127 @@
+"""The Nsight Compute console reader against the real captures in ../shared/realdata/ncu_console.
+
+The cross-check converts each capture into the details-page CSV that `ncu --csv` would have printed for the same
+numbers (a deliberately naive conversion: metric rows split on runs of spaces) and compares the two readings."""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+
+import pytest
+
+from traceview.analyzer.analysis import Source, analyze
+from traceview.parsers import TraceFormat, detect_format, load_trace
+from traceview.parsers.schema import KERNELS
+
+L4 = "ncu_console/ncu2024plus_l4_cc89_unfused_attention_qkT_softmax_pv_quantizedmha.txt"
+A100 = "ncu_console/ncu2022_a100_80gb_pytorch_layernorm_x17_nvfuser_x13_liqiangxl.log"
+
+
+def test_both_generations_are_detected_by_content(realdata_file):
+    for relative in (L4, A100):
+        assert detect_format(realdata_file(relative)) is TraceFormat.NCU_CONSOLE
+
+
+def test_l4_capture_gives_its_three_kernels_with_sections_and_rules(realdata_file):
+    trace = load_trace(realdata_file(L4))
+    frame = trace.kernels
+    assert frame.schema == KERNELS
+    assert frame["short_name"].to_list() == ["mma_A_Bt", "softmax", "mma_A_B"]
+    assert frame["duration_ns"].to_list() == pytest.approx([6.14e6, 2.20e6, 5.30e6])
+    assert frame["grid_size"][1] == "(8192, 1, 1)" and frame["block_size"][1] == "(256, 1, 1)"
+    assert frame["compute_capability"].unique().to_list() == ["8.9"]
+    softmax = frame.row(1, named=True)
+    assert softmax["memory_throughput_pct"] == pytest.approx(89.61) and softmax["dram_throughput_pct"] == pytest.approx(89.61)
+    assert softmax["dram_bytes_per_s"] == pytest.approx(268.60e9)
+    first = frame.row(0, named=True)
+    assert first["registers_per_thread"] == 37 and first["theoretical_occupancy_pct"] == 100 and first["achieved_occupancy_pct"] == pytest.approx(96.68)
+    assert first["shared_bytes_per_block"] == pytest.approx(2050.0)  # static 2.05 Kbyte + dynamic 0
+    rules = {(r["section"], r["name"]): r for r in first["ncu_rules"]}
+    uncoalesced = rules[("SourceCounters", "UncoalescedGlobalAccess")]
+    assert uncoalesced["type"] == "OPT" and uncoalesced["speedup_pct"] == pytest.approx(48.12) and uncoalesced["speedup_type"] == "global"
+    assert uncoalesced["message"].startswith("This kernel has uncoalesced global accesses resulting in a total of 50331648 excessive sectors")
+    assert rules[("SchedulerStats", "IssueSlotUtilization")]["speedup_type"] == "local"
+    assert "Est." not in " ".join(r["message"] for r in first["ncu_rules"])
+
+
+def test_2022_capture_with_timestamps_and_wrapped_warnings(realdata_file):
+    trace = load_trace(realdata_file(A100))
+    frame = trace.kernels
+    assert frame.height == 31
+    counts = dict(frame.group_by("short_name").len().iter_rows())
+    assert counts == {"distribution_elementwise_grid_stride_kernel": 1, "vectorized_layer_norm_kernel": 17, "kernel1": 13}
+    layer_norm = frame.row(1, named=True)
+    assert layer_norm["duration_ns"] == pytest.approx(23_680)
+    assert layer_norm["memory_throughput_pct"] == pytest.approx(37.79) and layer_norm["sm_throughput_pct"] == pytest.approx(55.40)
+    assert layer_norm["registers_per_thread"] == 33 and layer_norm["theoretical_occupancy_pct"] == 75
+    assert layer_norm["achieved_occupancy_pct"] == pytest.approx(57.99)
+    assert layer_norm["process_id"] == 395991 and layer_norm["block_size"] == "128"
+    # The 1.5 K-character name with `, ` inside its template arguments stays whole.
+    assert len(frame["kernel_name"][0]) > 1000 and frame["kernel_name"][0].endswith(")")
+    warning = next(r for r in layer_norm["ncu_rules"] if r["name"] == "LaunchConfiguration")
+    assert warning["type"] == "WRN" and "partial wave of 751 thread blocks" in warning["message"]
+
+
+def _console_as_details_csv(text: str) -> str:
+    """Return the details-page CSV holding the same numbers as a console capture (metric rows only)."""
+    out = io.StringIO()
+    writer = csv.writer(out, quoting=csv.QUOTE_ALL)
+    writer.writerow(["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream", "Section Name", "Metric Name", "Metric Unit", "Metric Value"])
+    launch, name, section = -1, "", ""
+    for line in text.splitlines():
+        kernel = re.match(r"^\s*(\S.*?)(?: \([\d, ]+\)x\([\d, ]+\)|, \d{4}-\w{3}-\d\d [\d:]+), Context", line)
+        if kernel:
+            launch, name = launch + 1, kernel.group(1)
+            continue
+        heading = re.match(r"^\s+Section: (.+)$", line)
+        if heading:
+            section = heading.group(1).strip()
+            continue
+        parts = re.split(r"\s{2,}", line.strip())
+        if launch < 0 or not section or set(line.strip()) <= {"-", " "} or parts[0] in ("OPT", "INF", "WRN", "ERR", "Metric Name"):
+            continue
+        if len(parts) in (2, 3) and re.fullmatch(r"[-\d.,]+|\w+", parts[-1]) and not line.startswith(" " * 10):
+            unit = parts[1] if len(parts) == 3 else ""
+            writer.writerow([launch, 1, "app", "host", name, 1, 7, section, parts[0], unit, parts[-1]])
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("relative", [L4, A100])
+def test_console_reads_as_the_csv_of_the_same_numbers(realdata_file, tmp_path, relative):
+    path = realdata_file(relative)
+    as_csv = tmp_path / "same_numbers.csv"
+    as_csv.write_text(_console_as_details_csv(path.read_text()))
+    from_console, from_csv = load_trace(path).kernels, load_trace(as_csv).kernels
+    assert from_console.height == from_csv.height
+    assert from_console["kernel_name"].to_list() == from_csv["kernel_name"].to_list()
+    assert from_console["duration_ns"].to_list() == pytest.approx(from_csv["duration_ns"].to_list())
+    source = Source(str(path), "x", "", 0)
+    console_verdicts = analyze(from_console, source).launches.select("bound", "label").rows()
+    csv_verdicts = analyze(from_csv, source).launches.select("bound", "label").rows()
+    assert console_verdicts == csv_verdicts
+
+
+def test_failed_launch_is_reported_as_failed(realdata_file, tmp_path):
+    """ncu prints `(!) nan` for every metric of a launch that failed under profiling."""
+    text = realdata_file(L4).read_text()
+    start = text.index("  void softmax<16>")
+    end = text.index("  void mma_A_B<16>")
+    block = re.sub(r"(?m)^(    (?!Metric Name|Section:|OPT|INF|WRN|ERR)[A-Za-z#].*?\s{2,}\S*\s+)\S+$", r"\1(!) nan", text[start:end])
+    damaged = tmp_path / "failed.txt"
+    damaged.write_text(text[:start] + block + text[end:])
+    frame = load_trace(damaged).kernels
+    assert frame["launch_failed"].to_list() == [False, True, False]
+    verdicts = analyze(frame, Source(str(damaged), "ncu-console", "", 0)).launches
+    assert verdicts["label"][1] == "launch failed"
+
+
+def test_output_with_no_metric_tables_is_a_clear_error(tmp_path):
+    path = tmp_path / "cut.txt"
+    path.write_text("==PROF== Disconnected from process 1\n[1] app@host\n  k(int) (1, 1, 1)x(32, 1, 1), Context 1, Stream 7, Device 0, CC 8.0\n"
+                    "    Section: GPU Speed Of Light Throughput\n")
+    from traceview.errors import TraceFormatError
+
+    with pytest.raises(TraceFormatError, match="no metric tables"):
+        load_trace(path)
