@@ -11,6 +11,7 @@ import polars as pl
 
 from traceview.analyzer.decode import decode_ceiling
 from traceview.analyzer.devices import GpuSpec, find_by_compute_capability, find_by_name, host_link, lookup_gpu
+from traceview.analyzer.diagnosis import diagnose_kernels, tensor_core_evidence
 from traceview.analyzer.jetson import Board, Telemetry, analyze_telemetry
 from traceview.analyzer.llm import LlmAnalysis, analyze_runs
 from traceview.analyzer.nvtx import group_summary, range_table, steps_from_kernels, steps_from_nvtx
@@ -177,7 +178,28 @@ VERDICT_SCHEMA = {
     "memory_pct": pl.Float64,
     "recoverable_fraction": pl.Float64,
     "recoverable_source": pl.String,
+    "tensor_core": pl.Boolean,
+    "tensor_core_source": pl.String,
+    "tensor_warning": pl.String,
 }
+
+_FFMA_PRECISIONS = ("fp64", "fp32", "fp16")
+
+
+def _tensor_checked(row: dict[str, Any], verdict: dict[str, Any]) -> dict[str, Any]:
+    """Return the verdict with tensor-core evidence; a tensor-core kernel measured by FFMA counts alone gets precision
+    `unknown` and a warning, and no roofline verdict (its FFMA roofline leaves its real work out)."""
+    tensor, source = tensor_core_evidence(row)
+    verdict.update(tensor_core=tensor, tensor_core_source=source, tensor_warning=None)
+    if not tensor or (row.get("tensor_flop") or 0) > 0 or verdict.get("precision") not in _FFMA_PRECISIONS:
+        return verdict
+    warning = (f"a tensor-core kernel (by its {source}) measured only by FMA counts: its {verdict['precision']} roofline leaves the "
+               f"tensor work out — collect `--section SpeedOfLight_HierarchicalTensorRooflineChart` or the sm__ops_path_tensor_* metrics")
+    verdict.update(precision="unknown", tensor_warning=warning)
+    if (verdict.get("label") or "").endswith("(roofline)"):
+        verdict.update(bound=Bound.UNKNOWN, label="Tensor kernel, FMA-only roofline", recoverable_fraction=None, recoverable_source=None,
+                       reason=f"{verdict['reason']} — not a verdict: {warning}")
+    return verdict
 
 
 def with_verdicts(kernels: pl.DataFrame, device: Device) -> pl.DataFrame:
@@ -193,7 +215,7 @@ def with_verdicts(kernels: pl.DataFrame, device: Device) -> pl.DataFrame:
         if device.peaks["peak_tensor_flop_per_s"].source != "profile" and row.get("tensor_dtype"):
             peaks = {**base_peaks, "peak_tensor_flop_per_s": _tensor_table_peak(device.spec, row["tensor_dtype"])}
         verdict = classify_launch(row, peaks)
-        rows.append({name: getattr(verdict, name) for name in VERDICT_SCHEMA})
+        rows.append(_tensor_checked(row, {name: getattr(verdict, name, None) for name in VERDICT_SCHEMA}))
     for row in rows:
         row["bound"] = row["bound"].value
     verdicts = pl.DataFrame(rows, schema=VERDICT_SCHEMA)
@@ -216,7 +238,9 @@ def analyze(kernels: pl.DataFrame, source: Source, gpu: str | None = None) -> An
         notes.append("the export has no kernel durations (a single-section export?): times and recoverable time are unknown")
     if any(p.source == "profile" for p in device.peaks.values()):
         notes.append("peaks marked 'profile' are measured by Nsight Compute at the clocks of the run (peak per cycle × clock)")
-    return Analysis(source, device, launches, rank_kernels(launches), notes)
+    if launches["tensor_warning"].drop_nulls().len():
+        notes.append("tensor-core kernels measured only by FMA counts have precision 'unknown': an FFMA roofline would understate their work")
+    return Analysis(source, device, launches, diagnose_kernels(launches, rank_kernels(launches)), notes)
 
 
 def analyze_samples(

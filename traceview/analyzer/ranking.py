@@ -49,6 +49,7 @@ def rank_kernels(launches: pl.DataFrame) -> pl.DataFrame:
             pl.col("reason").sort_by(weight).last().alias("reason"),
             pl.col("recommendation").sort_by(weight).last().alias("recommendation"),
             pl.col("recoverable_source").drop_nulls().first().alias("recoverable_source"),
+            pl.col("tensor_warning").drop_nulls().first().alias("tensor_warning"),
             weighted_mean("roof_pct").alias("roof_pct"),
             weighted_mean("compute_pct").alias("compute_pct"),
             weighted_mean("memory_pct").alias("memory_pct"),

@@ -175,6 +175,15 @@ def classify_launch(row: Mapping[str, Any], peaks: Mapping[str, float | None]) -
 
     sm_pct = _value(row, "sm_throughput_pct")
     memory_pct = _value(row, "memory_throughput_pct")
+    memory_text = "Memory"
+    if memory_pct is None:
+        # `ncu --metrics` exports may lack gpu__compute_memory_throughput (the max over the memory units); the busiest
+        # of the units collected is a lower bound of it.
+        units = {name: _value(row, f"{level}_throughput_pct") for level, name in LEVEL_NAMES.items()}
+        present = {name: value for name, value in units.items() if value is not None}
+        if present:
+            memory_pct = max(present.values())
+            memory_text = f"Memory (busiest of {'/'.join(present)})"
     waves = _value(row, "waves_per_sm")
     rules = row.get("ncu_rules") or []
     if waves is None and any(
@@ -182,6 +191,11 @@ def classify_launch(row: Mapping[str, Any], peaks: Mapping[str, float | None]) -
     ):
         # Exports without Launch Statistics lack the wave count; ncu's own rule result still says it.
         waves = _waves_from_rule(rules)
+    one_sided = None
+    if (sm_pct is None) != (memory_pct is None) and max(sm_pct or 0.0, memory_pct or 0.0) >= HIGH_THRESHOLD_PCT:
+        # One unit at 80 %+ is a verdict whatever the other (not collected) does: ncu's "High Throughput" case.
+        one_sided = "SM throughput not collected" if sm_pct is None else "memory throughput not collected"
+        sm_pct, memory_pct = (sm_pct or 0.0), (memory_pct or 0.0)
     if sm_pct is not None and memory_pct is not None:
         bound, label = sol_bottleneck(sm_pct, memory_pct, waves)
         pipes = {name: _value(row, f"{level}_throughput_pct") for level, name in LEVEL_NAMES.items()}
@@ -195,13 +209,18 @@ def classify_launch(row: Mapping[str, Any], peaks: Mapping[str, float | None]) -
             roof_pct = sol_pct
             binding = "SM" if sm_pct >= memory_pct else (top_pipe or "memory")
         pipe_text = ", ".join(f"{p} {_fmt(v)}" for p, v in pipes.items() if v is not None)
-        reason = f"ncu SOL: Compute (SM) {_fmt(sm_pct)}, Memory {_fmt(memory_pct)}" + (f" [{pipe_text}]" if pipe_text else "")
+        sm_text = "n/a" if one_sided == "SM throughput not collected" else _fmt(sm_pct)
+        mem_text = "n/a" if one_sided == "memory throughput not collected" else _fmt(memory_pct)
+        reason = f"ncu SOL: Compute (SM) {sm_text}, {memory_text} {mem_text}" + (f" [{pipe_text}]" if pipe_text else "")
+        if one_sided:
+            reason += f" ({one_sided})"
         if label == "Small Grid":
             reason += f"; {waves:.2f} waves per SM"
         reason += f" → {label}"
         if intensity is not None and roof_pct is not None:
             reason += f"; roofline: {intensity:.3g} FLOP/DRAM byte, {roof_pct:.1f}% of the {binding} roof"
-        compute_pct, mem_pct = sm_pct, memory_pct
+        compute_pct = None if one_sided == "SM throughput not collected" else sm_pct
+        mem_pct = None if one_sided == "memory throughput not collected" else memory_pct
     elif roofline_compute_pct is not None or roofline_memory_pct is not None:
         compute_pct, mem_pct = roofline_compute_pct, roofline_memory_pct
         c, m = compute_pct or 0.0, mem_pct or 0.0

@@ -110,7 +110,8 @@ def _heuristic_verdict(row: dict[str, Any]) -> dict[str, Any]:
 def join_ncu(summary: pl.DataFrame, ncu_kernels: pl.DataFrame | None) -> tuple[pl.DataFrame, list[str], int]:
     """Carry Nsight Compute verdicts onto whole-run kernels; return (kernels ranked, unmatched ncu names, matched count)."""
     verdict_columns = ["bound", "label", "binding_roof", "precision", "reason", "recommendation", "recoverable_source",
-                       "roof_pct", "compute_pct", "memory_pct", "achieved_flop_per_s", "arithmetic_intensity"]
+                       "roof_pct", "compute_pct", "memory_pct", "achieved_flop_per_s", "arithmetic_intensity",
+                       "rules", "occupancy", "stalls", "stall_source", "tensor_core", "tensor_core_source", "advice"]
     rows = []
     ncu_rows: dict[str, dict[str, Any]] = {}
     ncu_short: dict[str, list[dict[str, Any]]] = {}

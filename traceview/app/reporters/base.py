@@ -42,6 +42,14 @@ KERNEL_FIELDS = (
     "likely_bound",
     "graph_launches",
     "failed_launches",
+    # Diagnosis (Nsight Compute evidence): see analyzer.diagnosis.
+    "rules",
+    "occupancy",
+    "stalls",
+    "stall_source",
+    "tensor_core",
+    "tensor_core_source",
+    "advice",
 )
 
 
@@ -198,6 +206,43 @@ def json_safe(value: Any) -> Any:
 
 def _pct_text(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.1f}%"
+
+
+def diagnosis_lines(kernel: dict[str, Any], rules: int = 5) -> list[str]:
+    """Return what the export says about one kernel (a kernel_records entry) as plain sentences: occupancy, stalls,
+    tensor cores, ncu's rules with their speedups, then the advice; empty when the input carries none of it."""
+    lines = []
+    occ = kernel.get("occupancy") or {}
+    if occ.get("theoretical_pct") is not None or occ.get("waves_per_sm") is not None:
+        limits = ", ".join(f"{name.replace('_', ' ').replace(' sm', ' SM')} {value:.0f}" for name, value in (occ.get("block_limits") or {}).items() if value is not None)
+        parts = [f"{_pct_text(occ.get('achieved_pct'))} achieved of {_pct_text(occ.get('theoretical_pct'))} theoretical ({occ.get('weighting')})"]
+        if occ.get("limiter"):
+            parts.append(f"limited by {occ['limiter']}" + (f" (blocks per SM allowed by: {limits})" if limits else ""))
+        launch = [text for text, present in (
+            (f"{occ.get('registers_per_thread') or 0:.0f} registers/thread", occ.get("registers_per_thread")),
+            (f"{(occ.get('shared_bytes_per_block') or 0) / 1024:.1f} KB shared/block", occ.get("shared_bytes_per_block")),
+            (f"{occ.get('block_threads')} threads/block", occ.get("block_threads"))) if present]
+        if launch:
+            parts.append(", ".join(launch))
+        if occ.get("waves_per_sm") is not None:
+            tail = occ.get("tail")
+            if tail and tail["full_waves"] == 0:
+                parts.append(f"{occ['waves_per_sm']:.2f} waves per SM (one partial wave: the grid fills {tail['last_wave_full_pct']:.0f}% of the GPU)")
+            else:
+                parts.append(f"{occ['waves_per_sm']:.2f} waves per SM" + (
+                    f" (last wave {tail['last_wave_full_pct']:.0f}% full, up to {tail['max_runtime_share_pct']:.0f}% of the runtime)" if tail else ""))
+        lines.append("Occupancy: " + "; ".join(parts))
+    if kernel.get("stalls"):
+        top = "; ".join(f"{s['reason']} {s['share_pct']:.0f}% ({s['meaning']})" for s in kernel["stalls"][:3])
+        lines.append(f"Warp stalls ({kernel.get('stall_source')}): {top}")
+    if kernel.get("tensor_core") is not None:
+        lines.append(f"Tensor cores: {'used' if kernel['tensor_core'] else 'not used'} (from the {kernel.get('tensor_core_source')})")
+    for rule in (kernel.get("rules") or [])[:rules]:
+        speedup = f", est. {rule['speedup_pct']:.0f}% {rule.get('speedup_type') or ''} speedup".replace("  ", " ") if rule.get("speedup_pct") is not None else ""
+        message = rule.get("message") or ""
+        lines.append(f"ncu {rule.get('type')} {rule.get('name') or rule.get('section')}{speedup}: {message[:300]}{'…' if len(message) > 300 else ''}")
+    lines += [f"Do: {advice}" for advice in kernel.get("advice") or []]
+    return lines
 
 
 def timeline_headline(analysis: Analysis, findings: int = 5) -> list[str]:

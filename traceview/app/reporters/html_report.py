@@ -10,6 +10,7 @@ from traceview.app.figures import main_figure
 from traceview.app.reporters.base import (
     STAT_COLUMNS,
     ReportOptions,
+    diagnosis_lines,
     format_duration,
     format_number,
     format_pct,
@@ -116,7 +117,11 @@ class HTMLReporter:
             format_number(k["arithmetic_intensity"]), format_pct(k["roof_pct"]), format_duration(k["recoverable_ns"]),
             _e(k["reason"]), _e(k["recommendation"]),
         ] for k in kernel_records(analysis, options.top)]
-        return "<h2>Ranked bottlenecks</h2>" + (_table(headers, rows) if rows else "<p>No kernel launches in this export.</p>")
+        details = "".join(
+            f"<h3>{k['rank']}. {_e(k['short_name'])}</h3>" + _lines_html(diagnosis_lines(k))
+            for k in kernel_records(analysis, options.top) if diagnosis_lines(k))
+        return ("<h2>Ranked bottlenecks</h2>" + (_table(headers, rows) if rows else "<p>No kernel launches in this export.</p>")
+                + (f"<h2>Why, and what to do</h2>{details}" if details else ""))
 
     def _telemetry(self, analysis: Analysis) -> str:
         t = telemetry_record(analysis) or {}

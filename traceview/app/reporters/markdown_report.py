@@ -11,6 +11,7 @@ from traceview.app.reporters.base import (
     STAT_COLUMNS,
     ReportOptions,
     device_record,
+    diagnosis_lines,
     format_duration,
     format_number,
     format_pct,
@@ -144,6 +145,7 @@ class MarkdownReporter:
         lines += ["", "**Why, and what to do**", ""]
         for k in kernels:
             lines.append(f"{k['rank']}. {escape_markdown(k['short_name'])}: {escape_markdown(k['reason'])}. Next: {escape_markdown(k['recommendation'])}.")
+            lines += [f"   - {escape_markdown(line)}" for line in diagnosis_lines(k)]
         for note in analysis.notes:
             lines += ["", f"_Note: {escape_markdown(note)}_"]
         return "\n".join(lines + self._provenance(analysis, options))

@@ -17,6 +17,7 @@ from traceview.app.reporters.base import (
     STAT_COLUMNS,
     ReportOptions,
     device_record,
+    diagnosis_lines,
     format_duration,
     format_number,
     format_pct,
@@ -30,6 +31,8 @@ from traceview.app.reporters.base import (
     timeline_lines,
 )
 
+# The kernels whose diagnosis the terminal prints below the table (reports show every kernel shown).
+DIAGNOSED_KERNELS = 3
 BOUND_STYLES = {"memory": "cyan", "compute": "magenta", "latency": "yellow", "unknown": "dim"}
 
 
@@ -157,6 +160,13 @@ class TerminalReporter:
         hidden = analysis.kernels.height - (options.top or analysis.kernels.height)
         if hidden > 0:
             console.print(safe_text(f"{hidden} more kernels (use --top to show more)", style="dim"))
+        explained = [k for k in records[:DIAGNOSED_KERNELS] if diagnosis_lines(k)]
+        if explained:
+            console.print(safe_text("Why, and what to do:", style="bold"))
+        for k in explained:
+            console.print(safe_text(f"{k['rank']}. {middle_cut(terminal_safe(k['short_name']), 80)}: {k['reason']}"))
+            for line in diagnosis_lines(k, rules=3):
+                console.print(safe_text(f"   - {line}"))
         if analysis.timeline is not None:
             for line in timeline_lines(analysis):
                 console.print(safe_text(line))

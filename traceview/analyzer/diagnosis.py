@@ -1,0 +1,481 @@
+"""Why a kernel is slow and what to change, from what the Nsight Compute export already holds. Pure functions.
+
+Per kernel (launches merged by name), from the launch rows with their verdicts:
+- `rules`: every ncu rule result, one per (section, rule, type), with the largest estimated speedup of any launch and
+  that launch's text, most promising first;
+- `occupancy`: theoretical and achieved occupancy, the resource that limits blocks per SM, waves per SM and the tail
+  effect of a partial last wave;
+- `stalls`: the warp stall reasons with their share of warp cycles, in a CUDA programmer's words;
+- `tensor_core`: whether the kernel runs on tensor cores (its metrics, else its name), with the evidence;
+- `advice`: sentences built from that evidence, each quoting the numbers it rests on, most valuable first.
+
+Conventions: per-kernel occupancy, SOL and stall figures are means weighted by launch duration (launches without a
+duration weigh 1); "per launch" where a kernel ran once. Occupancy arithmetic follows the CUDA occupancy calculator:
+registers are allocated per warp in units of 256 (8 per thread), 64 K registers per SM unless the export says otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import polars as pl
+
+from traceview.analyzer.kernel_kinds import kernel_kind
+
+# A kernel whose median launch is longer than this pays under 10 % for a ~2-5 us launch: CUDA graphs cannot help it.
+LAUNCH_BOUND_MAX_NS = 20_000.0
+REGISTERS_PER_SM = 65_536  # every GPU since Kepler (the raw page's device__attribute_max_registers_per_multiprocessor)
+REGISTER_GRANULE = 8  # registers per thread are allocated per warp in units of 256 = 8 per thread
+
+# Names that say the kernel issues tensor-core instructions (HMMA/IMMA/GMMA), from cuBLAS, CUTLASS, cuDNN and wmma code.
+TENSOR_NAME = re.compile(
+    r"wgmma|wmma|hmma|imma|gmma|xmma|tensorop|tensor_op|s16816|h16816|s1688|h1688|i8816|i16832|f16816|bf16816|"
+    r"mma\.sync|mma_sync|(?<![a-z])mma(?![a-z_])|_mma_|nvjet|sm\d{2,3}_xmma|_tc_|tensorcore|tensor_core",
+    re.IGNORECASE,
+)
+# Kernels whose bytes are weights or KV cache: quantization advice fits them, and nothing else.
+_LLM_NAME = re.compile(r"gemv|gemm|matmul|dequant|quant|q4|q8|q5|q6|gguf|awq|gptq|marlin|kv_?cache|paged|attention|attn|fmha|flash|"
+                       r"decode|rotary|rope|rms_?norm|llama|mul_mat|mmvq|mmq", re.IGNORECASE)
+
+# Warp states (ncu's stall reasons) in words, with what usually helps. `selected` is the issuing state, not a stall.
+STALLS: dict[str, tuple[str, str | None]] = {
+    "long_scoreboard": ("waiting on global or local memory (an L1TEX load's result)",
+                        "hide the latency: more warps or more independent loads in flight per thread (unroll, cp.async/TMA prefetch), "
+                        "keep reused data in shared memory or registers"),
+    "short_scoreboard": ("waiting on shared memory or special-function (MUFU) results",
+                         "fewer shared-memory round trips (register tiling), avoid bank conflicts, fewer transcendental calls"),
+    "mio_throttle": ("the memory-input/output queue is full (shared memory, special math, dynamic branches)",
+                     "fewer but wider shared-memory accesses (128-bit), fewer special-math instructions"),
+    "lg_throttle": ("the local/global memory queue is full (many small loads or stores, or register spills)",
+                    "vectorize global accesses (float4/int4), remove local-memory spills"),
+    "tex_throttle": ("the texture/L1TEX queue is full", "fewer texture or L1TEX requests per thread; wider accesses"),
+    "math_pipe_throttle": ("a math pipe is saturated", "move work to another pipe (tensor cores, FP16x2) or do less arithmetic"),
+    "wait": ("fixed-latency dependencies between consecutive instructions",
+             "more independent instructions per thread (ILP: unroll, interleave independent accumulators)"),
+    "barrier": ("waiting at a block barrier (__syncthreads) for the block's other warps",
+                "balance work across warps; fewer barriers, or warp-level primitives instead"),
+    "membar": ("waiting on a memory fence", "fewer or narrower fences (__threadfence_block instead of __threadfence)"),
+    "branch_resolving": ("waiting for branch targets to resolve", "fewer divergent branches; predication or warp-uniform control flow"),
+    "no_instruction": ("no instruction fetched (instruction-cache misses)", "smaller hot loops: less unrolling or inlining"),
+    "imc_miss": ("an immediate-constant-cache miss", "fewer distinct constant-memory addresses per warp"),
+    "dispatch_stall": ("the dispatcher stalled (pipeline conflicts)", None),
+    "drain": ("stores draining at warp exit", None),
+    "sleeping": ("warps sleeping (nanosleep, yield)", None),
+    "not_selected": ("eligible but another warp was picked: enough parallelism, not a problem", None),
+    "misc": ("other reasons", None),
+    "selected": ("issuing an instruction (not a stall)", None),
+}
+# ncu's CPIStall rule names its stall in words; the console and CSV details carry no per-reason metrics.
+_STALL_TEXT = (
+    ("long_scoreboard", r"scoreboard dependency on a L1TEX"),
+    ("short_scoreboard", r"scoreboard dependency on a MIO"),
+    ("mio_throttle", r"MIO \(memory input/output\) instruction queue"),
+    ("lg_throttle", r"L1 instruction queue for local and global"),
+    ("tex_throttle", r"TEX|texture"),
+    ("math_pipe_throttle", r"execution pipe to be available"),
+    ("wait", r"fixed latency execution dependency"),
+    ("barrier", r"sibling warps at a CTA barrier"),
+    ("membar", r"memory barrier"),
+    ("branch_resolving", r"branch target"),
+    ("no_instruction", r"next instruction|instruction fetch"),
+)
+_RULE_ORDER = {"ERR": 0, "OPT": 1, "WRN": 2, "INF": 3}
+# Rules whose finding the advice states itself, from the evidence, so they are not repeated as separate lines.
+_COVERED_RULES = {"SOLBottleneck", "TheoreticalOccupancy", "AchievedOccupancy", "CPIStall", "IssueSlotUtilization", "LaunchConfiguration",
+                  "SOLFPRoofline", "WarpStallSampling"}
+
+
+def tensor_core_evidence(row: dict[str, Any]) -> tuple[bool | None, str | None]:
+    """Return (uses tensor cores, how we know) for one launch: its tensor metrics, else its name, else (None, None)."""
+    measured = [row.get(name) for name in ("tensor_flop", "tensor_inst", "tensor_pipe_pct")]
+    present = [value for value in measured if value is not None and value == value]
+    if present:
+        return any(value > 0 for value in present), "tensor-pipe metrics"
+    if TENSOR_NAME.search((row.get("kernel_name") or "")[:8192]):
+        return True, "kernel name"
+    return None, None
+
+
+def block_threads(block_size: str | None) -> int | None:
+    """Return the threads per block of an ncu block size: `(32, 4, 1)` → 128, `256` → 256; None when unreadable."""
+    if not block_size:
+        return None
+    numbers = [int(n) for n in re.findall(r"\d+", block_size)]
+    return math.prod(numbers) if numbers and all(numbers) else None
+
+
+def _weighted(values: list[tuple[float | None, float]]) -> float | None:
+    """Duration-weighted mean of the values that are present; None when none is."""
+    pairs = [(v, w) for v, w in values if v is not None and v == v]
+    total = sum(w for _, w in pairs)
+    return sum(v * w for v, w in pairs) / total if total > 0 else None
+
+
+def _longest(launches: list[dict[str, Any]]) -> dict[str, Any]:
+    return max(launches, key=lambda r: r.get("duration_ns") or 0.0)
+
+
+def merge_rules(launches: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Return the kernel's ncu rule results: one per (section, rule, type), the largest speedup and its text, the number
+    of launches where it fired; most promising first (speedup, then ERR/OPT/WRN/INF)."""
+    merged: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for launch in launches:
+        for rule in launch.get("ncu_rules") or []:
+            name = rule.get("name")
+            key = (rule.get("section"), name or (rule.get("message") or "")[:60], rule.get("type"))
+            speedup = rule.get("speedup_pct")
+            entry = merged.get(key)
+            if entry is None:
+                merged[key] = {"section": rule.get("section"), "name": name, "type": rule.get("type"), "message": rule.get("message"),
+                               "speedup_pct": speedup, "speedup_type": rule.get("speedup_type") or None, "launches": 1}
+                continue
+            entry["launches"] += 1
+            if speedup is not None and (entry["speedup_pct"] is None or speedup > entry["speedup_pct"]):
+                entry.update(speedup_pct=speedup, message=rule.get("message"), speedup_type=rule.get("speedup_type") or None)
+    return sorted(merged.values(), key=lambda r: (-(r["speedup_pct"] or -1.0), _RULE_ORDER.get(r["type"] or "", 4), r["section"] or ""))
+
+
+def occupancy(launches: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Return the kernel's occupancy: theoretical/achieved % and warps (duration-weighted), the limiting resource and
+    the block limits (of the longest launch), waves per SM and the tail of a partial last wave; None without data."""
+    weight = [(r, r.get("duration_ns") or 1.0) for r in launches]
+    theoretical = _weighted([(r.get("theoretical_occupancy_pct"), w) for r, w in weight])
+    achieved = _weighted([(r.get("achieved_occupancy_pct"), w) for r, w in weight])
+    waves = _weighted([(r.get("waves_per_sm"), w) for r, w in weight])
+    if waves is None:
+        # Exports without Launch Statistics still quote the wave count in ncu's SOLBottleneck text.
+        waves = _weighted([(_waves_in_rules(r.get("ncu_rules") or []), w) for r, w in weight])
+    longest = _longest(launches)
+    all_limits = {name: longest.get(f"block_limit_{key}") for name, key in
+                  (("registers", "registers"), ("shared_memory", "shared_mem"), ("warps", "warps"), ("blocks_per_sm", "sm"), ("barriers", "barriers"))}
+    limits = {name: value for name, value in all_limits.items() if value is not None}
+    if theoretical is None and achieved is None and waves is None and not limits:
+        return None
+    threads = block_threads(longest.get("block_size"))
+    warps_per_block = math.ceil(threads / 32) if threads else None
+    theoretical_warps = longest.get("theoretical_warps_per_sm")
+    max_warps = (theoretical_warps * 100.0 / longest["theoretical_occupancy_pct"]
+                 if theoretical_warps and longest.get("theoretical_occupancy_pct") else None)
+    limiter = _limiter(limits, longest.get("shared_bytes_per_block"))
+    blocks_per_sm = min(limits.values()) if limits else None
+    record: dict[str, Any] = {
+        "theoretical_pct": theoretical, "achieved_pct": achieved,
+        "limiter": limiter if theoretical is None or theoretical < 99.9 else None,
+        "blocks_per_sm": blocks_per_sm, "block_limits": all_limits,
+        "registers_per_thread": longest.get("registers_per_thread"), "shared_bytes_per_block": longest.get("shared_bytes_per_block"),
+        "block_threads": threads, "warps_per_block": warps_per_block, "max_warps_per_sm": round(max_warps) if max_warps else None,
+        "waves_per_sm": waves, "tail": _tail(waves),
+        "weighting": "per launch" if len(launches) == 1 else f"duration-weighted over {len(launches)} launches",
+    }
+    return record
+
+
+def _waves_in_rules(rules: list[dict[str, Any]]) -> float | None:
+    for rule in rules:
+        match = re.search(r"only ([0-9.]+) full waves", rule.get("message") or "")
+        if match:
+            return float(match.group(1))
+    return None
+
+
+def _limiter(limits: dict[str, float], shared_bytes: float | None) -> str | None:
+    """Return the resource that caps blocks per SM. Where the SM's own block limit ties, small blocks are the cause
+    (fixing registers would not lift it); shared memory a block does not use cannot be the cause."""
+    if not limits:
+        return None
+    lowest = min(limits.values())
+    binding = [name for name, value in limits.items() if value == lowest]
+    if "blocks_per_sm" in binding:
+        return "block size"
+    if shared_bytes == 0 and "shared_memory" in binding and len(binding) > 1:
+        binding.remove("shared_memory")
+    for name in ("registers", "shared_memory", "warps", "barriers"):
+        if name in binding:
+            return name.replace("_", " ")
+    return binding[0].replace("_", " ")
+
+
+def _tail(waves: float | None) -> dict[str, Any] | None:
+    """Return the partial last wave: how full it is (%) and the most of the runtime it can take (%, ncu's bound: one
+    wave's share under uniform block durations); None without a partial wave or with more than a few waves."""
+    if waves is None or waves <= 0:
+        return None
+    if waves < 1:
+        return {"full_waves": 0, "last_wave_full_pct": 100.0 * waves, "max_runtime_share_pct": 100.0}
+    full = math.floor(waves)
+    fraction = waves - full
+    if fraction < 0.01 or full >= 8:
+        return None
+    return {"full_waves": full, "last_wave_full_pct": 100.0 * fraction, "max_runtime_share_pct": 100.0 / (full + 1)}
+
+
+def stalls(launches: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str | None]:
+    """Return the stall reasons with their share of warp cycles (%), largest first (`selected` and shares under 1 %
+    left out), and where they come from: the stall metrics (duration-weighted cycles per issued instruction, or summed
+    PC samples), else ncu's CPIStall rule text."""
+    totals: dict[str, float] = {}
+    unit = None
+    for launch in launches:
+        if not launch.get("stalls"):
+            continue
+        unit = unit or launch.get("stall_unit")
+        weight = (launch.get("duration_ns") or 1.0) if launch.get("stall_unit") != "PC samples" else 1.0
+        for entry in launch["stalls"]:
+            if entry.get("value") is not None:
+                totals[entry["reason"]] = totals.get(entry["reason"], 0.0) + entry["value"] * weight
+    whole = sum(totals.values())
+    if whole > 0:
+        shares = [{"reason": reason, "share_pct": 100.0 * value / whole, "meaning": STALLS.get(reason, (reason.replace("_", " "), None))[0]}
+                  for reason, value in totals.items() if reason != "selected" and value / whole >= 0.01]
+        return sorted(shares, key=lambda s: -s["share_pct"]), unit
+    found: dict[str, float] = {}
+    for rule in merge_rules(launches):
+        if rule["name"] != "CPIStall" and "cycles being stalled" not in (rule["message"] or ""):
+            continue
+        share = re.search(r"represents about ([0-9.]+)% of the total", rule["message"] or "")
+        reason = next((name for name, pattern in _STALL_TEXT if re.search(pattern, rule["message"] or "")), None)
+        if share and reason:
+            found[reason] = max(found.get(reason, 0.0), float(share.group(1)))
+    entries = [{"reason": reason, "share_pct": share, "meaning": STALLS[reason][0]} for reason, share in found.items()]
+    return sorted(entries, key=lambda s: -s["share_pct"]), ("ncu CPIStall rule" if entries else None)
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1f}%"
+
+
+def _duration(ns: float | None) -> str:
+    if ns is None:
+        return "n/a"
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+        if ns >= scale:
+            return f"{ns / scale:.3g} {unit}"
+    return f"{ns:.0f} ns"
+
+
+def _rule_speedup(rules: list[dict[str, Any]], *names: str) -> float | None:
+    values = [r["speedup_pct"] for r in rules if r["name"] in names and r["speedup_pct"] is not None]
+    return max(values) if values else None
+
+
+def _first_sentence(text: str) -> str:
+    sentence = re.split(r"(?<=[.!?])\s", text.strip(), maxsplit=1)[0]
+    return sentence if len(sentence) <= 240 else sentence[:237] + "…"
+
+
+def _occupancy_advice(occ: dict[str, Any], rules: list[dict[str, Any]]) -> list[str]:
+    advice = []
+    limiter, theoretical = occ.get("limiter"), occ.get("theoretical_pct")
+    blocks, threads, warps_per_block, max_warps = occ.get("blocks_per_sm"), occ.get("block_threads"), occ.get("warps_per_block"), occ.get("max_warps_per_sm")
+    speedup = _rule_speedup(rules, "TheoreticalOccupancy", "AchievedOccupancy")
+    estimate = f"; ncu estimates {speedup:.0f}% speedup" if speedup else ""
+    # Occupancy above 75 % rarely limits; below it, or where ncu's own occupancy rule estimates a gain, it is a cause.
+    limiting = theoretical is not None and (theoretical < 75.0 or (speedup or 0.0) >= 5.0)
+    if limiter and limiting and blocks:
+        blocks = int(blocks)
+        others = [v for k, v in occ["block_limits"].items() if k != "registers" and v]
+        if limiter == "registers" and threads and warps_per_block:
+            registers = occ.get("registers_per_thread")
+            target = math.floor(REGISTERS_PER_SM / ((blocks + 1) * warps_per_block * 32) / REGISTER_GRANULE) * REGISTER_GRANULE
+            next_blocks = min([blocks + 1, *[int(v) for v in others]])
+            after = f" ({100.0 * next_blocks * warps_per_block / max_warps:.0f}% occupancy)" if max_warps else ""
+            per_sm = f"{blocks} block{'s' if blocks != 1 else ''} of {threads} threads per SM"
+            if registers and 16 <= target < registers and next_blocks > blocks:
+                advice.append(f"registers cap occupancy at {theoretical:.0f}% ({registers:.0f}/thread allow {per_sm}): "
+                              f"`__launch_bounds__({threads}, {blocks + 1})` or `-maxrregcount={target}` would allow {blocks + 1} blocks/SM{after} — "
+                              f"check that it does not spill{estimate}")
+            else:
+                used = f"{registers:.0f}/thread, " if registers else ""
+                advice.append(f"registers cap occupancy at {theoretical:.0f}% ({used}{per_sm}): fewer live values per thread "
+                              f"(smaller tiles, fewer accumulators) would allow more warps{estimate}")
+        elif limiter == "registers":
+            advice.append(f"registers cap occupancy at {theoretical:.0f}% ({blocks} block(s) per SM): fewer registers per thread "
+                          f"(`__launch_bounds__`, `-maxrregcount`) would allow more warps{estimate}")
+        elif limiter == "shared memory":
+            size = occ.get("shared_bytes_per_block")
+            per_block = f" ({size / 1024:.1f} KB/block)" if size else ""
+            advice.append(f"shared memory caps occupancy at {theoretical:.0f}%{per_block}, {blocks} block(s) per SM: smaller tiles or fewer "
+                          f"pipeline stages, or a larger carveout (cudaFuncAttributePreferredSharedMemoryCarveout){estimate}")
+        elif limiter == "block size" and threads:
+            need = math.ceil(max_warps / blocks) * 32 if max_warps else None
+            target = f": use at least {need} threads per block" if need and need > threads else ": use larger blocks (128-256 threads)"
+            advice.append(f"blocks of {threads} threads: an SM holds at most {blocks} blocks, so occupancy caps at {theoretical:.0f}%{target}{estimate}")
+        elif limiter == "warps" and threads:
+            advice.append(f"blocks of {threads} threads ({warps_per_block} warps) fit {blocks} per SM, occupancy {theoretical:.0f}%: "
+                          f"a block size that divides the SM's {max_warps or 'maximum'} warps evenly would waste fewer{estimate}")
+    achieved = occ.get("achieved_pct")
+    small_grid = (occ.get("waves_per_sm") or 1.0) < 1.0  # a grid under one wave explains low achieved occupancy by itself
+    if achieved is not None and theoretical and achieved < 0.8 * theoretical and theoretical - achieved >= 10 and not small_grid:
+        advice.append(f"achieved occupancy {achieved:.0f}% is well under the theoretical {theoretical:.0f}%: warps or blocks finish unevenly "
+                      f"(load imbalance) or the last wave is partial")
+    return advice
+
+
+def _grid_advice(occ: dict[str, Any], launches: list[dict[str, Any]], kind: str) -> list[str]:
+    tail, waves = occ.get("tail"), occ.get("waves_per_sm")
+    if not tail or waves is None:
+        return []
+    grid = block_threads(_longest(launches).get("grid_size"))
+    per_wave = grid / waves if grid and waves else None
+    wave_text = f" ({per_wave:.0f} blocks)" if per_wave else ""
+    if tail["full_waves"] == 0:
+        how = " (split-K, smaller tiles)" if kind in ("gemm", "attention", "convolution") else ""
+        return [f"the grid{f' of {grid} blocks' if grid else ''} fills {tail['last_wave_full_pct']:.0f}% of one wave{wave_text}: more, smaller "
+                f"blocks{how} or other work on concurrent streams would use the idle SMs"]
+    if tail["last_wave_full_pct"] <= 50 and tail["full_waves"] <= 3:
+        return [f"{waves:.2f} waves per SM: the last wave is {tail['last_wave_full_pct']:.0f}% full and can take up to "
+                f"{tail['max_runtime_share_pct']:.0f}% of the runtime at low occupancy; a grid of whole waves{wave_text} or a persistent-block loop avoids it"]
+    return []
+
+
+def diagnose(launches: list[dict[str, Any]], kernel: dict[str, Any]) -> dict[str, Any]:
+    """Return the diagnosis of one kernel: rules, occupancy, stalls, tensor_core, advice (most valuable first) and a
+    reason that quotes the kernel-level numbers. `kernel` is its ranked row (bound, label, duration-weighted SOL %)."""
+    measured = [r for r in launches if not r.get("launch_failed")]
+    rules = merge_rules(launches)
+    occ = occupancy(measured) if measured else None
+    stall_list, stall_source = stalls(measured)
+    tensor_votes = [tensor_core_evidence(r) for r in measured]
+    tensor = next((t for t in tensor_votes if t[1] == "tensor-pipe metrics"), None) or next((t for t in tensor_votes if t[0] is not None), (None, None))
+    name = kernel.get("kernel_name") or ""
+    kind = kernel_kind(name)
+    bound = kernel.get("bound")
+    warnings: list[str] = []
+    if not measured:
+        warnings.append("every launch failed under profiling: nothing was measured; fix the failure (run without ncu, "
+                        "compute-sanitizer) and profile again")
+    if kernel.get("tensor_warning"):
+        warnings.append(kernel["tensor_warning"])
+    specific: list[str] = []
+    if occ:
+        specific += _occupancy_advice(occ, rules)
+        specific += _grid_advice(occ, measured, kind)
+    if stall_list and stall_list[0]["share_pct"] >= 25:
+        top = stall_list[0]
+        fix = STALLS.get(top["reason"], (None, None))[1]
+        if fix:
+            specific.append(f"warps stall most on {top['reason']} ({top['share_pct']:.0f}% of warp cycles): {top['meaning']} — {fix}")
+    for rule in rules:
+        if rule["type"] in ("OPT", "WRN", "ERR") and rule["name"] not in _COVERED_RULES and (rule["speedup_pct"] or 0) >= 5:
+            specific.append(f"ncu {rule['name'] or rule['section']}: est. {rule['speedup_pct']:.0f}% speedup — {_first_sentence(rule['message'] or '')}")
+    general = _bound_advice(kernel, kind, tensor[0], bool(specific))
+    # A unit at 80 %+ of its peak is the wall: doing less of that work comes first. Otherwise the kernel waits, and
+    # the evidence of why (occupancy, grid, stalls, ncu's rules) comes first.
+    saturated = bound in ("compute", "memory") and (kernel.get("roof_pct") or 0.0) >= 80.0
+    advice = warnings + (general + specific if saturated else specific + general)
+    return {
+        "kind": kind,
+        "rules": rules,
+        "occupancy": occ,
+        "stalls": stall_list,
+        "stall_source": stall_source,
+        "tensor_core": tensor[0],
+        "tensor_core_source": tensor[1],
+        "advice": advice,
+    }
+
+
+def _bound_advice(kernel: dict[str, Any], kind: str, tensor: bool | None, have_specific: bool) -> list[str]:
+    """Return the advice that follows from the verdict alone, fitted to the kernel's kind and duration."""
+    bound, label, median = kernel.get("bound"), kernel.get("label") or "", kernel.get("median_duration_ns")
+    name = kernel.get("kernel_name") or ""
+    lines = []
+    if bound == "memory":
+        level = "L1/TEX" if "L1" in label else ("L2" if "L2" in label else None)
+        if level:
+            lines.append(f"{level}-bound: the traffic is between the SMs and {level}, not DRAM — uncoalesced or strided accesses and "
+                         f"shared-memory bank conflicts; see the Memory Workload Analysis tables")
+        text = "move fewer bytes: fuse with the kernels before and after it, keep reused data in shared memory or L2, coalesce accesses"
+        if _LLM_NAME.search(name[:8192]) and kind in ("gemm", "attention", "other", "normalization", "elementwise"):
+            text += "; for weights or KV cache, fewer bytes per value (INT8/FP8/4-bit quantization)"
+        lines.append(text)
+    elif bound == "compute":
+        if tensor:
+            lines.append("already on tensor cores: a lower precision (FP8/INT8) or less redundant work is what is left")
+        elif kind in ("gemm", "convolution", "attention"):
+            lines.append("do the matrix math on tensor cores (TF32/BF16/FP16 through cuBLAS, cuDNN or CUTLASS) instead of FFMA")
+        else:
+            lines.append("do less or cheaper math: remove redundant work, fast intrinsics or lower precision where accuracy allows")
+    elif bound == "latency":
+        if median is not None and median < LAUNCH_BOUND_MAX_NS:
+            lines.append(f"at {_duration(median)} per launch, launch overhead (2-5 us) is a large share: fuse it with its neighbours or "
+                         f"capture the sequence in a CUDA graph")
+        if not have_specific:
+            lines.append("under 60% of both compute and memory throughput: the SMs wait — collect the Occupancy, LaunchStats and "
+                         "WarpStateStats sections (`ncu --set full`) to see why")
+    elif bound == "unknown" and not kernel.get("tensor_warning") and kernel.get("failed_launches", 0) < kernel.get("launches", 1):
+        lines.append("collect throughput metrics: re-profile with `ncu --section SpeedOfLight` (or --set full)")
+    return lines
+
+
+def kernel_reason(kernel: dict[str, Any], occ: dict[str, Any] | None, stall_list: list[dict[str, Any]]) -> str | None:
+    """Return the kernel-level reason: the same duration-weighted numbers as the kernel's JSON fields, named as such."""
+    launches, failed = kernel.get("launches") or 0, kernel.get("failed_launches") or 0
+    if launches and failed == launches:
+        return "every launch failed under profiling: nothing was measured"
+    weighting = "per launch" if launches - failed == 1 else f"duration-weighted over {launches - failed} launches"
+    label, base = kernel.get("label"), kernel.get("reason")
+    if kernel.get("sol_source") == "ncu SOL" or (base or "").startswith("ncu SOL"):
+        text = f"ncu SOL ({weighting}): Compute (SM) {_pct(kernel.get('compute_pct'))}, Memory {_pct(kernel.get('memory_pct'))} → {label}"
+    elif kernel.get("compute_pct") is not None or kernel.get("memory_pct") is not None:
+        text = (f"roofline ({weighting}): {_pct(kernel.get('compute_pct'))} of peak compute, {_pct(kernel.get('memory_pct'))} of peak "
+                f"bandwidth → {label}")
+    else:
+        return base
+    if kernel.get("roof_pct") is not None and kernel.get("binding_roof"):
+        intensity = kernel.get("arithmetic_intensity")
+        text += f"; {_pct(kernel['roof_pct'])} of the {kernel['binding_roof']} roof" + (f" at {intensity:.3g} FLOP/DRAM byte" if intensity else "")
+    if occ and occ.get("theoretical_pct") is not None:
+        text += f"; occupancy {_pct(occ.get('achieved_pct'))} achieved of {_pct(occ['theoretical_pct'])} theoretical"
+        if occ.get("limiter"):
+            text += f" (limited by {occ['limiter']})"
+    if occ and occ.get("waves_per_sm") is not None:
+        text += f", {occ['waves_per_sm']:.2f} waves per SM"
+    if stall_list:
+        text += f"; top stall {stall_list[0]['reason']} {stall_list[0]['share_pct']:.0f}%"
+    if kernel.get("tensor_warning"):
+        text += "; " + kernel["tensor_warning"]
+    return text
+
+
+DIAGNOSIS_SCHEMA = {
+    "kernel_name": pl.String,
+    "kind": pl.String,
+    "rules": pl.List(pl.Struct({"section": pl.String, "name": pl.String, "type": pl.String, "message": pl.String, "speedup_pct": pl.Float64,
+                                "speedup_type": pl.String, "launches": pl.Int64})),
+    "stalls": pl.List(pl.Struct({"reason": pl.String, "share_pct": pl.Float64, "meaning": pl.String})),
+    "stall_source": pl.String,
+    "tensor_core": pl.Boolean,
+    "tensor_core_source": pl.String,
+    "advice": pl.List(pl.String),
+    "occupancy": pl.Struct({
+        "theoretical_pct": pl.Float64, "achieved_pct": pl.Float64, "limiter": pl.String, "blocks_per_sm": pl.Float64,
+        "block_limits": pl.Struct({name: pl.Float64 for name in ("registers", "shared_memory", "warps", "blocks_per_sm", "barriers")}),
+        "registers_per_thread": pl.Float64, "shared_bytes_per_block": pl.Float64, "block_threads": pl.Int64, "warps_per_block": pl.Int64,
+        "max_warps_per_sm": pl.Int64, "waves_per_sm": pl.Float64,
+        "tail": pl.Struct({"full_waves": pl.Int64, "last_wave_full_pct": pl.Float64, "max_runtime_share_pct": pl.Float64}),
+        "weighting": pl.String,
+    }),
+    "reason": pl.String,
+    "recommendation": pl.String,
+}
+
+
+def diagnose_kernels(launches: pl.DataFrame, kernels: pl.DataFrame) -> pl.DataFrame:
+    """Return the ranked kernels with their diagnosis: rules, occupancy, stalls, tensor_core, advice, and
+    reason/recommendation rebuilt from the kernel-level evidence."""
+    if kernels.height == 0:
+        return kernels.with_columns(*[pl.lit(None, dtype=dtype).alias(name) for name, dtype in DIAGNOSIS_SCHEMA.items() if name not in kernels.columns])
+    by_name: dict[str, list[dict[str, Any]]] = {}
+    for row in launches.iter_rows(named=True):
+        by_name.setdefault(row["kernel_name"], []).append(row)
+    rows = []
+    for kernel in kernels.iter_rows(named=True):
+        found = diagnose(by_name.get(kernel["kernel_name"], []), kernel)
+        reason = kernel_reason(kernel, found["occupancy"], found["stalls"])
+        rows.append({**{k: v for k, v in found.items()}, "kernel_name": kernel["kernel_name"], "reason": reason,
+                     "recommendation": found["advice"][0] if found["advice"] else kernel.get("recommendation")})
+    frame = pl.DataFrame(rows, schema=DIAGNOSIS_SCHEMA)
+    return kernels.drop([c for c in ("reason", "recommendation", "kind") if c in kernels.columns]).join(frame, on="kernel_name", how="left", maintain_order="left")
