@@ -27,6 +27,7 @@ from traceview.analyzer.diff import compare
 from traceview.app.figures import has_roofline_points, main_figure, roofline_figure, telemetry_figure
 from traceview.app.formatting import format_duration, format_pct
 from traceview.app.reporters.base import (
+    diagnosis_lines,
     kernel_records,
     run_records,
     telemetry_record,
@@ -112,13 +113,17 @@ def detail_panel(analysis: Analysis, kernel_name: str | None) -> list[Any]:
     record = next((k for k in kernel_records(analysis) if k["name"] == kernel_name), None)
     if record is None:
         return [html.P("Select a kernel in the table to see its details.", className="hint")]
+    # The diagnosis is shown as sentences, not as the nested data the JSON carries.
+    shown_as_text = {"name", "reason", "recommendation", "rules", "occupancy", "stalls", "advice"}
     metrics = [html.Tr([html.Th(key.replace("_", " ")), html.Td(str(_round(value, 4)))])
-               for key, value in record.items() if key not in ("name", "reason", "recommendation") and value is not None]
+               for key, value in record.items() if key not in shown_as_text and value is not None]
+    evidence = [line for line in diagnosis_lines(record) if not line.startswith("Do: ")]
     return [
         html.H3(record["short_name"]),
         html.Code(record["name"], id="detail-name", style={"whiteSpace": "pre-wrap", "wordBreak": "break-all"}),
         html.H4("Why"), html.P(record["reason"], id="detail-reason"),
-        html.H4("What to do"), html.P(record["recommendation"]),
+        *([html.Ul([html.Li(line) for line in evidence], id="detail-evidence")] if evidence else []),
+        html.H4("What to do"), html.Ul([html.Li(line) for line in (record.get("advice") or [record["recommendation"]])], id="detail-advice"),
         html.H4("All metrics"), html.Table(metrics, className="metrics"),
     ]
 
