@@ -12,6 +12,7 @@ import concurrent.futures
 import functools
 import multiprocessing
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -64,7 +65,7 @@ def parse(path: str | Path, extractor: Callable[[Path], tuple[list[dict[str, Any
     with concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=_quiet) as pool:
         future = pool.submit(extractor or _extract, path)
         try:
-            long_rows, identity_rows = future.result(timeout=READ_TIMEOUT_S)
+            long_rows, identity_rows, *rest = future.result(timeout=READ_TIMEOUT_S)
         except concurrent.futures.process.BrokenProcessPool:
             raise TraceFormatError(path, "NVIDIA's report reader crashed on this file (a damaged or truncated report)",
                                    "re-copy the report, or export CSV where it was made: ncu -i report.ncu-rep --csv --page raw") from None
@@ -76,7 +77,43 @@ def parse(path: str | Path, extractor: Callable[[Path], tuple[list[dict[str, Any
     if not identity_rows:
         raise TraceFormatError(path, "the report holds no profiled kernel launches", "was any kernel profiled? check the ncu filters (-k, -c)")
     long = pl.DataFrame(long_rows, schema={"launch_id": pl.String, "metric": pl.String, "unit": pl.String, "value": pl.String})
-    return _assemble(long, pl.DataFrame(identity_rows, infer_schema_length=None), None)
+    rule_rows = rest[0] if rest else []
+    rules = None
+    if rule_rows:
+        rules = pl.DataFrame(rule_rows, schema={"launch_id": pl.String, "section": pl.String, "name": pl.String, "type": pl.String,
+                                                "message": pl.String, "speedup_type": pl.String, "speedup_pct": pl.Float64}).select(
+            "launch_id", pl.struct("section", "name", "type", "message", "speedup_type", "speedup_pct").alias("rule"))
+    return _assemble(long, pl.DataFrame(identity_rows, infer_schema_length=None), rules)
+
+
+# The reader's message types (ncu_report.MsgType_*) as the CSV and console spell them.
+_MESSAGE_TYPES = {0: "INF", 1: "INF", 2: "OPT", 3: "WRN", 4: "ERR"}
+
+
+def _plain_message(text: str) -> str:
+    """Return a rule message without the report's link markup: `@section:Id:Title@` → Title, `@url:Title:URL@` → Title (URL)."""
+    text = re.sub(r"@url:([^:@]+):([^@]+)@", r"\1 (\2)", text)
+    return re.sub(r"@[a-z]+:[^:@]*:([^@]+)@", r"\1", text)
+
+
+def _rule_rows(action: Any, launch: int) -> list[dict[str, Any]]:
+    """Return the action's rule results as plain rows; any speedup estimate the report version carries is kept."""
+    rows = []
+    try:
+        results = action.rule_results_as_dicts()
+    except (AttributeError, RuntimeError):  # wheels before rule results existed
+        return rows
+    for result in results or []:
+        message = result.get("rule_message") or {}
+        speedup = next((value for key, value in result.items() if "speedup" in key.lower()), None)
+        value = speedup.get("value") if isinstance(speedup, dict) else speedup
+        kind = speedup.get("type") if isinstance(speedup, dict) else None
+        rows.append({
+            "launch_id": str(launch), "section": result.get("section_identifier"), "name": result.get("rule_identifier"),
+            "type": _MESSAGE_TYPES.get(message.get("type"), "INF"), "message": _plain_message(message.get("message") or ""),
+            "speedup_type": None if kind is None else str(kind).lower(), "speedup_pct": float(value) if isinstance(value, (int, float)) else None,
+        })
+    return rows
 
 
 def _quiet() -> None:
@@ -85,12 +122,13 @@ def _quiet() -> None:
     os.dup2(devnull, 2)
 
 
-def _extract(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Return (metric rows, identity rows) of every launch in the report, as plain data (runs in the worker)."""
+def _extract(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """Return (metric rows, identity rows, rule rows) of every launch in the report, as plain data (runs in the worker)."""
     ncu_report, context = _load(path)
     string_kind = ncu_report.IMetric.ValueKind_STRING
     long_rows: list[dict[str, Any]] = []
     identity_rows: list[dict[str, Any]] = []
+    rule_rows: list[dict[str, Any]] = []
     launch = 0
     for range_index in range(context.num_ranges()):
         report_range = context.range_by_idx(range_index)
@@ -125,5 +163,6 @@ def _extract(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
                 value = metric_obj.as_double()
                 if value is not None:
                     long_rows.append({"launch_id": str(launch), "metric": metric, "unit": metric_obj.unit() or "", "value": repr(float(value))})
+            rule_rows += _rule_rows(action, launch)
             launch += 1
-    return long_rows, identity_rows
+    return long_rows, identity_rows, rule_rows
