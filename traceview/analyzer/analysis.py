@@ -14,6 +14,7 @@ from traceview.analyzer.devices import GpuSpec, find_by_compute_capability, find
 from traceview.analyzer.diagnosis import diagnose_kernels, tensor_core_evidence
 from traceview.analyzer.jetson import Board, Telemetry, analyze_telemetry
 from traceview.analyzer.llm import LlmAnalysis, analyze_runs
+from traceview.analyzer.ncu_steps import decode_steps
 from traceview.analyzer.nvtx import group_summary, range_table, steps_from_kernels, steps_from_nvtx
 from traceview.analyzer.ranking import rank_kernels
 from traceview.analyzer.roofline import RECOMMENDATIONS, Bound, classify_launch
@@ -64,6 +65,7 @@ class Analysis:
     telemetry: Telemetry | None = None  # tegrastats logs
     llm: LlmAnalysis | None = None  # llama.cpp outputs
     timeline: Timeline | None = None  # Nsight Systems exports
+    steps: dict[str, Any] | None = None  # decode steps found in an Nsight Compute export (analyzer.ncu_steps)
 
     @property
     def total_duration_ns(self) -> float | None:
@@ -226,8 +228,10 @@ def with_verdicts(kernels: pl.DataFrame, device: Device) -> pl.DataFrame:
     )
 
 
-def analyze(kernels: pl.DataFrame, source: Source, gpu: str | None = None) -> Analysis:
-    """Return the full analysis of a KERNELS frame: device, per-launch verdicts and the ranked kernel list."""
+def analyze(kernels: pl.DataFrame, source: Source, gpu: str | None = None, weight_bytes: float | None = None,
+            step_kernels: int | None = None) -> Analysis:
+    """Return the full analysis of a KERNELS frame: device, per-launch verdicts and the ranked kernel list, and the
+    decode steps when the launches repeat (or `step_kernels` says how many make one step)."""
     device = resolve_device(kernels, gpu)
     launches = with_verdicts(kernels, device)
     notes = []
@@ -240,7 +244,10 @@ def analyze(kernels: pl.DataFrame, source: Source, gpu: str | None = None) -> An
         notes.append("peaks marked 'profile' are measured by Nsight Compute at the clocks of the run (peak per cycle × clock)")
     if launches["tensor_warning"].drop_nulls().len():
         notes.append("tensor-core kernels measured only by FMA counts have precision 'unknown': an FFMA roofline would understate their work")
-    return Analysis(source, device, launches, diagnose_kernels(launches, rank_kernels(launches)), notes)
+    steps = decode_steps(launches, weight_bytes, device.peaks["peak_dram_bytes_per_s"].value, step_kernels) if launches.height else None
+    if step_kernels and steps is None:
+        notes.append(f"--step-kernels {step_kernels}: the export has fewer launches than one step")
+    return Analysis(source, device, launches, diagnose_kernels(launches, rank_kernels(launches)), notes, steps=steps)
 
 
 def analyze_samples(

@@ -119,6 +119,7 @@ def run_analysis(
     bandwidth: str | None = None,
     ncu: list[Path] | None = None,
     gap_threshold: str | None = None,
+    step_kernels: int | None = None,
 ) -> Analysis:
     """Parse and analyze one trace file (the main job, shared by every command that reads a trace)."""
     update, close = _progress()
@@ -130,8 +131,11 @@ def run_analysis(
         raise UsageError("--ncu joins Nsight Compute results onto an Nsight Systems input (.sqlite or nsys stats CSV); this input is not one")
     if gap_threshold is not None and trace.nsys is None:
         raise UsageError("--gap-threshold applies to Nsight Systems SQLite exports; this input has no timeline")
+    if step_kernels is not None and trace.kernels is None:
+        raise UsageError("--step-kernels applies to Nsight Compute exports (kernels profiled one by one); this input is not one")
     source = Source(str(path), trace.format.value, _sha256(path), path.stat().st_size, trace.profiler)
-    analysis = _analyze_trace(trace, source, gpu, interval_s, tokens, weights, bandwidth, _joined_ncu(ncu, gpu) if ncu else None, gap_threshold)
+    analysis = _analyze_trace(trace, source, gpu, interval_s, tokens, weights, bandwidth, _joined_ncu(ncu, gpu) if ncu else None, gap_threshold,
+                              step_kernels)
     # What the reader noticed about the file itself (cut short, rows left out) comes first among the notes.
     return dataclasses.replace(analysis, notes=[*trace.notes, *analysis.notes]) if trace.notes else analysis
 
@@ -146,6 +150,7 @@ def _analyze_trace(
     bandwidth: str | None,
     ncu_analysis: Analysis | None,
     gap_threshold: str | None,
+    step_kernels: int | None = None,
 ) -> Analysis:
     """The analysis that fits the parsed input."""
     if trace.nsys is not None:
@@ -168,7 +173,7 @@ def _analyze_trace(
             parse_bytes(weights, "weights") if weights else None,
         )
     assert trace.kernels is not None
-    return analyze(trace.kernels, source, gpu=gpu)
+    return analyze(trace.kernels, source, gpu=gpu, weight_bytes=parse_bytes(weights, "weights") if weights else None, step_kernels=step_kernels)
 
 
 def _joined_ncu(paths: list[Path], gpu: str | None) -> Analysis:
@@ -264,6 +269,7 @@ TokensOption = Annotated[int | None, typer.Option("--tokens", min=1, help="tegra
 WeightsOption = Annotated[str | None, typer.Option("--weights", help="Bytes read per decoded token, e.g. 4.2GB: llama.cpp (default: the model size it reports); Nsight Systems: decode tokens/s and MBU from the step time.")]
 BandwidthOption = Annotated[str | None, typer.Option("--bandwidth", help="llama.cpp: memory bandwidth for MBU, e.g. 1008GB/s (default: the device's).")]
 NcuOption = Annotated[list[Path] | None, typer.Option("--ncu", help="Nsight Systems input: join this Nsight Compute export (CSV or .ncu-rep) by kernel name; repeat for one file per kernel.")]
+StepKernelsOption = Annotated[int | None, typer.Option("--step-kernels", min=1, help="Nsight Compute: launches per decode step (default: found from the repeating kernel sequence); with --weights, bytes beyond the weights and MBU per step.")]
 ParamsOption = Annotated[str | None, typer.Option("--params", help="Nsight Systems decode loop: parameter count, e.g. 8B (with --bits, instead of --weights).")]
 BitsOption = Annotated[float | None, typer.Option("--bits", min=0.1, help="Bits per weight, e.g. 4.5 for Q4_K_M (with --params).")]
 GapOption = Annotated[str | None, typer.Option("--gap-threshold", help="Nsight Systems: idle gaps at least this long are gpu_gaps findings, e.g. 100ms (default 500ms, as nsys analyze).")]
@@ -295,12 +301,13 @@ def analyze_command(
     gap_threshold: GapOption = None,
     params: ParamsOption = None,
     bits: BitsOption = None,
+    step_kernels: StepKernelsOption = None,
 ) -> None:
     """Label every kernel compute-, memory- or latency-bound and rank them by recoverable time; for an Nsight Systems
     export, say first where each GPU's time went and why it waited."""
     fmt = _infer_format(output, output_format)
     _refuse_overwrite(output, force)
-    analysis = run_analysis(file, gpu, interval, tokens, _weights_from(weights, params, bits), bandwidth, ncu, gap_threshold)
+    analysis = run_analysis(file, gpu, interval, tokens, _weights_from(weights, params, bits), bandwidth, ncu, gap_threshold, step_kernels)
     color = fmt is OutputFormat.table and output is None and sys.stdout.isatty()
     write_output(REPORTERS[fmt.value]().render(analysis, _options(top, color, per_launch)), output, force)
 
@@ -323,6 +330,7 @@ def report_command(
     gap_threshold: GapOption = None,
     params: ParamsOption = None,
     bits: BitsOption = None,
+    step_kernels: StepKernelsOption = None,
 ) -> None:
     """Write a report for a ticket: self-contained HTML, Markdown or JSON, with provenance."""
     fmt = output_format or _infer_format(output, None)
@@ -333,7 +341,7 @@ def report_command(
     if png:
         _refuse_overwrite(png_path, force)
         _require_kaleido()
-    analysis = run_analysis(file, gpu, interval, tokens, _weights_from(weights, params, bits), bandwidth, ncu, gap_threshold)
+    analysis = run_analysis(file, gpu, interval, tokens, _weights_from(weights, params, bits), bandwidth, ncu, gap_threshold, step_kernels)
     text = REPORTERS[fmt.value]().render(analysis, _options(top))
     if png and fmt is OutputFormat.md:
         text += f"\n![main figure]({png_path.name})\n"

@@ -245,6 +245,26 @@ def diagnosis_lines(kernel: dict[str, Any], rules: int = 5) -> list[str]:
     return lines
 
 
+def steps_lines(analysis: Analysis) -> list[str]:
+    """Return the steps of an Nsight Compute export as sentences (bytes per step, beyond the weights, MBU)."""
+    steps = analysis.steps
+    if not steps:
+        return []
+    kind = "Decode steps" if steps.get("weight_bytes") else "Steps"
+    line = f"{kind} ({steps['source']}): {steps['steps']} steps of {steps['kernels_per_step']} kernels"
+    if steps.get("dram_bytes_per_step") is not None:
+        line += (f"; per step (median) {format_rate(steps['dram_bytes_per_step'], 'B')} of DRAM traffic in "
+                 f"{format_duration(steps['median_duration_ns'])} of kernel time = {format_rate(steps['bandwidth_bytes_per_s'], 'B/s')}")
+        if steps.get("beyond_weights_bytes") is not None:
+            line += f"; {format_rate(steps['beyond_weights_bytes'], 'B')} beyond the weights (KV cache, activations)"
+        if steps.get("mbu_pct") is not None:
+            line += f"; MBU {steps['mbu_pct']:.1f}% of {format_rate(steps['peak_bytes_per_s'], 'B/s')}"
+    lines = [line]
+    if steps.get("note"):
+        lines.append(f"- {steps['note']}")
+    return lines
+
+
 def timeline_headline(analysis: Analysis, findings: int = 5) -> list[str]:
     """Return what an engineer reads first about a whole run: the verdict per run and per GPU, then the most costly
     findings with their advice."""
@@ -381,6 +401,8 @@ def report_data(analysis: Analysis, options: ReportOptions) -> dict[str, Any]:
     timeline = timeline_record(analysis)
     if timeline is not None:
         data["timeline"] = timeline
+    if analysis.steps is not None:
+        data["steps"] = json_safe(analysis.steps)
     if analysis.llm is not None:
         data["runs"] = run_records(analysis)
         data["findings"] = analysis.llm.findings

@@ -17,6 +17,7 @@ from traceview.app.reporters.base import (
     kernel_records,
     provenance,
     run_records,
+    steps_lines,
     summary,
     telemetry_record,
     telemetry_stat_rows,
@@ -82,6 +83,8 @@ class HTMLReporter:
             sections.append(self._runs(analysis))
         else:
             sections.append(self._kernels(analysis, options))
+            if analysis.steps is not None:
+                sections.append("<h2>Steps</h2>" + _lines_html(steps_lines(analysis)))
             if analysis.timeline is not None:
                 sections.append("<h2>Whole run</h2>" + _lines_html(timeline_lines(analysis)))
         sections += [f'<p class="note">Note: {_e(note)}</p>' for note in analysis.notes]

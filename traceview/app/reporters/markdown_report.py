@@ -18,6 +18,7 @@ from traceview.app.reporters.base import (
     kernel_records,
     provenance,
     run_records,
+    steps_lines,
     summary,
     telemetry_record,
     telemetry_stat_rows,
@@ -142,6 +143,8 @@ class MarkdownReporter:
             lines.append(f"{len(analysis.kernels) - len(kernels)} more kernels not shown (`--top`).")
         if analysis.timeline is not None:
             lines += [""] + self._block(timeline_lines(analysis))
+        if analysis.steps is not None:
+            lines += [""] + self._block(steps_lines(analysis))
         lines += ["", "**Why, and what to do**", ""]
         for k in kernels:
             lines.append(f"{k['rank']}. {escape_markdown(k['short_name'])}: {escape_markdown(k['reason'])}. Next: {escape_markdown(k['recommendation'])}.")

@@ -24,6 +24,7 @@ from traceview.app.reporters.base import (
     format_rate,
     kernel_records,
     run_records,
+    steps_lines,
     summary,
     telemetry_record,
     telemetry_stat_rows,
@@ -160,6 +161,8 @@ class TerminalReporter:
         hidden = analysis.kernels.height - (options.top or analysis.kernels.height)
         if hidden > 0:
             console.print(safe_text(f"{hidden} more kernels (use --top to show more)", style="dim"))
+        for line in steps_lines(analysis):
+            console.print(safe_text(line))
         explained = [k for k in records[:DIAGNOSED_KERNELS] if diagnosis_lines(k)]
         if explained:
             console.print(safe_text("Why, and what to do:", style="bold"))
