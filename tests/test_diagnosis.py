@@ -174,3 +174,14 @@ def test_occupancy_limiter_prefers_the_cause_that_can_be_fixed():
 ])
 def test_tensor_core_names(name, expected):
     assert tensor_core_evidence({"kernel_name": name})[0] is expected
+
+
+def test_ncu_rep_rule_results_come_through(realdata_file):
+    pytest.importorskip("ncu_report", reason="the optional ncu-report wheel is not installed")
+    kernels = by_short_name(kernels_json(realdata_file("ncu_rep/manual_nvtx.ncu-rep")))
+    daxpy = kernels["daxpy_kernel"]
+    rules = {rule["name"]: rule for rule in daxpy["rules"]}
+    assert rules["SOLBottleneck"]["section"] == "SpeedOfLight"
+    assert rules["Occupancy"]["type"] == "WRN" and "achieved occupancy" in rules["Occupancy"]["message"]
+    # The report's link markup (`@section:Id:Title@`, `@url:Title:URL@`) is gone from the text.
+    assert not any("@section:" in r["message"] or "@url:" in r["message"] for k in kernels.values() for r in k["rules"])
