@@ -107,3 +107,24 @@ def test_a_stats_table_whose_name_header_is_damaged(realdata_file, tmp_path):
     path = tmp_path / "damaged_name.txt"
     path.write_text(text.replace(header, header.replace("Name", "N\x07me"), 1))
     assert outcome(path) is None  # refused with one line: the header is damaged
+
+
+def test_diagnosis_survives_damaged_occupancy_cells():
+    """Found by the mutation campaign: a theoretical occupancy of 1e-320 % (max warps → inf), a block limit of 0.4,
+    wave counts that overflow; each is damage, read as unknown rather than crashing the diagnosis."""
+    from traceview.analyzer.diagnosis import diagnose, occupancy
+
+    launch = {"kernel_name": "k", "duration_ns": 1.0, "block_size": "(32, 1, 1)", "grid_size": "(8, 1, 1)",
+              "theoretical_occupancy_pct": 1e-320, "theoretical_warps_per_sm": 16.0, "waves_per_sm": 1e308,
+              "block_limit_sm": 0.4, "block_limit_registers": 40.0, "block_limit_shared_mem": 16.0, "block_limit_warps": 32.0}
+    occ = occupancy([launch, {**launch, "duration_ns": 2.0}])
+    assert occ["max_warps_per_sm"] is None and occ["tail"] is None
+    diagnose([launch], {"kernel_name": "k", "bound": "latency", "label": "Latency Issue", "launches": 1})
+
+
+def test_roofline_survives_a_bandwidth_that_underflows():
+    from traceview.analyzer.roofline import classify_launch
+
+    verdict = classify_launch({"fp32_flop_per_s": 1e12, "dram_bytes_per_s": 1e-320},
+                              {"peak_fp32_flop_per_s": 1e13, "peak_dram_bytes_per_s": 1e-320})
+    assert verdict.bound is not None

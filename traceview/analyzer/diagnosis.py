@@ -108,9 +108,10 @@ def block_threads(block_size: str | None) -> int | None:
 
 def _weighted(values: list[tuple[float | None, float]]) -> float | None:
     """Duration-weighted mean of the values that are present; None when none is."""
-    pairs = [(v, w) for v, w in values if v is not None and v == v]
+    pairs = [(v, w) for v, w in values if v is not None and math.isfinite(v)]
     total = sum(w for _, w in pairs)
-    return sum(v * w for v, w in pairs) / total if total > 0 else None
+    mean = sum(v * w for v, w in pairs) / total if total > 0 else None
+    return mean if mean is not None and math.isfinite(mean) else None  # a damaged export's 1e308s overflow
 
 
 def _longest(launches: list[dict[str, Any]]) -> dict[str, Any]:
@@ -158,6 +159,8 @@ def occupancy(launches: list[dict[str, Any]]) -> dict[str, Any] | None:
     theoretical_warps = longest.get("theoretical_warps_per_sm")
     max_warps = (theoretical_warps * 100.0 / longest["theoretical_occupancy_pct"]
                  if theoretical_warps and longest.get("theoretical_occupancy_pct") else None)
+    if max_warps is not None and not 1 <= max_warps <= 1024:  # no GPU holds more than 64 warps per SM; this is damage
+        max_warps = None
     limiter = _limiter(limits, longest.get("shared_bytes_per_block"))
     blocks_per_sm = min(limits.values()) if limits else None
     record: dict[str, Any] = {
@@ -200,7 +203,7 @@ def _limiter(limits: dict[str, float], shared_bytes: float | None) -> str | None
 def _tail(waves: float | None) -> dict[str, Any] | None:
     """Return the partial last wave: how full it is (%) and the most of the runtime it can take (%, ncu's bound: one
     wave's share under uniform block durations); None without a partial wave or with more than a few waves."""
-    if waves is None or waves <= 0:
+    if waves is None or waves <= 0 or not math.isfinite(waves):
         return None
     if waves < 1:
         return {"full_waves": 0, "last_wave_full_pct": 100.0 * waves, "max_runtime_share_pct": 100.0}
@@ -273,7 +276,7 @@ def _occupancy_advice(occ: dict[str, Any], rules: list[dict[str, Any]]) -> list[
     estimate = f"; ncu estimates {speedup:.0f}% speedup" if speedup else ""
     # Occupancy above 75 % rarely limits; below it, or where ncu's own occupancy rule estimates a gain, it is a cause.
     limiting = theoretical is not None and (theoretical < 75.0 or (speedup or 0.0) >= 5.0)
-    if limiter and limiting and blocks:
+    if limiter and limiting and blocks is not None and blocks >= 1:
         blocks = int(blocks)
         others = [v for k, v in occ["block_limits"].items() if k != "registers" and v]
         if limiter == "registers" and threads and warps_per_block:

@@ -14,6 +14,7 @@ Conventions (stated because the field has two):
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -153,6 +154,11 @@ def classify_launch(row: Mapping[str, Any], peaks: Mapping[str, float | None]) -
     if best is not None and levels:
         _, precision, flops, top = best
         ceilings = {level: attainable(top, flops / rate, bw) for level, (rate, bw) in levels.items()}
+        # A damaged cell (1e-320 bytes/s) can underflow a ceiling to zero: such a level has no usable roof.
+        ceilings = {level: ceiling for level, ceiling in ceilings.items() if ceiling > 0 and math.isfinite(ceiling)}
+        levels = {level: levels[level] for level in ceilings}
+    if best is not None and levels:
+        _, precision, flops, top = best
         binding = min(ceilings, key=lambda level: ceilings[level])
         roof_pct = 100.0 * flops / ceilings[binding]
         rate, bw = levels[binding]
