@@ -30,7 +30,6 @@ REALDATA = Path(__file__).resolve().parent.parent.parent / "shared" / "realdata"
 FORMATS = {
     "ncu-details": "ncu_details/*",
     "ncu-raw": "ncu_raw/*",
-    "ncu-console": "ncu_console/*",
     "nsys-stats": "nsys_stats/*",
     "tegrastats": "tegrastats/*",
     "llama-cpp": "llama_cpp/*",
