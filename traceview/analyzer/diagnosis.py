@@ -23,6 +23,7 @@ from typing import Any
 import polars as pl
 
 from traceview.analyzer.kernel_kinds import kernel_kind
+from traceview.analyzer.roofline import waves_in_rules
 
 # A kernel whose median launch is longer than this pays under 10 % for a ~2-5 us launch: CUDA graphs cannot help it.
 LAUNCH_BOUND_MAX_NS = 20_000.0
@@ -147,7 +148,7 @@ def occupancy(launches: list[dict[str, Any]]) -> dict[str, Any] | None:
     waves = _weighted([(r.get("waves_per_sm"), w) for r, w in weight])
     if waves is None:
         # Exports without Launch Statistics still quote the wave count in ncu's SOLBottleneck text.
-        waves = _weighted([(_waves_in_rules(r.get("ncu_rules") or []), w) for r, w in weight])
+        waves = _weighted([(waves_in_rules(r.get("ncu_rules") or []), w) for r, w in weight])
     longest = _longest(launches)
     all_limits = {name: longest.get(f"block_limit_{key}") for name, key in
                   (("registers", "registers"), ("shared_memory", "shared_mem"), ("warps", "warps"), ("blocks_per_sm", "sm"), ("barriers", "barriers"))}
@@ -173,14 +174,6 @@ def occupancy(launches: list[dict[str, Any]]) -> dict[str, Any] | None:
         "weighting": "per launch" if len(launches) == 1 else f"duration-weighted over {len(launches)} launches",
     }
     return record
-
-
-def _waves_in_rules(rules: list[dict[str, Any]]) -> float | None:
-    for rule in rules:
-        match = re.search(r"only ([0-9.]+) full waves", rule.get("message") or "")
-        if match:
-            return float(match.group(1))
-    return None
 
 
 def _limiter(limits: dict[str, float], shared_bytes: float | None) -> str | None:

@@ -110,13 +110,13 @@ def _fmt(pct: float | None) -> str:
     return "n/a" if pct is None else f"{pct:.1f}%"
 
 
-def _waves_from_rule(rules: list[Mapping[str, Any]]) -> float:
-    """Return the wave count that ncu's SOLBottleneck text quotes ("only 0.7 full waves"), or 0.0."""
+def waves_in_rules(rules: list[Mapping[str, Any]]) -> float | None:
+    """Return the wave count that ncu's SOLBottleneck text quotes ("only 0.7 full waves"), or None."""
     for rule in rules:
         match = re.search(r"only ([0-9.]+) full waves", rule.get("message") or "")
         if match:
             return float(match.group(1))
-    return 0.0
+    return None
 
 
 def classify_launch(row: Mapping[str, Any], peaks: Mapping[str, float | None]) -> Verdict:
@@ -196,7 +196,7 @@ def classify_launch(row: Mapping[str, Any], peaks: Mapping[str, float | None]) -
         r.get("name") == "SOLBottleneck" and "grid is too small" in (r.get("message") or "") for r in rules
     ):
         # Exports without Launch Statistics lack the wave count; ncu's own rule result still says it.
-        waves = _waves_from_rule(rules)
+        waves = waves_in_rules(rules) or 0.0
     one_sided = None
     if (sm_pct is None) != (memory_pct is None) and max(sm_pct or 0.0, memory_pct or 0.0) >= HIGH_THRESHOLD_PCT:
         # One unit at 80 %+ is a verdict whatever the other (not collected) does: ncu's "High Throughput" case.

@@ -25,7 +25,7 @@ from pathlib import Path
 import polars as pl
 
 from traceview.errors import TraceFormatError
-from traceview.parsers.ncu_csv import _assemble
+from traceview.parsers.ncu_csv import _assemble, rule_frame
 
 _KERNEL_2022 = re.compile(
     r"^\s*(?P<name>\S.*?) \((?P<grid>\d+, \d+, \d+)\)x\((?P<block>\d+, \d+, \d+)\), Context (?P<context>\d+), Stream (?P<stream>\d+)"
@@ -246,22 +246,18 @@ def parse(path: str | Path, notes: list[str] | None = None) -> pl.DataFrame:
         notes.append("numbers use a decimal comma (the profiling machine's locale): read as decimals")
     long = pl.DataFrame(metrics, schema={"launch_id": pl.String, "metric": pl.String, "unit": pl.String, "value": pl.String})
     frame_identity = pl.DataFrame(identity, schema={key: pl.String for key in identity[0]})
-    rule_frame = None
-    if rules:
-        rule_frame = pl.DataFrame(rules, schema={"launch_id": pl.String, "section": pl.String, "name": pl.String, "type": pl.String,
-                                                 "message": pl.String, "speedup_type": pl.String, "speedup_pct": pl.Float64}).select(
-            "launch_id", pl.struct("section", "name", "type", "message", "speedup_type", "speedup_pct").alias("rule"))
+    rules_by_launch = rule_frame(rules)
     if frame_identity["process_id"].null_count() == frame_identity.height:
         # The `[PID] process@host` line was cut from the paste: launches are keyed by their ID alone.
         frame_identity = frame_identity.drop("process_id", "process_name", "host_name")
-        return _assemble(long, frame_identity, rule_frame, notes)
+        return _assemble(long, frame_identity, rules_by_launch, notes)
     # Launches are keyed by (launch_id, process_id), as in the CSV; a launch before any `[PID]` line has process "".
     frame_identity = frame_identity.with_columns(pl.col("process_id").fill_null(""))
     owners = frame_identity.select("launch_id", "process_id")
     long = long.join(owners, on="launch_id", how="left")
-    if rule_frame is not None:
-        rule_frame = rule_frame.join(owners, on="launch_id", how="left")
-    return _assemble(long, frame_identity, rule_frame, notes)
+    if rules_by_launch is not None:
+        rules_by_launch = rules_by_launch.join(owners, on="launch_id", how="left")
+    return _assemble(long, frame_identity, rules_by_launch, notes)
 
 
 def profiler_hint(path: str | Path) -> str:

@@ -490,6 +490,16 @@ def _stall_columns(long: pl.DataFrame, launch: list[str]) -> pl.DataFrame:
     return stalls.join(pipe, on=launch, how="full", coalesce=True)
 
 
+def rule_frame(rows: list[dict[str, object]]) -> pl.DataFrame | None:
+    """Return rule results given as rows (launch_id, section, name, type, message, speedup_type, speedup_pct) as the
+    per-launch `rule` struct frame that _assemble takes; None when there are none."""
+    if not rows:
+        return None
+    return pl.DataFrame(rows, schema={"launch_id": pl.String, "section": pl.String, "name": pl.String, "type": pl.String,
+                                      "message": pl.String, "speedup_type": pl.String, "speedup_pct": pl.Float64}).select(
+        "launch_id", pl.struct("section", "name", "type", "message", "speedup_type", "speedup_pct").alias("rule"))
+
+
 def _col(frame: pl.DataFrame, name: str) -> pl.Expr:
     return pl.col(name) if name in frame.columns else pl.lit(None, dtype=pl.Float64)
 

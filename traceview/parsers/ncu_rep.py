@@ -20,7 +20,7 @@ from typing import Any
 import polars as pl
 
 from traceview.errors import TraceFormatError
-from traceview.parsers.ncu_csv import _RAW_STRING_METRICS, _assemble, is_wanted_metric
+from traceview.parsers.ncu_csv import _RAW_STRING_METRICS, _assemble, is_wanted_metric, rule_frame
 
 INSTALL_HINT = (
     "reading .ncu-rep needs NVIDIA's ncu-report wheel: pip install 'traceview[ncu-rep]' — "
@@ -77,13 +77,7 @@ def parse(path: str | Path, extractor: Callable[[Path], tuple[list[dict[str, Any
     if not identity_rows:
         raise TraceFormatError(path, "the report holds no profiled kernel launches", "was any kernel profiled? check the ncu filters (-k, -c)")
     long = pl.DataFrame(long_rows, schema={"launch_id": pl.String, "metric": pl.String, "unit": pl.String, "value": pl.String})
-    rule_rows = rest[0] if rest else []
-    rules = None
-    if rule_rows:
-        rules = pl.DataFrame(rule_rows, schema={"launch_id": pl.String, "section": pl.String, "name": pl.String, "type": pl.String,
-                                                "message": pl.String, "speedup_type": pl.String, "speedup_pct": pl.Float64}).select(
-            "launch_id", pl.struct("section", "name", "type", "message", "speedup_type", "speedup_pct").alias("rule"))
-    return _assemble(long, pl.DataFrame(identity_rows, infer_schema_length=None), rules)
+    return _assemble(long, pl.DataFrame(identity_rows, infer_schema_length=None), rule_frame(rest[0] if rest else []))
 
 
 # The reader's message types (ncu_report.MsgType_*) as the CSV and console spell them.
