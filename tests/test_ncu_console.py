@@ -125,3 +125,14 @@ def test_output_with_no_metric_tables_is_a_clear_error(tmp_path):
 
     with pytest.raises(TraceFormatError, match="no metric tables"):
         load_trace(path)
+
+
+def test_results_after_a_long_profiling_preamble_are_found(realdata_file, tmp_path):
+    """ncu prints a `==PROF== Profiling` line per launch before any result: thousands of launches push the first
+    kernel block past the first 64 KB."""
+    preamble = "".join(f'==PROF== Profiling "softmax" - {i}: 0%....50%....100% - 38 passes\n' for i in range(3000))
+    path = tmp_path / "long.txt"
+    path.write_text(preamble + "==PROF== Disconnected from process 1\n" + realdata_file(L4).read_text())
+    assert path.stat().st_size > 200_000
+    assert detect_format(path) is TraceFormat.NCU_CONSOLE
+    assert load_trace(path).kernels.height == 3
