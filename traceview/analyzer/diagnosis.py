@@ -207,10 +207,10 @@ def _tail(waves: float | None) -> dict[str, Any] | None:
     return {"full_waves": full, "last_wave_full_pct": 100.0 * fraction, "max_runtime_share_pct": 100.0 / (full + 1)}
 
 
-def stalls(launches: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str | None]:
+def stalls(launches: list[dict[str, Any]], rules: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str | None]:
     """Return the stall reasons with their share of warp cycles (%), largest first (`selected` and shares under 1 %
     left out), and where they come from: the stall metrics (duration-weighted cycles per issued instruction, or summed
-    PC samples), else ncu's CPIStall rule text."""
+    PC samples), else the CPIStall text among the kernel's merged `rules`."""
     totals: dict[str, float] = {}
     unit = None
     for launch in launches:
@@ -227,7 +227,7 @@ def stalls(launches: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str | 
                   for reason, value in totals.items() if reason != "selected" and value / whole >= 0.01]
         return sorted(shares, key=lambda s: -s["share_pct"]), unit
     found: dict[str, float] = {}
-    for rule in merge_rules(launches):
+    for rule in rules:
         if rule["name"] != "CPIStall" and "cycles being stalled" not in (rule["message"] or ""):
             continue
         share = re.search(r"represents about ([0-9.]+)% of the total", rule["message"] or "")
@@ -332,8 +332,9 @@ def diagnose(launches: list[dict[str, Any]], kernel: dict[str, Any]) -> dict[str
     measured = [r for r in launches if not r.get("launch_failed")]
     rules = merge_rules(launches)
     occ = occupancy(measured) if measured else None
-    stall_list, stall_source = stalls(measured)
-    tensor_votes = [tensor_core_evidence(r) for r in measured]
+    stall_list, stall_source = stalls(measured, rules)
+    # with_verdicts has judged each launch already; launches built elsewhere (tests) are judged here.
+    tensor_votes = [(r["tensor_core"], r["tensor_core_source"]) if "tensor_core_source" in r else tensor_core_evidence(r) for r in measured]
     tensor = next((t for t in tensor_votes if t[1] == "tensor-pipe metrics"), None) or next((t for t in tensor_votes if t[0] is not None), (None, None))
     name = kernel.get("kernel_name") or ""
     kind = kernel_kind(name)

@@ -114,15 +114,15 @@ class HTMLReporter:
     def _kernels(self, analysis: Analysis, options: ReportOptions) -> str:
         headers = [("#", True), ("kernel", False), ("launches", True), ("time", True), ("share", True), ("verdict", False),
                    ("AI (FLOP/B)", True), ("% of roof", True), ("recoverable", True), ("why", False), ("next step", False)]
+        records = kernel_records(analysis, options.top)
         rows = [[
             str(k["rank"]), f'<span class="name" title="{_e(k["name"])}">{_e(k["short_name"])}</span>', str(k["launches"]),
             format_duration(k["duration_ns"]), format_pct(k["share_pct"]), f'<span class="{_e(k["bound"])}">{_e(k["bound"])}</span> · {_e(k["label"])}',
             format_number(k["arithmetic_intensity"]), format_pct(k["roof_pct"]), format_duration(k["recoverable_ns"]),
             _e(k["reason"]), _e(k["recommendation"]),
-        ] for k in kernel_records(analysis, options.top)]
-        details = "".join(
-            f"<h3>{k['rank']}. {_e(k['short_name'])}</h3>" + _lines_html(diagnosis_lines(k))
-            for k in kernel_records(analysis, options.top) if diagnosis_lines(k))
+        ] for k in records]
+        explained = [(k, diagnosis_lines(k)) for k in records]
+        details = "".join(f"<h3>{k['rank']}. {_e(k['short_name'])}</h3>" + _lines_html(lines) for k, lines in explained if lines)
         return ("<h2>Ranked bottlenecks</h2>" + (_table(headers, rows) if rows else "<p>No kernel launches in this export.</p>")
                 + (f"<h2>Why, and what to do</h2>{details}" if details else ""))
 

@@ -163,12 +163,12 @@ class TerminalReporter:
             console.print(safe_text(f"{hidden} more kernels (use --top to show more)", style="dim"))
         for line in steps_lines(analysis):
             console.print(safe_text(line))
-        explained = [k for k in records[:DIAGNOSED_KERNELS] if diagnosis_lines(k)]
+        explained = [(k, lines) for k in records[:DIAGNOSED_KERNELS] if (lines := diagnosis_lines(k, rules=3))]
         if explained:
             console.print(safe_text("Why, and what to do:", style="bold"))
-        for k in explained:
+        for k, lines in explained:
             console.print(safe_text(f"{k['rank']}. {middle_cut(terminal_safe(k['short_name']), 80)}: {k['reason']}"))
-            for line in diagnosis_lines(k, rules=3):
+            for line in lines:
                 console.print(safe_text(f"   - {line}"))
         if analysis.timeline is not None:
             for line in timeline_lines(analysis):
