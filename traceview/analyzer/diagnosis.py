@@ -313,9 +313,15 @@ def _grid_advice(occ: dict[str, Any], launches: list[dict[str, Any]], kind: str)
     tail, waves = occ.get("tail"), occ.get("waves_per_sm")
     if not tail or waves is None:
         return []
-    grid = block_threads(_longest(launches).get("grid_size"))
-    per_wave = grid / waves if grid and waves else None
-    wave_text = f" ({per_wave:.0f} blocks)" if per_wave else ""
+    longest = _longest(launches)
+    grid = block_threads(longest.get("grid_size"))
+    sms, blocks = longest.get("sm_count"), occ.get("blocks_per_sm")
+    if sms and blocks and blocks >= 1:
+        wave_text = f" ({sms * int(blocks)} blocks: {int(blocks)} per SM on {sms} SMs)"
+    elif grid and waves:
+        wave_text = f" (about {grid / waves:.0f} blocks)"  # ncu prints waves to 2 decimals: the quotient is approximate
+    else:
+        wave_text = ""
     if tail["full_waves"] == 0:
         how = " (split-K, smaller tiles)" if kind in ("gemm", "attention", "convolution") else ""
         return [f"the grid{f' of {grid} blocks' if grid else ''} fills {tail['last_wave_full_pct']:.0f}% of one wave{wave_text}: more, smaller "
