@@ -69,28 +69,39 @@ def range_table(nvtx: pl.DataFrame, launches: pl.DataFrame) -> pl.DataFrame:
                                  "parent": pl.String, "kernels": pl.Int64, "gpu_ns": pl.Int64})
     if ranges.height == 0:
         return empty
-    groups = {text: normalise_range_name(text) for text in ranges["text"].unique().to_list()}
-    ranges = ranges.with_columns(pl.col("text").replace_strict(groups, default="<unnamed>", return_dtype=pl.String).alias("group"),
-                                 pl.col("tid").fill_null(-1))
-    launched = launches.with_columns(pl.col("tid").fill_null(-1), (pl.col("end_ns") - pl.col("start_ns")).alias("d")) if launches.height else launches
-    parts = []
-    for (tid,), own in ranges.group_by("tid", maintain_order=True):
-        starts, ends = own["start_ns"].to_numpy(), own["end_ns"].to_numpy()
-        depth, parent = _depth_and_parent(starts, ends)
-        names = own["group"].to_list()
-        kernels = np.zeros(len(starts), dtype=np.int64)
-        gpu = np.zeros(len(starts), dtype=np.int64)
-        if launched.height:
-            calls = launched.filter(pl.col("tid") == tid).sort("call_start_ns")
-            if calls.height:
-                t = calls["call_start_ns"].to_numpy()
-                cumulative = np.concatenate([[0], np.cumsum(calls["d"].to_numpy())])
-                low, high = np.searchsorted(t, starts, side="left"), np.searchsorted(t, ends, side="right")
-                kernels, gpu = high - low, cumulative[high] - cumulative[low]
-        parts.append(own.select("start_ns", "end_ns", "tid", "group").with_columns(
-            pl.Series("depth", depth), pl.Series("parent", [names[p] if p >= 0 else None for p in parent], dtype=pl.String),
-            pl.Series("kernels", kernels, dtype=pl.Int64), pl.Series("gpu_ns", gpu, dtype=pl.Int64)))
-    return pl.concat(parts) if parts else empty
+    # Names repeat millions of times but are few: normalise each distinct name once, attach by a join (a hash join;
+    # a per-row dictionary lookup is ten times slower at 10 M rows).
+    texts = ranges["text"].unique().drop_nulls()
+    groups = pl.DataFrame({"text": texts, "group": [normalise_range_name(t) for t in texts.to_list()]}, schema={"text": pl.String, "group": pl.String})
+    ranges = (ranges.select("start_ns", "end_ns", pl.col("tid").fill_null(-1), "text").join(groups, on="text", how="left")
+              .select("start_ns", "end_ns", "tid", pl.col("group").fill_null("<unnamed>")).sort("tid", "start_ns"))
+    starts, ends, tids = ranges["start_ns"].to_numpy(), ranges["end_ns"].to_numpy(), ranges["tid"].to_numpy()
+    depth = np.zeros(ranges.height, dtype=np.int64)
+    parent = np.full(ranges.height, -1, dtype=np.int64)
+    kernels = np.zeros(ranges.height, dtype=np.int64)
+    gpu = np.zeros(ranges.height, dtype=np.int64)
+    calls = (launches.select(pl.col("tid").fill_null(-1), "call_start_ns", (pl.col("end_ns") - pl.col("start_ns")).alias("d"))
+             .sort("tid", "call_start_ns") if launches.height else None)
+    call_tids = calls["tid"].to_numpy() if calls is not None else np.array([], dtype=np.int64)
+    call_starts = calls["call_start_ns"].to_numpy() if calls is not None else np.array([], dtype=np.int64)
+    call_time = np.concatenate([[0], np.cumsum(calls["d"].to_numpy())]) if calls is not None else np.zeros(1, dtype=np.int64)
+    # One thread's ranges at a time: a contiguous slice after the sort, no copies.
+    bounds = np.concatenate([[0], np.flatnonzero(np.diff(tids)) + 1, [len(tids)]])
+    for first, last in zip(bounds[:-1], bounds[1:], strict=True):
+        own_depth, own_parent = _depth_and_parent(starts[first:last], ends[first:last])
+        depth[first:last] = own_depth
+        parent[first:last] = np.where(own_parent >= 0, own_parent + first, -1)
+        low_call, high_call = np.searchsorted(call_tids, tids[first], "left"), np.searchsorted(call_tids, tids[first], "right")
+        if high_call > low_call:
+            t = call_starts[low_call:high_call]
+            low = np.searchsorted(t, starts[first:last], side="left") + low_call
+            high = np.searchsorted(t, ends[first:last], side="right") + low_call
+            kernels[first:last], gpu[first:last] = high - low, call_time[high] - call_time[low]
+    group = ranges["group"]
+    parent_group = group.gather(np.clip(parent, 0, None)).alias("parent")
+    return ranges.with_columns(
+        pl.Series("depth", depth), pl.when(pl.Series(parent) >= 0).then(parent_group).alias("parent"),
+        pl.Series("kernels", kernels, dtype=pl.Int64), pl.Series("gpu_ns", gpu, dtype=pl.Int64))
 
 
 def group_summary(ranges: pl.DataFrame, top: int = 60) -> list[dict[str, Any]]:

@@ -318,8 +318,10 @@ def gap_causes(gaps: pl.DataFrame, classes: pl.DataFrame, nvtx: pl.DataFrame, qu
     a, b = gaps["start_ns"].to_numpy(), (gaps["start_ns"] + gaps["duration_ns"]).to_numpy()
     half = (b - a) / 2
     ranges = nvtx.filter(pl.col("kind") != "Mark")
-    jit_ranges = ranges.filter(pl.col("text").fill_null("").str.contains(JIT_RANGE.pattern))
-    data_ranges = ranges.filter(pl.col("text").fill_null("").str.contains(DATA_RANGE.pattern))
+    # Range names repeat millions of times but are few: match each distinct name once.
+    names = ranges["text"].unique().drop_nulls().to_list()
+    jit_ranges = ranges.filter(pl.col("text").is_in([n for n in names if JIT_RANGE.search(n)]))
+    data_ranges = ranges.filter(pl.col("text").is_in([n for n in names if DATA_RANGE.search(n)]))
     jit = np.maximum(_coverage(jit_ranges).overlap(a, b), _coverage(classes.filter(pl.col("class") == "module_load")).overlap(a, b))
     by_class = {label: _coverage(classes.filter(pl.col("class") == label)).overlap(a, b) for label in _GAP_API_CLASSES}
     other = _coverage(classes.filter(pl.col("class") == "other_cuda_api")).overlap(a, b)
@@ -334,6 +336,22 @@ def gap_causes(gaps: pl.DataFrame, classes: pl.DataFrame, nvtx: pl.DataFrame, qu
         default=code("host_code"),
     )
     return pl.Series("cause", codes, dtype=pl.Int64).replace_strict(dict(enumerate(CAUSE_CODES)), return_dtype=pl.String)
+
+
+def _overlapping_any(frame: pl.DataFrame, starts: np.ndarray, ends: np.ndarray) -> pl.DataFrame:
+    """Return the rows of a timed frame that overlap at least one of the (few, disjoint) intervals, in one pass."""
+    if frame.height == 0 or len(starts) == 0:
+        return frame.head(0)
+    order = np.argsort(starts)
+    starts, ends = starts[order], ends[order]
+    row_start, row_end = frame["start_ns"].to_numpy(), frame["end_ns"].fill_null(frame["start_ns"]).to_numpy()
+    # The first interval that ends after the row starts is the only one it can overlap first; it overlaps when that
+    # interval starts before the row ends.
+    index = np.searchsorted(ends, row_start, side="right")
+    inside = index < len(starts)
+    hit = np.zeros(frame.height, dtype=bool)
+    hit[inside] = starts[index[inside]] < row_end[inside]
+    return frame.filter(pl.Series(hit))
 
 
 def _gap_evidence(start: int, end: int, api: pl.DataFrame, nvtx: pl.DataFrame) -> dict[str, Any]:
@@ -557,9 +575,14 @@ def analyze_whole_run(
         for cause, duration in device["idle_by_cause"].items():
             idle_by_cause[cause] = idle_by_cause.get(cause, 0) + duration
         ranked = with_causes.top_k(LISTED_GAPS, by="duration_ns").sort("duration_ns", descending=True)
+        # Only the rows around the listed gaps, found in one pass, are searched gap by gap.
+        gap_starts = ranked["start_ns"].to_numpy()
+        gap_ends = gap_starts + ranked["duration_ns"].to_numpy()
+        near_api = _overlapping_any(host_api, gap_starts, gap_ends)
+        near_nvtx = _overlapping_any(host_nvtx, gap_starts, gap_ends)
         for gap in ranked.iter_rows(named=True):
             start, end = gap["start_ns"], gap["start_ns"] + gap["duration_ns"]
-            evidence = _gap_evidence(start, end, host_api, host_nvtx)
+            evidence = _gap_evidence(start, end, near_api, near_nvtx)
             all_gaps.append({"device_id": device_id, "start_ns": int(start - device["first_ns"]), "duration_ns": int(gap["duration_ns"]),
                              "cause": gap["cause"], "cause_text": CAUSES[gap["cause"]][0], "evidence": evidence})
         device["largest_gap_ns"] = int(ranked["duration_ns"][0]) if ranked.height else 0

@@ -210,7 +210,6 @@ def _read(path: Path, connection: sqlite3.Connection, tables: set[str], progress
     if long_names:
         notes.append(f"{len(long_names)} string(s) longer than {MAX_NAME_CHARS:,} characters were cut (a damaged export?)")
 
-    kernels = _read_kernels(path, connection, tables, progress)
     memops = pl.DataFrame(schema=NSYS_MEMOPS)
     untimed = [t for t in ("CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
                            "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS", GRAPH_TRACE_TABLE)
@@ -218,14 +217,18 @@ def _read(path: Path, connection: sqlite3.Connection, tables: set[str], progress
     if untimed:
         notes.append(f"left out for lack of start/end columns: {', '.join(untimed)}")
         tables = tables - set(untimed)
+    timed = [t for t in (KERNEL_TABLE, "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
+                         "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS", GRAPH_TRACE_TABLE) if t in tables]
+    reader = _Reader(path, connection, progress, sum(connection.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0] for t in timed))
+    kernels = _read_kernels(path, connection, tables, reader)
     if "CUPTI_ACTIVITY_KIND_MEMCPY" in tables:
         columns = set(_columns(connection, "CUPTI_ACTIVITY_KIND_MEMCPY"))
         if not {"srcKind", "dstKind"} <= columns:
             notes.append("the memcpy table has no srcKind/dstKind columns: pageable host copies cannot be told apart")
-        sql = (f'SELECT start, "end", {_device(columns)}, {_optional(columns, "copyKind")}, {_optional(columns, "bytes")}, '
+        sql = (f'start, "end", {_device(columns)}, {_optional(columns, "copyKind")}, {_optional(columns, "bytes")}, '
                f'{_optional(columns, "srcKind")}, {_optional(columns, "dstKind")}, {_optional(columns, "correlationId")}, '
-               f'{_optional(columns, "globalPid", _PID.format(column="globalPid"))} FROM CUPTI_ACTIVITY_KIND_MEMCPY')
-        frame = _frame(connection, sql, pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "copy_kind": pl.Int64,
+               f'{_optional(columns, "globalPid", _PID.format(column="globalPid"))}')
+        frame = reader.read("CUPTI_ACTIVITY_KIND_MEMCPY", sql, pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "copy_kind": pl.Int64,
                                                    "bytes": pl.Int64, "src": pl.Int64, "dst": pl.Int64, "correlation_id": pl.Int64, "pid": pl.Int64}))
         memops = frame.select(
             "start_ns", "end_ns", "device_id",
@@ -237,9 +240,9 @@ def _read(path: Path, connection: sqlite3.Connection, tables: set[str], progress
         )
     if "CUPTI_ACTIVITY_KIND_MEMSET" in tables:
         columns = set(_columns(connection, "CUPTI_ACTIVITY_KIND_MEMSET"))
-        sql = (f'SELECT start, "end", {_device(columns)}, {_optional(columns, "bytes")}, {_optional(columns, "memKind")}, '
-               f'{_optional(columns, "correlationId")}, {_optional(columns, "globalPid", _PID.format(column="globalPid"))} FROM CUPTI_ACTIVITY_KIND_MEMSET')
-        frame = _frame(connection, sql, pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "bytes": pl.Int64,
+        sql = (f'start, "end", {_device(columns)}, {_optional(columns, "bytes")}, {_optional(columns, "memKind")}, '
+               f'{_optional(columns, "correlationId")}, {_optional(columns, "globalPid", _PID.format(column="globalPid"))}')
+        frame = reader.read("CUPTI_ACTIVITY_KIND_MEMSET", sql, pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "bytes": pl.Int64,
                                                    "kind": pl.Int64, "correlation_id": pl.Int64, "pid": pl.Int64}))
         memset = frame.select("start_ns", "end_ns", "device_id", pl.lit("memset").alias("operation"), pl.lit(None, dtype=pl.Int64).alias("copy_kind"),
                               "bytes", pl.lit(None, dtype=pl.String).alias("src_kind"),
@@ -249,9 +252,9 @@ def _read(path: Path, connection: sqlite3.Connection, tables: set[str], progress
     sync = pl.DataFrame(schema=NSYS_SYNC)
     if "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION" in tables:
         columns = set(_columns(connection, "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"))
-        sql = (f'SELECT start, "end", {_device(columns)}, {_optional(columns, "syncType")}, {_optional(columns, "correlationId")}, '
-               f'{_optional(columns, "globalPid", _PID.format(column="globalPid"))} FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION')
-        frame = _frame(connection, sql, pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "type": pl.Int64,
+        sql = (f'start, "end", {_device(columns)}, {_optional(columns, "syncType")}, {_optional(columns, "correlationId")}, '
+               f'{_optional(columns, "globalPid", _PID.format(column="globalPid"))}')
+        frame = reader.read("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", sql, pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "type": pl.Int64,
                                                    "correlation_id": pl.Int64, "pid": pl.Int64}))
         sync = frame.select("start_ns", "end_ns", "device_id",
                             pl.col("type").replace_strict(sync_types, default="Unknown", return_dtype=pl.String).alias("sync_type"),
@@ -259,9 +262,9 @@ def _read(path: Path, connection: sqlite3.Connection, tables: set[str], progress
     api = pl.DataFrame(schema=NSYS_API)
     if "CUPTI_ACTIVITY_KIND_RUNTIME" in tables:
         columns = set(_columns(connection, "CUPTI_ACTIVITY_KIND_RUNTIME"))
-        sql = (f'SELECT start, "end", {_optional(columns, "nameId")}, {_optional(columns, "correlationId")}, {_optional(columns, "globalTid")}, '
-               f'{_optional(columns, "globalTid", _PID.format(column="globalTid"))} FROM CUPTI_ACTIVITY_KIND_RUNTIME')
-        frame = _frame(connection, sql, pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "name_id": pl.Int64, "correlation_id": pl.Int64,
+        sql = (f'start, "end", {_optional(columns, "nameId")}, {_optional(columns, "correlationId")}, {_optional(columns, "globalTid")}, '
+               f'{_optional(columns, "globalTid", _PID.format(column="globalTid"))}')
+        frame = reader.read("CUPTI_ACTIVITY_KIND_RUNTIME", sql, pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "name_id": pl.Int64, "correlation_id": pl.Int64,
                                                    "tid": pl.Int64, "pid": pl.Int64}))
         # Mapped once per row, so only the ids in use, and at API-name length: one huge string would be copied per call.
         api_names = {i: names.get(i, "?")[:MAX_API_NAME_CHARS] for i in frame["name_id"].unique().drop_nulls().to_list()}
@@ -272,10 +275,10 @@ def _read(path: Path, connection: sqlite3.Connection, tables: set[str], progress
         columns = set(_columns(connection, "NVTX_EVENTS"))
         # Without eventType (a trimmed export) a row with an end is a push/pop range and one without an end a mark.
         kind = _optional(columns, "eventType", missing='CASE WHEN "end" IS NULL THEN 34 ELSE 59 END')
-        sql = (f'SELECT start, "end", {kind}, {_optional(columns, "text")}, {_optional(columns, "textId")}, {_optional(columns, "globalTid")}, '
-               f'{_optional(columns, "globalTid", _PID.format(column="globalTid"))} FROM NVTX_EVENTS WHERE {kind} IN (59, 60, 34)')
-        frame = _frame(connection, sql, pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "type": pl.Int64, "text": pl.String, "text_id": pl.Int64,
-                                                   "tid": pl.Int64, "pid": pl.Int64}))
+        sql = (f'start, "end", {kind}, {_optional(columns, "text")}, {_optional(columns, "textId")}, {_optional(columns, "globalTid")}, '
+               f'{_optional(columns, "globalTid", _PID.format(column="globalTid"))}')
+        frame = reader.read("NVTX_EVENTS", sql, pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "type": pl.Int64, "text": pl.String, "text_id": pl.Int64,
+                                                   "tid": pl.Int64, "pid": pl.Int64}), where=f"{kind} IN (59, 60, 34)")
         texts = {i: names.get(i, "")[:MAX_NVTX_TEXT_CHARS] for i in frame["text_id"].unique().drop_nulls().to_list()}
         nvtx = frame.select(
             "start_ns", "end_ns",
@@ -287,14 +290,68 @@ def _read(path: Path, connection: sqlite3.Connection, tables: set[str], progress
     graphs = pl.DataFrame(schema=NSYS_GRAPHS)
     if GRAPH_TRACE_TABLE in tables:
         columns = set(_columns(connection, GRAPH_TRACE_TABLE))
-        sql = (f'SELECT start, "end", {_optional(columns, "deviceId")}, {_optional(columns, "correlationId")}, '
-               f'{_optional(columns, "globalPid", _PID.format(column="globalPid"))} FROM {GRAPH_TRACE_TABLE} WHERE start > 0')
-        graphs = _frame(connection, sql, NSYS_GRAPHS)
+        sql = (f'start, "end", {_optional(columns, "deviceId")}, {_optional(columns, "correlationId")}, '
+               f'{_optional(columns, "globalPid", _PID.format(column="globalPid"))}')
+        graphs = reader.read(GRAPH_TRACE_TABLE, sql, NSYS_GRAPHS, where="start > 0")
     return NsysExport(path, meta.get("EXPORT_PRODUCT_VERSION"), meta.get("EXPORT_SCHEMA_VERSION"), _read_gpus(connection, tables),
                       kernels, names, memops, sync, api, nvtx, tables, graphs, capture, notes)
 
 
-def _read_kernels(path: Path, connection: sqlite3.Connection, tables: set[str], progress: Callable[[int, int], None] | None) -> pl.DataFrame:
+class _Reader:
+    """Reads tables in bulk: row-id chunks decoded by SQLite on two connections at once, each into Arrow through ADBC
+    (a chunk whose cells defeat ADBC's type inference is read again with declared types), with one progress count
+    over every table read."""
+
+    def __init__(self, path: Path, connection: sqlite3.Connection, progress: Callable[[int, int], None] | None, total_rows: int):
+        self.path, self.connection, self.progress, self.total, self.done = path, connection, progress, total_rows, 0
+        try:
+            import adbc_driver_sqlite.dbapi as adbc
+        except ImportError:  # the standard library gives the same result, several times slower
+            adbc = None
+        self.adbc = adbc
+
+    def _ranges(self, table: str) -> list[tuple[int, int]]:
+        bounds = self.connection.execute(f'SELECT min(rowid), max(rowid), count(*) FROM "{table}"').fetchone()
+        if not bounds or not bounds[2]:
+            return []
+        low, high, total = bounds
+        if high - low + 1 > 2 * total + _CHUNK_ROWS:
+            # Row ids far sparser than the rows (a damaged page can make max(rowid) ~2**62): one range, not billions.
+            return [(low, high)]
+        return [(first, min(first + _CHUNK_ROWS - 1, high)) for first in range(low, high + 1, _CHUNK_ROWS)]
+
+    def _chunk(self, sql: str, schema: pl.Schema) -> pl.DataFrame:
+        if self.adbc is not None:
+            try:
+                with closing(self.adbc.connect(f"file:{_uri_path(self.path)}?mode=ro")) as reader, closing(reader.cursor()) as cursor:
+                    cursor.execute(sql)
+                    part = pl.from_arrow(cursor.fetch_arrow_table())
+                assert isinstance(part, pl.DataFrame)
+                part.columns = list(schema.keys())
+                return part.cast(dict(schema))  # type: ignore[arg-type]
+            except _read_errors():
+                pass  # the driver infers a column's type from its first rows; read this range with declared types instead
+        with closing(_connect(self.path)) as own:
+            return _frame(own, sql, schema)
+
+    def read(self, table: str, select: str, schema: pl.Schema, where: str | None = None) -> pl.DataFrame:
+        """Return `SELECT {select} FROM table [WHERE where]` as a frame of `schema` (types declared, never inferred)."""
+        ranges = self._ranges(table)
+        if not ranges:
+            return pl.DataFrame(schema=schema)
+        condition = f" AND ({where})" if where else ""
+        queries = [f'SELECT {select} FROM "{table}" WHERE rowid BETWEEN {low} AND {high}{condition}' for low, high in ranges]
+        parts: list[pl.DataFrame] = []
+        with ThreadPoolExecutor(max_workers=min(2, len(queries))) as pool:
+            for (low, high), part in zip(ranges, pool.map(lambda sql: self._chunk(sql, schema), queries), strict=True):
+                parts.append(part)
+                self.done += high - low + 1 if len(ranges) > 1 else part.height
+                if self.progress is not None:
+                    self.progress(min(self.done, self.total), self.total)
+        return pl.concat(parts, rechunk=False)
+
+
+def _read_kernels(path: Path, connection: sqlite3.Connection, tables: set[str], reader: _Reader) -> pl.DataFrame:
     if KERNEL_TABLE not in tables:
         return pl.DataFrame(schema=NSYS_KERNELS)
     columns = set(_columns(connection, KERNEL_TABLE))
@@ -304,45 +361,9 @@ def _read_kernels(path: Path, connection: sqlite3.Connection, tables: set[str], 
     name = next((c for c in ("demangledName", "shortName", "mangledName") if c in columns), "NULL")
     # Only the columns the analysis uses: fewer columns is what makes the bulk read fast and small.
     # globalPid is unpacked into the pid after the read, vectorised, rather than per row in SQLite.
-    select = (f'SELECT start, "end", {_device(columns)}, {name}, {_optional(columns, "correlationId")}, {_optional(columns, "globalPid")}, '
-              f'{_optional(columns, "graphNodeId")} FROM {KERNEL_TABLE}')
-    bounds = connection.execute(f"SELECT min(rowid), max(rowid), count(*) FROM {KERNEL_TABLE}").fetchone()
-    if not bounds or bounds[2] == 0:
-        return pl.DataFrame(schema=NSYS_KERNELS)
-    low, high, total = bounds
-    if high - low + 1 > 2 * total + _CHUNK_ROWS:
-        # Row ids far sparser than the rows (a damaged page can make max(rowid) ~2**62): one range, not billions.
-        ranges = [(low, high)]
-    else:
-        ranges = [(first, min(first + _CHUNK_ROWS - 1, high)) for first in range(low, high + 1, _CHUNK_ROWS)]
-    try:
-        import adbc_driver_sqlite.dbapi as adbc
-    except ImportError:  # the standard library gives the same result, several times slower
-        adbc = None
-
-    def read(bounds: tuple[int, int]) -> pl.DataFrame:
-        sql = f"{select} WHERE rowid BETWEEN {bounds[0]} AND {bounds[1]}"
-        if adbc is not None:
-            try:
-                with closing(adbc.connect(f"file:{_uri_path(path)}?mode=ro")) as reader, closing(reader.cursor()) as cursor:
-                    cursor.execute(sql)
-                    part = pl.from_arrow(cursor.fetch_arrow_table())
-                assert isinstance(part, pl.DataFrame)
-                part.columns = list(NSYS_KERNELS.keys())
-                return part.cast(dict(NSYS_KERNELS))  # type: ignore[arg-type]
-            except _read_errors():
-                pass  # the driver infers a column's type from its first rows; read this range with declared types instead
-        with closing(_connect(path)) as own:
-            return _frame(own, sql, NSYS_KERNELS)
-
-    parts: list[pl.DataFrame] = []
-    # SQLite decodes rows on one core per connection; two connections read two row ranges at once.
-    with ThreadPoolExecutor(max_workers=min(2, len(ranges))) as pool:
-        for part in pool.map(read, ranges):
-            parts.append(part)
-            if progress is not None:
-                progress(sum(p.height for p in parts), total)
-    kernels = pl.concat(parts, rechunk=False)
+    select = (f'start, "end", {_device(columns)}, {name}, {_optional(columns, "correlationId")}, {_optional(columns, "globalPid")}, '
+              f'{_optional(columns, "graphNodeId")}')
+    kernels = reader.read(KERNEL_TABLE, select, NSYS_KERNELS)
     # graphNodeId is 0 or NULL for kernels not launched from a graph, depending on the nsys version.
     return kernels.with_columns(pl.when(pl.col("graph_node_id") != 0).then(pl.col("graph_node_id")).alias("graph_node_id"),
                                 ((pl.col("pid") // 16777216) % 16777216).alias("pid"))
