@@ -72,7 +72,8 @@ def range_table(nvtx: pl.DataFrame, launches: pl.DataFrame) -> pl.DataFrame:
     # Names repeat millions of times but are few: normalise each distinct name once, attach by a join (a hash join;
     # a per-row dictionary lookup is ten times slower at 10 M rows).
     texts = ranges["text"].unique().drop_nulls()
-    groups = pl.DataFrame({"text": texts, "group": [normalise_range_name(t) for t in texts.to_list()]}, schema={"text": pl.String, "group": pl.String})
+    groups = pl.DataFrame({"text": texts, "group": [normalise_range_name(t) for t in texts.cast(pl.String).to_list()]},
+                          schema={"text": ranges.schema["text"], "group": pl.String})
     ranges = (ranges.select("start_ns", "end_ns", pl.col("tid").fill_null(-1), "text").join(groups, on="text", how="left")
               .select("start_ns", "end_ns", "tid", pl.col("group").fill_null("<unnamed>")).sort("tid", "start_ns"))
     starts, ends, tids = ranges["start_ns"].to_numpy(), ranges["end_ns"].to_numpy(), ranges["tid"].to_numpy()

@@ -319,7 +319,7 @@ def gap_causes(gaps: pl.DataFrame, classes: pl.DataFrame, nvtx: pl.DataFrame, qu
     half = (b - a) / 2
     ranges = nvtx.filter(pl.col("kind") != "Mark")
     # Range names repeat millions of times but are few: match each distinct name once.
-    names = ranges["text"].unique().drop_nulls().to_list()
+    names = ranges["text"].unique().drop_nulls().cast(pl.String).to_list()
     jit_ranges = ranges.filter(pl.col("text").is_in([n for n in names if JIT_RANGE.search(n)]))
     data_ranges = ranges.filter(pl.col("text").is_in([n for n in names if DATA_RANGE.search(n)]))
     jit = np.maximum(_coverage(jit_ranges).overlap(a, b), _coverage(classes.filter(pl.col("class") == "module_load")).overlap(a, b))

@@ -40,7 +40,8 @@ NSYS_SYNC = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl
                        "correlation_id": pl.Int64, "pid": pl.Int64})
 NSYS_API = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "name": pl.String, "correlation_id": pl.Int64,
                       "tid": pl.Int64, "pid": pl.Int64})
-NSYS_NVTX = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "text": pl.String, "kind": pl.String,
+# NVTX names repeat millions of times (one per op call): categorical keeps 10 M ranges in a tenth of the memory.
+NSYS_NVTX = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "text": pl.Categorical(), "kind": pl.Categorical(),
                        "tid": pl.Int64, "pid": pl.Int64})
 # Whole-graph executions (`nsys profile --cuda-graph-trace=graph`, the default): the nodes are not in the kernel table.
 NSYS_GRAPHS = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "correlation_id": pl.Int64,
@@ -134,7 +135,8 @@ def _as_text(value: object) -> str | None:
     return None if value is None else _text(value)
 
 
-_CONVERTERS: dict[type[pl.DataType], Callable[[object], object]] = {pl.Int64: _as_int, pl.Float64: _as_float, pl.String: _as_text}
+_CONVERTERS: dict[type[pl.DataType], Callable[[object], object]] = {pl.Int64: _as_int, pl.Float64: _as_float, pl.String: _as_text,
+                                                                   pl.Categorical: _as_text}
 
 
 def _frame(connection: sqlite3.Connection, sql: str, schema: pl.Schema) -> pl.DataFrame:
@@ -277,16 +279,23 @@ def _read(path: Path, connection: sqlite3.Connection, tables: set[str], progress
         kind = _optional(columns, "eventType", missing='CASE WHEN "end" IS NULL THEN 34 ELSE 59 END')
         sql = (f'start, "end", {kind}, {_optional(columns, "text")}, {_optional(columns, "textId")}, {_optional(columns, "globalTid")}, '
                f'{_optional(columns, "globalTid", _PID.format(column="globalTid"))}')
-        frame = reader.read("NVTX_EVENTS", sql, pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "type": pl.Int64, "text": pl.String, "text_id": pl.Int64,
+        frame = reader.read("NVTX_EVENTS", sql, pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "type": pl.Int64, "text": pl.Categorical(), "text_id": pl.Int64,
                                                    "tid": pl.Int64, "pid": pl.Int64}), where=f"{kind} IN (59, 60, 34)")
-        texts = {i: names.get(i, "")[:MAX_NVTX_TEXT_CHARS] for i in frame["text_id"].unique().drop_nulls().to_list()}
-        nvtx = frame.select(
-            "start_ns", "end_ns",
-            pl.coalesce(pl.col("text").str.slice(0, MAX_NVTX_TEXT_CHARS),
-                        pl.col("text_id").replace_strict(texts, default=None, return_dtype=pl.String)).alias("text"),
-            pl.col("type").replace_strict(_NVTX_KINDS, default="Other", return_dtype=pl.String).alias("kind"),
-            "tid", "pid",
-        )
+        # Inline texts and StringIds texts are both cut and mapped per distinct value, then joined as categories.
+        inline = frame["text"].unique().drop_nulls()
+        by_id = frame["text_id"].unique().drop_nulls()
+        inline_map = pl.DataFrame({"text": inline, "name": [t[:MAX_NVTX_TEXT_CHARS] for t in inline.cast(pl.String).to_list()]},
+                                  schema={"text": pl.Categorical(), "name": pl.String})
+        id_map = pl.DataFrame({"text_id": by_id, "id_name": [names.get(i, "")[:MAX_NVTX_TEXT_CHARS] for i in by_id.to_list()]},
+                              schema={"text_id": pl.Int64, "id_name": pl.String})
+        kinds = pl.DataFrame({"type": list(_NVTX_KINDS), "kind": list(_NVTX_KINDS.values())}, schema={"type": pl.Int64, "kind": pl.String})
+        if id_map.height == 0 and (inline_map["name"].str.len_chars() < MAX_NVTX_TEXT_CHARS).all():
+            text = pl.col("text")  # the common case: short inline names, already categories
+        else:
+            frame = frame.join(inline_map, on="text", how="left").join(id_map, on="text_id", how="left")
+            text = pl.coalesce("name", "id_name").cast(pl.Categorical)
+        frame = frame.join(kinds, on="type", how="left")
+        nvtx = frame.select("start_ns", "end_ns", text.alias("text"), pl.col("kind").fill_null("Other").cast(pl.Categorical), "tid", "pid")
     graphs = pl.DataFrame(schema=NSYS_GRAPHS)
     if GRAPH_TRACE_TABLE in tables:
         columns = set(_columns(connection, GRAPH_TRACE_TABLE))

@@ -1,0 +1,84 @@
+"""Benchmark: `traceview analyze` on a realistic 2 M-launch Nsight Systems export (every timed table of the real
+2×H100 export replicated, see realistic_nsys.py) against the sequential bulk read of the columns traceview uses, and
+against the SQL GROUP BY that `nsys stats --report cuda_gpu_kern_sum` runs; each as a whole process (start-up and
+imports included), as a user runs it. Also ¼, ½ and 1× of the file, for the cost per million launches.
+
+Targets (issue 11): the analysis within 1.0× the bulk read, peak RSS no more than the read's.
+Usage: python benchmarks/bench_nsys_realistic.py [--factor 581] [--scales 0.25,0.5,1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from realistic_nsys import SOURCE, build, counts  # noqa: E402
+
+DATA = Path(__file__).resolve().parent / ".data"
+
+# The columns traceview reads from each table (nsys_sqlite.py), read one table after the other into polars.
+BULK = r"""
+import sys, polars as pl
+path = sys.argv[1]
+queries = {
+    "CUPTI_ACTIVITY_KIND_KERNEL": 'SELECT start, "end", deviceId, demangledName, correlationId, globalPid, graphNodeId FROM CUPTI_ACTIVITY_KIND_KERNEL',
+    "CUPTI_ACTIVITY_KIND_RUNTIME": 'SELECT start, "end", nameId, correlationId, globalTid FROM CUPTI_ACTIVITY_KIND_RUNTIME',
+    "NVTX_EVENTS": 'SELECT start, "end", eventType, text, textId, globalTid FROM NVTX_EVENTS',
+    "CUPTI_ACTIVITY_KIND_MEMCPY": 'SELECT start, "end", deviceId, copyKind, bytes, srcKind, dstKind, correlationId, globalPid FROM CUPTI_ACTIVITY_KIND_MEMCPY',
+    "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION": 'SELECT start, "end", deviceId, syncType, correlationId, globalPid FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION',
+}
+frames = [pl.read_database_uri(sql, f"sqlite:///{path}", engine="adbc") for sql in queries.values()]
+print(sum(f.height for f in frames))
+"""
+GROUP_BY = r"""
+import sqlite3, sys
+rows = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True).execute(
+    'SELECT demangledName, count(*), sum("end" - start), avg("end" - start), min("end" - start), max("end" - start) '
+    'FROM CUPTI_ACTIVITY_KIND_KERNEL GROUP BY demangledName').fetchall()
+print(len(rows))
+"""
+
+
+def run(command: list[str]) -> dict[str, float]:
+    """Return wall seconds and peak RSS (MB) of a whole process, from GNU time."""
+    start = time.perf_counter()
+    done = subprocess.run(["/usr/bin/time", "-f", "%M", *command], capture_output=True, text=True, check=True)
+    seconds = time.perf_counter() - start
+    return {"seconds": seconds, "peak_mb": int(done.stderr.strip().splitlines()[-1]) / 1024}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--factor", type=int, default=581, help="copies of the real export (581 → 2.0 M launches)")
+    parser.add_argument("--scales", default="0.25,0.5,1", help="fractions of the factor to run, for the cost per launch")
+    args = parser.parse_args()
+    if not SOURCE.exists():
+        sys.exit(f"needs the real export {SOURCE} (../shared beside the checkout)")
+    traceview = [sys.executable, "-m", "traceview", "analyze", "--format", "json"]
+    for scale in (float(s) for s in args.scales.split(",")):
+        factor = max(1, round(args.factor * scale))
+        path = DATA / f"realistic_{factor}.sqlite"
+        if not path.exists():
+            build(factor, path)
+        rows = counts(path)
+        launches = rows["CUPTI_ACTIVITY_KIND_KERNEL"]
+        bulk = run([sys.executable, "-c", BULK, str(path)])
+        group = run([sys.executable, "-c", GROUP_BY, str(path)])
+        ours = run([*traceview, str(path)])
+        print(f"\n{launches:,} launches ({factor}× the real export), {sum(rows.values()):,} timed rows, {path.stat().st_size / 1e6:.0f} MB")
+        print(f"  bulk read of the columns used : {bulk['seconds']:6.2f} s  {bulk['peak_mb']:6.0f} MB")
+        print(f"  SQL GROUP BY (nsys stats)     : {group['seconds']:6.2f} s  {group['peak_mb']:6.0f} MB")
+        print(f"  traceview analyze --format json: {ours['seconds']:6.2f} s  {ours['peak_mb']:6.0f} MB")
+        print(f"  time vs bulk read: {ours['seconds'] / bulk['seconds']:.2f}× (target ≤ 1.0); vs GROUP BY: {ours['seconds'] / group['seconds']:.2f}×")
+        print(f"  peak RSS vs bulk read: {ours['peak_mb'] / bulk['peak_mb']:.2f}× (target ≤ 1.0)")
+        print(f"  per million launches: {ours['seconds'] / launches * 1e6:.2f} s, {ours['peak_mb'] / launches * 1e6:.0f} MB")
+        print(json.dumps({"launches": launches, "bulk": bulk, "group_by": group, "traceview": ours}))
+
+
+if __name__ == "__main__":
+    main()
