@@ -1,0 +1,62 @@
+"""The realistic scale export (benchmarks/realistic_nsys.py) on a small factor: every timed table is replicated, and
+the whole-run analysis gives the original's answer scaled by the factor. The benchmark's numbers rest on this."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from traceview.app.cli import app
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+from realistic_nsys import build, counts  # noqa: E402
+
+H100 = "nsys_sqlite/nsys2026.2_h100x2_sliced_nsys-ai.sqlite"
+FACTOR = 3
+
+
+def analyze_json(path: Path) -> dict:
+    result = CliRunner().invoke(app, ["analyze", str(path), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+@pytest.fixture(scope="module")
+def original_and_replica(tmp_path_factory):
+    from conftest import realdata
+
+    original = realdata(H100)
+    replica = build(FACTOR, tmp_path_factory.mktemp("scale") / "replica.sqlite", source=original)
+    return original, replica
+
+
+def test_every_timed_table_is_replicated(original_and_replica):
+    original, replica = original_and_replica
+    before, after = counts(original), counts(replica)
+    assert set(before) == set(after) and len(before) >= 6
+    assert {table: after[table] for table in after} == {table: FACTOR * before[table] for table in before}
+
+
+def test_analysis_of_the_replica_is_the_original_scaled(original_and_replica):
+    original, replica = (analyze_json(path) for path in original_and_replica)
+    assert replica["summary"]["launches"] == FACTOR * original["summary"]["launches"]
+    assert replica["summary"]["total_duration_ns"] == pytest.approx(FACTOR * original["summary"]["total_duration_ns"])
+    launches = {k["name"]: k["launches"] for k in original["kernels"]}
+    assert {k["name"]: k["launches"] for k in replica["kernels"]} == {name: FACTOR * n for name, n in launches.items()}
+    for before, after in zip(original["timeline"]["devices"], replica["timeline"]["devices"], strict=True):
+        assert after["device_id"] == before["device_id"] and after["verdict"] == before["verdict"]
+        for share in ("compute_pct", "copy_pct", "idle_pct"):
+            # Copies follow each other 1 µs apart: the shares move by far less than a point.
+            assert after["breakdown"][share] == pytest.approx(before["breakdown"][share], abs=0.5)
+    copies = {(c["device_id"], c["direction"]): c for c in original["timeline"]["copies"]}
+    for copy in replica["timeline"]["copies"]:
+        assert copy["count"] == FACTOR * copies[(copy["device_id"], copy["direction"])]["count"]
+    # Launch calls still find their own kernels: correlation ids were shifted with the copies.
+    assert replica["timeline"]["launch"]["kernels_joined"] == FACTOR * original["timeline"]["launch"]["kernels_joined"]
+    nvtx = {g["name"]: g["count"] for g in original["timeline"]["nvtx"]}
+    for group in replica["timeline"]["nvtx"][:10]:
+        assert group["count"] == FACTOR * nvtx[group["name"]]
