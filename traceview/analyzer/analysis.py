@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -310,12 +311,16 @@ def analyze_nsys(
     ncu: Analysis | None = None,
     gap_threshold_ns: int = DEFAULT_GAP_THRESHOLD_NS,
     weight_bytes: float | None = None,
+    phase: Callable[[str], None] | None = None,
 ) -> Analysis:
     """Return the whole-run analysis of Nsight Systems data, with Nsight Compute verdicts joined when given.
 
     `weight_bytes` (the bytes a decode step reads: the model's weights) turns the per-step time into decode tokens/s,
-    bytes per token and memory-bandwidth utilisation, with the same maths as `traceview decode`.
+    bytes per token and memory-bandwidth utilisation, with the same maths as `traceview decode`. `phase(name)` is
+    told each step as it starts (a progress display for large exports).
     """
+    say = phase or (lambda name: None)
+    say("kernel summary")
     # One check of every timed row, here: a row with no time or an end before its start (a damaged export) would
     # otherwise give negative or NaN durations everywhere downstream.
     timed = pl.col("start_ns").is_not_null() & pl.col("end_ns").is_not_null() & (pl.col("end_ns") >= pl.col("start_ns"))
@@ -338,12 +343,15 @@ def analyze_nsys(
         link = host_link(specs.get(device, spec))
         links[device] = link if link else (None, None)
 
+    say("joining launch calls to kernels")
     launches = launch_records(kernels, export.api)
     mode = next((v for k, v in export.capture_options.items() if k.endswith("CUDA_GRAPH_TRACE_OPTIONS:MODE")), None)
+    say("where the time went, and idle gaps")
     run = analyze_whole_run(kernels, export.names, export.memops, export.api, export.nvtx, export.graphs, links, gap_threshold_ns,
                             graph_trace_mode=mode, launches=launches)
     for activity in run.devices:
         activity["name"] = device_names.get(activity["device_id"]) or (spec.name if gpu and spec else None)
+    say("NVTX ranges and steps")
     ranges = range_table(export.nvtx, launches)
     steps = steps_from_nvtx(ranges) or steps_from_kernels(kernels, export.names)
 

@@ -86,25 +86,32 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _progress() -> tuple[Callable[[int, int], None], Callable[[], None]]:
-    """Return (callback, close) for a progress bar on stderr that appears only for reads of a million rows or more."""
-    bar: dict[str, Any] = {}
+class _ProgressBar:
+    """A progress bar on stderr for large inputs (a million rows or more): rows read, then each analysis phase by name.
+    Small inputs print nothing; the bar disappears when the command ends."""
 
-    def update(done: int, total: int) -> None:
+    def __init__(self) -> None:
+        self.progress: Progress | None = None
+        self.task: Any = None
+
+    def rows(self, done: int, total: int) -> None:
         if total < 1_000_000:
             return
-        if not bar:
-            progress = Progress(TextColumn("reading kernels"), BarColumn(), TextColumn("{task.completed:,}/{task.total:,} rows"),
-                                TimeElapsedColumn(), console=stderr, transient=True)
-            progress.start()
-            bar["progress"], bar["task"] = progress, progress.add_task("read", total=total)
-        bar["progress"].update(bar["task"], completed=done)
+        if self.progress is None:
+            self.progress = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed:,}/{task.total:,} rows"),
+                                     TimeElapsedColumn(), console=stderr, transient=True)
+            self.progress.start()
+            self.task = self.progress.add_task("reading the export", total=total)
+        self.progress.update(self.task, completed=done)
 
-    def close() -> None:
-        if bar:
-            bar["progress"].stop()
+    def phase(self, name: str) -> None:
+        """Name the analysis step under way (only once the read showed a bar: small inputs finish before it matters)."""
+        if self.progress is not None:
+            self.progress.update(self.task, description=name)
 
-    return update, close
+    def close(self) -> None:
+        if self.progress is not None:
+            self.progress.stop()
 
 
 NCU_FORMATS = {TraceFormat.NCU_DETAILS.value, TraceFormat.NCU_RAW.value, TraceFormat.NCU_REP.value, TraceFormat.NCU_CONSOLE.value}
@@ -122,11 +129,26 @@ def run_analysis(
     step_kernels: int | None = None,
 ) -> Analysis:
     """Parse and analyze one trace file (the main job, shared by every command that reads a trace)."""
-    update, close = _progress()
+    bar = _ProgressBar()
     try:
-        trace = load_trace(path, interval_s=interval_s, progress=update)
+        return _load_and_analyze(path, gpu, interval_s, tokens, weights, bandwidth, ncu, gap_threshold, step_kernels, bar)
     finally:
-        close()
+        bar.close()
+
+
+def _load_and_analyze(
+    path: Path,
+    gpu: str | None,
+    interval_s: float,
+    tokens: int | None,
+    weights: str | None,
+    bandwidth: str | None,
+    ncu: list[Path] | None,
+    gap_threshold: str | None,
+    step_kernels: int | None,
+    bar: _ProgressBar,
+) -> Analysis:
+    trace = load_trace(path, interval_s=interval_s, progress=bar.rows)
     if ncu and trace.nsys is None and trace.stats is None:
         raise UsageError("--ncu joins Nsight Compute results onto an Nsight Systems input (.sqlite or nsys stats CSV); this input is not one")
     if gap_threshold is not None and trace.nsys is None:
@@ -135,7 +157,7 @@ def run_analysis(
         raise UsageError("--step-kernels applies to Nsight Compute exports (kernels profiled one by one); this input is not one")
     source = Source(str(path), trace.format.value, _sha256(path), path.stat().st_size, trace.profiler)
     analysis = _analyze_trace(trace, source, gpu, interval_s, tokens, weights, bandwidth, _joined_ncu(ncu, gpu) if ncu else None, gap_threshold,
-                              step_kernels)
+                              step_kernels, bar.phase)
     # What the reader noticed about the file itself (cut short, rows left out) comes first among the notes.
     return dataclasses.replace(analysis, notes=[*trace.notes, *analysis.notes]) if trace.notes else analysis
 
@@ -151,12 +173,13 @@ def _analyze_trace(
     ncu_analysis: Analysis | None,
     gap_threshold: str | None,
     step_kernels: int | None = None,
+    phase: Callable[[str], None] | None = None,
 ) -> Analysis:
     """The analysis that fits the parsed input."""
     if trace.nsys is not None:
         return analyze_nsys(trace.nsys, source, gpu, ncu_analysis,
                             parse_duration_ns(gap_threshold, "--gap-threshold") if gap_threshold else DEFAULT_GAP_THRESHOLD_NS,
-                            parse_bytes(weights, "weights") if weights else None)
+                            parse_bytes(weights, "weights") if weights else None, phase)
     if trace.stats is not None:
         return analyze_stats(trace.stats.reports, source, gpu, ncu_analysis, trace.stats.notes)
     if trace.samples is not None:
