@@ -51,7 +51,7 @@ def _depth_and_parent(starts: np.ndarray, ends: np.ndarray, presorted: bool = Fa
     depth_sorted = np.clip(depth_sorted, 0, None)
     parent_sorted = np.full(len(order), -1)
     # Positions grouped by depth, each group in order: a range's parent is the last range one level up before it.
-    by_level = np.lexsort((rank, depth_sorted))
+    by_level = np.argsort(depth_sorted.astype(np.int32), kind="stable")  # stable: positions stay in order within a level
     level_bounds = np.searchsorted(depth_sorted[by_level], np.arange(int(depth_sorted.max(initial=0)) + 2))
     for level in range(1, len(level_bounds) - 1):
         above = by_level[level_bounds[level - 1]:level_bounds[level]]
@@ -118,7 +118,7 @@ def group_summary(ranges: pl.DataFrame, top: int = 60) -> list[dict[str, Any]]:
     grouped = ranges.with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("d")).group_by("group").agg(
         pl.len().alias("count"), pl.col("d").sum().alias("cpu_ns"), pl.col("d").mean().alias("mean_ns"),
         pl.col("gpu_ns").sum().alias("gpu_ns"), pl.col("kernels").sum().alias("kernels"), pl.col("depth").min().alias("depth"),
-        pl.col("parent").drop_nulls().mode().first().alias("parent"),
+        pl.col("parent").drop_nulls().mode().sort().first().alias("parent"),
     ).sort(["cpu_ns", "group"], descending=[True, False]).head(top)
     return [{"name": r["group"], "count": r["count"], "cpu_ns": int(r["cpu_ns"]), "mean_ns": float(r["mean_ns"]), "gpu_ns": int(r["gpu_ns"]),
              "kernels": int(r["kernels"]), "depth": int(r["depth"]), "parent": r["parent"]} for r in grouped.iter_rows(named=True)]

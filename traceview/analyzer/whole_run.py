@@ -322,9 +322,15 @@ def gap_causes(gaps: pl.DataFrame, classes: pl.DataFrame, nvtx: pl.DataFrame, qu
     names = ranges["text"].unique().drop_nulls().cast(pl.String).to_list()
     jit_ranges = ranges.filter(pl.col("text").is_in([n for n in names if JIT_RANGE.search(n)]))
     data_ranges = ranges.filter(pl.col("text").is_in([n for n in names if DATA_RANGE.search(n)]))
-    jit = np.maximum(_coverage(jit_ranges).overlap(a, b), _coverage(classes.filter(pl.col("class") == "module_load")).overlap(a, b))
-    by_class = {label: _coverage(classes.filter(pl.col("class") == label)).overlap(a, b) for label in _GAP_API_CLASSES}
-    other = _coverage(classes.filter(pl.col("class") == "other_cuda_api")).overlap(a, b)
+    of_class = classes.partition_by("class", as_dict=True)  # one pass over the calls, not one filter per class
+    empty = classes.head(0)
+
+    def calls(label: str) -> pl.DataFrame:
+        return of_class.get((label,), empty)
+
+    jit = np.maximum(_coverage(jit_ranges).overlap(a, b), _coverage(calls("module_load")).overlap(a, b))
+    by_class = {label: _coverage(calls(label)).overlap(a, b) for label in _GAP_API_CLASSES}
+    other = _coverage(calls("other_cuda_api")).overlap(a, b)
     data = _coverage(data_ranges).overlap(a, b)
     # The same order as the docstring, one vectorised choice per gap, as indexes into CAUSE_CODES.
     overlaps = np.vstack([by_class[label] for label in _GAP_API_CLASSES])
@@ -557,6 +563,7 @@ def analyze_whole_run(
     pids_of = {device: set(group["pid"].to_list()) for (device,), group in owners.group_by("device_id")}
     all_gaps: list[dict[str, Any]] = []
     idle_by_cause: dict[str, int] = {}
+    classified = api_classes(api, first_launches) if devices else api
     for device in devices:
         device_id = device["device_id"]
         gaps = pieces.filter((pl.col("device_id") == device_id) & (pl.col("mask") == 0)).select("start_ns", "duration_ns")
@@ -567,7 +574,7 @@ def analyze_whole_run(
         ends = gaps.with_columns((pl.col("start_ns") + pl.col("duration_ns")).alias("next_start"))
         queued = ends.join(own_launches.unique("start_ns"), left_on="next_start", right_on="start_ns", how="left").select(
             (pl.col("call_end_ns") <= pl.col("start_ns")).fill_null(False)).to_series().to_numpy()
-        causes = gap_causes(gaps, api_classes(host_api, first_launches), host_nvtx, queued)
+        causes = gap_causes(gaps, _host_for(classified, pids), host_nvtx, queued)
         device["gap_count"] = gaps.height
         with_causes = gaps.with_columns(causes)
         totals = with_causes.group_by("cause").agg(pl.col("duration_ns").sum()).sort("duration_ns", descending=True)
