@@ -7,6 +7,7 @@ import functools
 import hashlib
 import json
 import os
+import re
 import shlex
 import sys
 import tempfile
@@ -521,6 +522,77 @@ def _bandwidth_for(gpu: str | None, bandwidth: str | None, telemetry_board: Boar
     if telemetry_board is not None:
         return telemetry_board.peak_bytes_per_s, f"{telemetry_board.name}, inferred from the tegrastats log"
     raise UsageError("no bandwidth: pass --gpu NAME (see `traceview gpus`), --device BOARD or --bandwidth 3.35TB/s")
+
+
+STRAGGLER_EXIT_CODE = 3
+
+
+class FleetEngine(str, Enum):
+    local = "local"
+    dask = "dask"
+
+
+@app.command("fleet")
+@user_errors
+def fleet_command(
+    inputs: Annotated[list[str], typer.Argument(help="Exports: files, directories (searched recursively), globs, or a text file listing paths.")],
+    engine: Annotated[FleetEngine, typer.Option("--engine", help="local: a process pool on this machine; dask: a Dask cluster (pip install 'traceview[dask]').")] = FleetEngine.local,
+    workers: Annotated[int | None, typer.Option("--workers", min=1, help="Processes (local) or LocalCluster workers (dask); default: the CPU count.")] = None,
+    scheduler: Annotated[str | None, typer.Option("--scheduler", help="Dask scheduler address, e.g. tcp://head:8786 (default: DASK_SCHEDULER_ADDRESS, else a LocalCluster).")] = None,
+    scheduler_file: Annotated[Path | None, typer.Option("--scheduler-file", help="Dask scheduler file (e.g. from dask-jobqueue or dask-mpi).")] = None,
+    cache: Annotated[Path | None, typer.Option("--cache", help="Directory of per-file summaries (Parquet, keyed by sha256): a rerun reads only new files.")] = None,
+    rank_from: Annotated[str | None, typer.Option("--rank-from", help="Regex whose first group is the rank in the file name (default: rank/proc/worker/gpu/node + a number).")] = None,
+    k: Annotated[float, typer.Option("--k", min=0.0, help="Straggler: above median + k·MAD of the ranks' step time (or kernel time).")] = 3.0,
+    fail_on_straggler: Annotated[float | None, typer.Option("--fail-on-straggler", min=0.0, help=f"Exit {STRAGGLER_EXIT_CODE} when a straggler is more than PCT % slower than the median rank.")] = None,
+    gpu: GpuOption = None,
+    output_format: Annotated[OutputFormat | None, typer.Option("--format", "-f", help="table, json, md or html; default from -o's extension, else table.")] = None,
+    output: OutputOption = None,
+    force: ForceOption = False,
+    top: Annotated[int | None, typer.Option("--top", min=1, help="Kernels to list (default 15; JSON: all).")] = None,
+) -> None:
+    """Analyse many ranks or runs at once: per-kernel totals across ranks, per-rank breakdowns, straggler ranks and the
+    files that failed (each with its one-line error); locally or on a Dask cluster."""
+    from traceview.app.fleet import MapOptions, expand_inputs, run_fleet
+    from traceview.app.reporters.fleet_report import render_fleet
+
+    fmt = _infer_format(output, output_format)
+    _refuse_overwrite(output, force)
+    if rank_from is not None:
+        try:
+            if re.compile(rank_from).groups < 1:
+                raise UsageError("--rank-from needs a group around the rank, e.g. 'rank(\\d+)'")
+        except re.error as error:
+            raise UsageError(f"--rank-from is not a regular expression: {error}") from None
+    paths = expand_inputs(inputs)
+    if not paths:
+        raise UsageError("no files found in the given inputs")
+    bar = _ProgressBar()
+
+    def progress(done: int, total: int) -> None:
+        if total >= 2 and bar.progress is None:
+            bar.progress = Progress(TextColumn("summarising"), BarColumn(), TextColumn("{task.completed}/{task.total} files"), TimeElapsedColumn(),
+                                    console=stderr, transient=True)
+            bar.progress.start()
+            bar.task = bar.progress.add_task("fleet", total=total)
+        if bar.progress is not None:
+            bar.progress.update(bar.task, completed=done)
+
+    def internal(path: str, trace: str) -> None:
+        stderr.print(f"internal error on {terminal_safe(path)} (the file is listed as failed; please report this):\n{trace}", markup=False)
+
+    try:
+        run = run_fleet(paths, MapOptions(gpu, rank_from), engine.value, workers, scheduler, str(scheduler_file) if scheduler_file else None,
+                        cache, k, progress, internal)
+    finally:
+        bar.close()
+    if cache is not None:
+        stderr.print(f"{run.read} file(s) read, {run.cached} from the cache ({cache})", markup=False, highlight=False)
+    write_output(render_fleet(run.result, fmt.value, top), output, force)
+    slow = [s for s in run.result.stragglers if fail_on_straggler is not None and (s["excess_pct"] or 0) > fail_on_straggler]
+    if slow:
+        for s in slow:
+            stderr.print(f"straggler: rank {s['rank']} is {s['excess_pct']:.1f}% slower than the median rank", markup=False, highlight=False)
+        raise typer.Exit(STRAGGLER_EXIT_CODE)
 
 
 @app.command("decode")

@@ -14,6 +14,7 @@ import plotly.graph_objects as go
 import polars as pl
 
 from traceview.analyzer.analysis import Analysis
+from traceview.analyzer.fleet import FleetResult
 from traceview.analyzer.roofline import HIGH_THRESHOLD_PCT, LATENCY_THRESHOLD_PCT
 from traceview.app.formatting import format_duration, format_rate
 
@@ -244,3 +245,39 @@ def main_figure(analysis: Analysis) -> go.Figure:
     if analysis.timeline is not None and analysis.timeline.devices and not has_roofline_points(analysis):
         return breakdown_figure(analysis)
     return roofline_figure(analysis)
+
+
+def fleet_heatmap_figure(result: FleetResult, top: int = 25) -> go.Figure:
+    """Return the rank × kernel heatmap of a fleet: each cell a kernel's total time on one rank, relative to that kernel's
+    median over ranks (1.0 = typical; a straggling rank shows as a bright row)."""
+    kernels = result.kernels.head(top)
+    names = kernels["kernel_name"].to_list()
+    ranks = result.ranks["rank"].to_list()
+    cells = {(r, n): t for r, n, t in result.per_rank_kernels.select("rank", "kernel_name", "total_ns").iter_rows()} if result.per_rank_kernels is not None else {}
+    medians = dict(zip(names, kernels["median_per_rank_ns"].to_list(), strict=True))
+    z = [[(cells.get((rank, name)) or 0.0) / medians[name] if medians.get(name) else None for name in names] for rank in ranks]
+    short = [_text(s) for s in kernels["short_name"].to_list()]
+    figure = go.Figure(go.Heatmap(z=z, x=short, y=[f"rank {r}" for r in ranks], colorscale="Viridis", zmin=0,
+                                  colorbar={"title": "× median rank"},
+                                  hovertemplate="%{y}, %{x}: %{z:.2f}× the median rank<extra></extra>"))
+    figure.update_layout(**{**_LAYOUT, "height": max(380, 160 + 22 * len(ranks))}, title="Kernel time per rank, relative to the median rank",
+                         xaxis={"tickangle": -45}, yaxis={"autorange": "reversed"})
+    return figure
+
+
+def fleet_breakdown_figure(result: FleetResult) -> go.Figure:
+    """Return one stacked bar per rank: compute, communication, copy and idle as % of its GPUs' spans (span-weighted)."""
+    ranks = result.ranks
+    labels = [f"rank {r}" for r in ranks["rank"].to_list()]
+    figure = go.Figure()
+    for column, name, colour in (("compute_pct", "compute", BREAKDOWN_COLOURS["compute"]),
+                                 ("communication_pct", "communication", BREAKDOWN_COLOURS["communication"]),
+                                 ("copy_pct", "copy", BREAKDOWN_COLOURS["copy"]), ("idle_pct", "idle", "#d62728")):
+        values = ranks[column].fill_null(0.0).to_list() if column in ranks.columns else []
+        if any(v > 0 for v in values):
+            figure.add_trace(go.Bar(y=labels, x=values, name=name, orientation="h", marker_color=colour,
+                                    hovertemplate="%{y}: %{x:.1f}%<extra>" + name + "</extra>"))
+    figure.update_layout(**{**_LAYOUT, "height": max(380, 160 + 22 * len(labels))}, barmode="group",
+                         title="Where each rank's GPU time went (% of span; categories may overlap)",
+                         xaxis={"title": "% of the rank's GPU span"}, yaxis={"autorange": "reversed"})
+    return figure
