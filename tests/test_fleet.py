@@ -122,3 +122,21 @@ def test_human_formats_name_the_straggler(ranks_dir, fmt):
     assert "rank 2 is a straggler" in result.stdout
     if fmt == "html":
         assert 'id="fleet-heatmap"' in result.stdout and 'id="fleet-ranks"' in result.stdout
+
+
+def test_fleet_diff_compares_two_sets_and_gates_ci(ranks_dir, tmp_path):
+    base, new = tmp_path / "base", tmp_path / "new"
+    base.mkdir(), new.mkdir()
+    for rank in (0, 1):
+        shutil.copy(ranks_dir / f"job_rank{rank}.sqlite", base / f"job_rank{rank}.sqlite")
+    shutil.copy(ranks_dir / "job_rank0.sqlite", new / "job_rank0.sqlite")
+    shutil.copy(ranks_dir / "job_rank2.sqlite", new / "job_rank1.sqlite")  # one rank's kernels 1.5× longer
+    result = CliRunner().invoke(app, ["fleet", "diff", str(base), str(new), "--format", "json", "--fail-on-regression", "10"])
+    assert result.exit_code == 3, result.output
+    diff = json.loads(result.stdout)["fleet_diff"]
+    assert diff["total"]["change_pct"] == pytest.approx(25.0, abs=0.5)  # median of (1.0, 1.5) × the base
+    assert diff["kernels"][0]["change_pct"] == pytest.approx(25.0, abs=0.5)
+    assert diff["regressions"][0].startswith("median kernel time per rank grew 25.0%")
+    assert CliRunner().invoke(app, ["fleet", "diff", str(base), str(base), "--fail-on-regression", "1"]).exit_code == 0
+    misuse = CliRunner().invoke(app, ["fleet", str(base), "--fail-on-regression", "1"])
+    assert misuse.exit_code == 1 and "applies to `traceview fleet diff" in misuse.output

@@ -164,3 +164,39 @@ def _stragglers(ranks: pl.DataFrame, metric: str, k: float) -> list[dict[str, An
             found.append({"rank": rank, "metric": metric, "value": value, "median": median, "mad": mad, "threshold": threshold,
                           "excess_pct": 100.0 * (value - median) / median if median else None, "robust_z": (value - median) / spread})
     return sorted(found, key=lambda s: -s["value"])
+
+
+@dataclass
+class FleetDiff:
+    """Two fleets compared kernel by kernel (time per rank: the kernel's total over the files where it ran, divided by
+    their number) and as a whole (median kernel time per rank)."""
+
+    kernels: pl.DataFrame  # kernel_name, short_name, before_ns, after_ns, change_pct, share_pct (of the new fleet's time)
+    total: dict[str, Any]
+    regressions: list[str] = field(default_factory=list)
+
+
+def compare_fleets(before: FleetResult, after: FleetResult, fail_on_regression_pct: float | None = None, min_share_pct: float = 1.0) -> FleetDiff:
+    """Return how per-rank kernel time changed between two fleets; with a threshold, the regressions beyond it (kernels
+    under `min_share_pct` of the new fleet's time never count)."""
+    columns = ["kernel_name", "short_name", "mean_per_rank_ns"]
+    joined = (before.kernels.select(columns).rename({"mean_per_rank_ns": "before_ns"})
+              .join(after.kernels.select(columns).rename({"mean_per_rank_ns": "after_ns", "short_name": "short_after"}), on="kernel_name", how="full", coalesce=True)
+              .with_columns(pl.coalesce("short_name", "short_after").alias("short_name")).drop("short_after"))
+    total_after = float(joined["after_ns"].sum() or 0.0)
+    kernels = joined.with_columns(
+        pl.when(pl.col("before_ns") > 0).then(100.0 * (pl.col("after_ns") - pl.col("before_ns")) / pl.col("before_ns")).alias("change_pct"),
+        (100.0 * pl.col("after_ns") / total_after if total_after else pl.lit(None, dtype=pl.Float64)).alias("share_pct"),
+    ).sort(["after_ns", "kernel_name"], descending=[True, False], nulls_last=True)
+    median_before = before.ranks["kernel_ns"].median() if before.ranks.height else None
+    median_after = after.ranks["kernel_ns"].median() if after.ranks.height else None
+    total = {"ranks_before": before.ranks.height, "ranks_after": after.ranks.height,
+             "median_kernel_ns_per_rank_before": median_before, "median_kernel_ns_per_rank_after": median_after,
+             "change_pct": 100.0 * (median_after - median_before) / median_before if median_before and median_after is not None else None}
+    regressions = []
+    if fail_on_regression_pct is not None:
+        if total["change_pct"] is not None and total["change_pct"] > fail_on_regression_pct:
+            regressions.append(f"median kernel time per rank grew {total['change_pct']:.1f}% (> {fail_on_regression_pct:g}%)")
+        for k in kernels.filter((pl.col("change_pct") > fail_on_regression_pct) & (pl.col("share_pct") >= min_share_pct)).iter_rows(named=True):
+            regressions.append(f"{k['short_name']}: {k['change_pct']:.1f}% more time per rank ({k['share_pct']:.1f}% of the new fleet's kernel time)")
+    return FleetDiff(kernels, total, regressions)

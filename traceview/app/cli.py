@@ -549,11 +549,16 @@ def fleet_command(
     output: OutputOption = None,
     force: ForceOption = False,
     top: Annotated[int | None, typer.Option("--top", min=1, help="Kernels to list (default 15; JSON: all).")] = None,
+    fail_on_regression: Annotated[float | None, typer.Option("--fail-on-regression", min=0.0, help=f"fleet diff: exit {REGRESSION_EXIT_CODE} when the median kernel time per rank, or a kernel with at least --min-share of it, grows by more than PCT %.")] = None,
+    min_share: Annotated[float, typer.Option("--min-share", min=0.0, help="fleet diff: kernels below this share (%) of the new fleet's kernel time never fail the gate.")] = 1.0,
 ) -> None:
     """Analyse many ranks or runs at once: per-kernel totals across ranks, per-rank breakdowns, straggler ranks and the
-    files that failed (each with its one-line error); locally or on a Dask cluster."""
+    files that failed (each with its one-line error); locally or on a Dask cluster.
+
+    `traceview fleet diff BASE NEW` compares two sets (each a directory, glob or list), kernel by kernel."""
+    from traceview.analyzer.fleet import compare_fleets
     from traceview.app.fleet import MapOptions, expand_inputs, run_fleet
-    from traceview.app.reporters.fleet_report import render_fleet
+    from traceview.app.reporters.fleet_report import render_fleet, render_fleet_diff
 
     fmt = _infer_format(output, output_format)
     _refuse_overwrite(output, force)
@@ -563,8 +568,13 @@ def fleet_command(
                 raise UsageError("--rank-from needs a group around the rank, e.g. 'rank(\\d+)'")
         except re.error as error:
             raise UsageError(f"--rank-from is not a regular expression: {error}") from None
-    paths = expand_inputs(inputs)
-    if not paths:
+    diffing = bool(inputs) and inputs[0] == "diff" and not Path("diff").exists()
+    if diffing and len(inputs) != 3:
+        raise UsageError("fleet diff takes two sets: traceview fleet diff BASE NEW (each a directory, glob or list of files)")
+    if not diffing and (fail_on_regression is not None):
+        raise UsageError("--fail-on-regression applies to `traceview fleet diff BASE NEW`")
+    sets = [expand_inputs([inputs[1]]), expand_inputs([inputs[2]])] if diffing else [expand_inputs(inputs)]
+    if not all(sets):
         raise UsageError("no files found in the given inputs")
     bar = _ProgressBar()
 
@@ -580,13 +590,29 @@ def fleet_command(
     def internal(path: str, trace: str) -> None:
         stderr.print(f"internal error on {terminal_safe(path)} (the file is listed as failed; please report this):\n{trace}", markup=False)
 
+    runs = []
     try:
-        run = run_fleet(paths, MapOptions(gpu, rank_from), engine.value, workers, scheduler, str(scheduler_file) if scheduler_file else None,
-                        cache, k, progress, internal)
+        for paths in sets:
+            runs.append(run_fleet(paths, MapOptions(gpu, rank_from), engine.value, workers, scheduler,
+                                  str(scheduler_file) if scheduler_file else None, cache, k, progress, internal))
+            bar.close()
+            bar = _ProgressBar()
     finally:
         bar.close()
     if cache is not None:
-        stderr.print(f"{run.read} file(s) read, {run.cached} from the cache ({cache})", markup=False, highlight=False)
+        for run in runs:
+            stderr.print(f"{run.read} file(s) read, {run.cached} from the cache ({cache})", markup=False, highlight=False)
+    if diffing:
+        compared = compare_fleets(runs[0].result, runs[1].result, fail_on_regression, min_share)
+        write_output(render_fleet_diff(compared, fmt.value, top), output, force)
+        for failure in runs[0].result.failures + runs[1].result.failures:
+            stderr.print(f"failed: {terminal_safe(failure['path'])}: {terminal_safe(failure['error'])}", markup=False, highlight=False)
+        if compared.regressions:
+            for regression in compared.regressions:
+                stderr.print(f"regression: {terminal_safe(regression)}", markup=False, highlight=False)
+            raise typer.Exit(REGRESSION_EXIT_CODE)
+        return
+    run = runs[0]
     write_output(render_fleet(run.result, fmt.value, top), output, force)
     slow = [s for s in run.result.stragglers if fail_on_straggler is not None and (s["excess_pct"] or 0) > fail_on_straggler]
     if slow:

@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from traceview import __version__
-from traceview.analyzer.fleet import FleetResult
+from traceview.analyzer.fleet import FleetDiff, FleetResult
 from traceview.app.figures import fleet_breakdown_figure, fleet_heatmap_figure
 from traceview.app.formatting import format_duration, middle_cut, terminal_safe
 from traceview.app.reporters.base import json_safe
@@ -121,3 +121,33 @@ def render_fleet(result: FleetResult, fmt: str, top: int | None = None) -> str:
     if fmt == "html":
         return render_html(result, top or 25)
     return render_table(result, top or 15)
+
+
+def render_fleet_diff(diff: FleetDiff, fmt: str, top: int | None = None) -> str:
+    """Return two fleets compared, in `fmt` (table, json, md; html gives md inside a page)."""
+    kernels = diff.kernels.head(top) if top else diff.kernels
+    if fmt == "json":
+        return json.dumps(json_safe({"traceview_version": __version__, "fleet_diff": {
+            "total": diff.total, "kernels": kernels.to_dicts(), "regressions": diff.regressions}}), indent=2, allow_nan=False) + "\n"
+    t = diff.total
+    change = "n/a" if t["change_pct"] is None else f"{t['change_pct']:+.1f}%"
+    head = (f"median kernel time per rank: {format_duration(t['median_kernel_ns_per_rank_before'])} → "
+            f"{format_duration(t['median_kernel_ns_per_rank_after'])} ({change}); ranks {t['ranks_before']} → {t['ranks_after']}")
+    rows = [(k["short_name"] or k["kernel_name"], format_duration(k["before_ns"]), format_duration(k["after_ns"]),
+             "n/a" if k["change_pct"] is None else f"{k['change_pct']:+.1f}%") for k in kernels.head(top or 15).iter_rows(named=True)]
+    if fmt in ("md", "html"):
+        lines = ["## traceview fleet diff", "", escape_markdown(head), "", "| kernel | before (per rank) | after (per rank) | change |", "|---|---:|---:|---:|"]
+        lines += [f"| {escape_markdown(n)} | {b} | {a} | {c} |" for n, b, a, c in rows]
+        lines += [""] + [f"- **regression:** {escape_markdown(r)}" for r in diff.regressions]
+        text = "\n".join(lines) + "\n"
+        return text if fmt == "md" else f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"></head><body><pre>{html.escape(text)}</pre></body></html>\n"
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=160, force_terminal=False, color_system=None)
+    console.print(head, markup=False, highlight=False)
+    table = Table(header_style="bold")
+    for title, justify in (("kernel", "left"), ("before (per rank)", "right"), ("after (per rank)", "right"), ("change", "right")):
+        table.add_column(title, justify=justify)  # type: ignore[arg-type]
+    for n, b, a, c in rows:
+        table.add_row(middle_cut(terminal_safe(n), 56), b, a, c)
+    console.print(table)
+    return buffer.getvalue()
