@@ -140,3 +140,29 @@ def test_fleet_diff_compares_two_sets_and_gates_ci(ranks_dir, tmp_path):
     assert CliRunner().invoke(app, ["fleet", "diff", str(base), str(base), "--fail-on-regression", "1"]).exit_code == 0
     misuse = CliRunner().invoke(app, ["fleet", str(base), "--fail-on-regression", "1"])
     assert misuse.exit_code == 1 and "applies to `traceview fleet diff" in misuse.output
+
+
+def test_a_saved_fleet_result_opens_in_the_dashboard(ranks_dir, tmp_path):
+    from traceview.app.cli import _open_for_dashboard
+    from traceview.app.dashboard import RunStore, create_app, figure_for, side_panel, summary_line
+
+    saved = tmp_path / "fleet.json"
+    assert CliRunner().invoke(app, ["fleet", str(ranks_dir), "-o", str(saved)]).exit_code == 0
+    analysis = _open_for_dashboard(saved, None)
+    assert summary_line(analysis) == "fleet: 4 files over 4 ranks, 1 straggler(s), 1 failed"
+    heatmap = figure_for(analysis, None, False)
+    assert heatmap.data[0].type == "heatmap" and list(heatmap.data[0].y) == ["rank 0", "rank 1", "rank 2", "rank 3"]
+    # The straggling rank's row reads 1.5× the median rank for the heaviest kernel.
+    assert heatmap.data[0].z[2][0] == pytest.approx(1.5, rel=0.01)
+    panel = str(side_panel(analysis))
+    assert "rank 2 is a straggler" in panel and "job_rank4.sqlite" in panel
+    store = RunStore()
+    store.add(analysis, saved.name)
+    client = create_app(store, lambda path: _open_for_dashboard(path, None), 2**20).server.test_client()
+    assert client.get("/", headers={"Host": "127.0.0.1:8050"}).status_code == 200
+    damaged = tmp_path / "damaged.json"
+    damaged.write_text('{"fleet": {"ranks": []}}')
+    from traceview.errors import TraceFormatError
+
+    with pytest.raises(TraceFormatError, match="fleet result with missing or damaged fields"):
+        _open_for_dashboard(damaged, None)

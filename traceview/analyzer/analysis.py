@@ -67,6 +67,7 @@ class Analysis:
     llm: LlmAnalysis | None = None  # llama.cpp outputs
     timeline: Timeline | None = None  # Nsight Systems exports
     steps: dict[str, Any] | None = None  # decode steps found in an Nsight Compute export (analyzer.ncu_steps)
+    fleet: Any = None  # analyzer.fleet.FleetResult when the input is a saved `traceview fleet` result
 
     @property
     def total_duration_ns(self) -> float | None:

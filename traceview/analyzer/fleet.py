@@ -20,7 +20,8 @@ from typing import Any
 
 import polars as pl
 
-from traceview.analyzer.analysis import Analysis
+from traceview.analyzer.analysis import PEAK_KEYS, Analysis, Device, Peak, Source, _without_launches
+from traceview.analyzer.ranking import rank_kernels
 
 MAD_SCALE = 1.4826
 DEFAULT_K = 3.0
@@ -200,3 +201,22 @@ def compare_fleets(before: FleetResult, after: FleetResult, fail_on_regression_p
         for k in kernels.filter((pl.col("change_pct") > fail_on_regression_pct) & (pl.col("share_pct") >= min_share_pct)).iter_rows(named=True):
             regressions.append(f"{k['short_name']}: {k['change_pct']:.1f}% more time per rank ({k['share_pct']:.1f}% of the new fleet's kernel time)")
     return FleetDiff(kernels, total, regressions)
+
+
+def result_from_record(record: dict[str, Any]) -> FleetResult:
+    """Return the FleetResult that a saved `traceview fleet --format json` holds (its `fleet` object)."""
+    fleet = record["fleet"]
+
+    def frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
+        return pl.DataFrame(rows, infer_schema_length=None) if rows else pl.DataFrame()
+
+    return FleetResult(frame(fleet["files"]), frame(fleet["kernels"]), frame(fleet["ranks"]), fleet["stragglers"], fleet["failures"],
+                       fleet.get("straggler_metric"), fleet.get("straggler_k", DEFAULT_K), frame(fleet.get("rank_kernels", [])))
+
+
+def fleet_analysis(result: FleetResult, source: Source) -> Analysis:
+    """Return an Analysis that carries a fleet result (for the dashboard, which shows one Analysis at a time)."""
+    gpus = sorted({g for g in result.files["gpu"].to_list() if g}) if "gpu" in result.files.columns else []
+    device = Device(", ".join(gpus) or None, None, None, "from the fleet's files", {key: Peak(None, None) for key in PEAK_KEYS})
+    launches = _without_launches(device)
+    return Analysis(source, device, launches, rank_kernels(launches), [], fleet=result)

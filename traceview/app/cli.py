@@ -42,7 +42,7 @@ from traceview.app.formatting import format_rate, terminal_safe
 from traceview.app.reporters import REPORTERS, ReportOptions
 from traceview.app.reporters.decode_report import decode_record, render_decode_text
 from traceview.app.reporters.diff_report import render_diff
-from traceview.errors import TraceviewError, UsageError
+from traceview.errors import TraceFormatError, TraceviewError, UsageError
 from traceview.parsers import Trace, TraceFormat, load_trace
 
 app = typer.Typer(
@@ -457,6 +457,27 @@ def allowed_hosts(bound: str, extra: list[str]) -> set[str] | None:
     return names | LOOPBACK_NAMES if bound in LOOPBACK_NAMES else names
 
 
+def _open_for_dashboard(path: Path, gpu: str | None) -> Analysis:
+    """Return the analysis of an export, or of a saved `traceview fleet --format json` result."""
+    from traceview.analyzer.fleet import fleet_analysis, result_from_record
+
+    with path.open("rb") as handle:
+        head = handle.read(64).lstrip()
+    if head.startswith(b"{"):
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            record = None
+        if isinstance(record, dict) and isinstance(record.get("fleet"), dict) and "ranks" in record["fleet"]:
+            try:
+                result = result_from_record(record)
+            except (KeyError, TypeError, pl.exceptions.PolarsError) as error:
+                raise TraceFormatError(path, f"a fleet result with missing or damaged fields ({type(error).__name__}: {error})",
+                                       "save it again with traceview fleet --format json -o fleet.json") from None
+            return fleet_analysis(result, Source(str(path), "traceview-fleet", _sha256(path), path.stat().st_size, "traceview fleet"))
+    return run_analysis(path, gpu)
+
+
 @app.command("serve")
 @user_errors
 def serve_command(
@@ -475,8 +496,8 @@ def serve_command(
         raise UsageError("no file given and no bundled sample found — pass an export: traceview serve run.csv")
     store = RunStore()
     for path in paths:
-        store.add(run_analysis(path, gpu), path.name)
-    dashboard = create_app(store, lambda path: run_analysis(path, gpu), max_upload_mb * 2**20, allowed_hosts(host, allow_host or []))
+        store.add(_open_for_dashboard(path, gpu), path.name)
+    dashboard = create_app(store, lambda path: _open_for_dashboard(path, gpu), max_upload_mb * 2**20, allowed_hosts(host, allow_host or []))
     typer.echo(f"traceview dashboard: http://{host}:{port}/  (Ctrl+C to stop)")
     dashboard.run(host=host, port=port, debug=False)
 

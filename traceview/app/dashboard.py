@@ -24,7 +24,14 @@ from dash import Input, Output, State, dash_table, dcc, html
 
 from traceview.analyzer.analysis import Analysis
 from traceview.analyzer.diff import compare
-from traceview.app.figures import has_roofline_points, main_figure, roofline_figure, telemetry_figure
+from traceview.app.figures import (
+    fleet_breakdown_figure,
+    fleet_heatmap_figure,
+    has_roofline_points,
+    main_figure,
+    roofline_figure,
+    telemetry_figure,
+)
 from traceview.app.formatting import format_duration, format_pct
 from traceview.app.reporters.base import (
     diagnosis_lines,
@@ -35,6 +42,7 @@ from traceview.app.reporters.base import (
     timeline_lines,
 )
 from traceview.app.reporters.diff_report import diff_data
+from traceview.app.reporters.fleet_report import straggler_lines
 from traceview.errors import TraceviewError
 
 DEFAULT_MAX_UPLOAD_MB = 512
@@ -129,8 +137,14 @@ def detail_panel(analysis: Analysis, kernel_name: str | None) -> list[Any]:
 
 
 def side_panel(analysis: Analysis) -> list[Any]:
-    """Return what the input has besides kernels: timeline findings, telemetry findings or llama.cpp runs."""
+    """Return what the input has besides kernels: timeline findings, telemetry findings, llama.cpp runs, or a fleet's
+    stragglers, per-rank breakdown and failed files."""
     parts: list[Any] = []
+    if analysis.fleet is not None:
+        fleet = analysis.fleet
+        parts += [html.H3("Fleet"), html.Ul([html.Li(line, className="verdict") for line in straggler_lines(fleet)] or [html.Li("no straggler")]),
+                  dcc.Graph(id="fleet-ranks", figure=fleet_breakdown_figure(fleet), config={"displaylogo": False}),
+                  *([html.H3("Failed files"), html.Ul([html.Li(f"{f['path']}: {f['error']}") for f in fleet.failures])] if fleet.failures else [])]
     if analysis.timeline is not None:
         headline = timeline_headline(analysis)
         parts += [html.H3("Whole run"), *(html.P(line, className="verdict") for line in headline if not line.startswith("- ")),
@@ -154,6 +168,9 @@ def side_panel(analysis: Analysis) -> list[Any]:
 
 def summary_line(analysis: Analysis) -> str:
     device = analysis.device
+    if analysis.fleet is not None:
+        fleet = analysis.fleet
+        return f"fleet: {fleet.files.height} files over {fleet.ranks.height} ranks, {len(fleet.stragglers)} straggler(s), {len(fleet.failures)} failed"
     if analysis.telemetry is not None:
         t = analysis.telemetry
         return f"{t.samples} tegrastats samples over {t.duration_s:.0f} s — {device.name or 'unknown board'} ({device.how_identified})"
@@ -193,6 +210,8 @@ def compare_panel(before: Analysis | None, after: Analysis | None) -> list[Any]:
 
 
 def figure_for(analysis: Analysis, highlight: str | None, per_launch: bool) -> go.Figure:
+    if analysis.fleet is not None:
+        return fleet_heatmap_figure(analysis.fleet)
     if analysis.telemetry is not None:
         return telemetry_figure(analysis)
     if analysis.llm is not None or (analysis.timeline is not None and analysis.timeline.devices and not has_roofline_points(analysis)):

@@ -36,6 +36,8 @@ def fleet_record(result: FleetResult, top: int | None = None) -> dict[str, Any]:
             "straggler_metric": result.straggler_metric,
             "straggler_k": result.k,
             "failures": result.failures,
+            # Per rank and kernel: what the heatmap shows, so a saved result opens in the dashboard as it was.
+            "rank_kernels": result.per_rank_kernels.to_dicts() if result.per_rank_kernels is not None else [],
         },
     })
 
@@ -43,7 +45,7 @@ def fleet_record(result: FleetResult, top: int | None = None) -> dict[str, Any]:
 _METRIC_WORDS = {"step_median_ns": "median step time", "kernel_ns": "kernel time"}
 
 
-def _straggler_lines(result: FleetResult) -> list[str]:
+def straggler_lines(result: FleetResult) -> list[str]:
     lines = []
     for s in result.stragglers:
         metric = _METRIC_WORDS.get(s["metric"], s["metric"])
@@ -58,7 +60,7 @@ def render_table(result: FleetResult, top: int = 15, width: int = 160) -> str:
     ranks = result.ranks
     console.print(f"{result.files.height} files summarised over {ranks.height} ranks, {len(result.failures)} failed", markup=False, highlight=False)
     checked = " and ".join(_METRIC_WORDS.get(m, m) for m in (result.straggler_metric or "").split(", ") if m)
-    for line in _straggler_lines(result) or [f"no straggler (median + {result.k:g}·MAD of {checked or 'nothing: no rank summarised'})"]:
+    for line in straggler_lines(result) or [f"no straggler (median + {result.k:g}·MAD of {checked or 'nothing: no rank summarised'})"]:
         console.print(line, markup=False, highlight=False)
     table = Table(title="Kernels across ranks", header_style="bold")
     for title, justify in (("kernel", "left"), ("ranks", "right"), ("launches", "right"), ("total", "right"), ("median/rank", "right"),
@@ -85,7 +87,7 @@ def render_table(result: FleetResult, top: int = 15, width: int = 160) -> str:
 
 def render_markdown(result: FleetResult, top: int = 15) -> str:
     lines = [f"## traceview fleet: {result.files.height} files, {result.ranks.height} ranks", ""]
-    lines += [f"- **{escape_markdown(line)}**" for line in _straggler_lines(result)] or ["- no straggler"]
+    lines += [f"- **{escape_markdown(line)}**" for line in straggler_lines(result)] or ["- no straggler"]
     lines += ["", "| kernel | ranks | launches | total | median/rank | max/rank | imbalance | slowest rank |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for k in result.kernels.head(top).iter_rows(named=True):
         lines.append(f"| {escape_markdown(k['short_name'] or k['kernel_name'])} | {k['ranks']} | {k['launches']:,} | {format_duration(k['total_ns'])} | "
@@ -104,7 +106,7 @@ def render_markdown(result: FleetResult, top: int = 15) -> str:
 def render_html(result: FleetResult, top: int = 25) -> str:
     heatmap = fleet_heatmap_figure(result, top).to_html(full_html=False, include_plotlyjs=True, div_id="fleet-heatmap", config={"displaylogo": False})
     bars = fleet_breakdown_figure(result).to_html(full_html=False, include_plotlyjs=False, div_id="fleet-ranks", config={"displaylogo": False})
-    stragglers = "".join(f"<li><strong>{html.escape(line)}</strong></li>" for line in _straggler_lines(result)) or "<li>no straggler</li>"
+    stragglers = "".join(f"<li><strong>{html.escape(line)}</strong></li>" for line in straggler_lines(result)) or "<li>no straggler</li>"
     failures = "".join(f"<li><code>{html.escape(f['path'])}</code>: {html.escape(f['error'])}</li>" for f in result.failures)
     title = f"traceview fleet: {result.files.height} files, {result.ranks.height} ranks"
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + html.escape(title) + "</title></head><body>"
