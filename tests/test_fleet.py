@@ -166,3 +166,18 @@ def test_a_saved_fleet_result_opens_in_the_dashboard(ranks_dir, tmp_path):
 
     with pytest.raises(TraceFormatError, match="fleet result with missing or damaged fields"):
         _open_for_dashboard(damaged, None)
+
+
+def test_ncu_verdicts_are_joined_once_onto_the_fleet_kernels(realdata_file, tmp_path):
+    for rank in (0, 1):
+        target = tmp_path / f"nvfuser_rank{rank}.sqlite"
+        shutil.copy(realdata_file("nsys_sqlite/nvfuser_H200_nsys2024.6.2.sqlite"), target)
+        target.chmod(0o644)
+    ncu = realdata_file("ncu_console/ncu2022_a100_80gb_pytorch_layernorm_x17_nvfuser_x13_liqiangxl.log")
+    result = CliRunner().invoke(app, ["fleet", str(tmp_path), "--ncu", str(ncu), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    kernels = json.loads(result.stdout)["fleet"]["kernels"]
+    joined = [k for k in kernels if k["ncu_bound"] is not None]
+    assert [k["short_name"] for k in joined] == ["distribution_elementwise_grid_stride_kernel"]
+    assert joined[0]["ncu_bound"] == "compute" and joined[0]["ranks"] == 2
+    assert "Nsight Compute verdicts joined onto 1 of" in result.stderr

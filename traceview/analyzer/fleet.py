@@ -21,7 +21,9 @@ from typing import Any
 import polars as pl
 
 from traceview.analyzer.analysis import PEAK_KEYS, Analysis, Device, Peak, Source, _without_launches
+from traceview.analyzer.names import normalise_kernel_name
 from traceview.analyzer.ranking import rank_kernels
+from traceview.parsers.ncu_csv import short_kernel_name
 
 MAD_SCALE = 1.4826
 DEFAULT_K = 3.0
@@ -220,3 +222,28 @@ def fleet_analysis(result: FleetResult, source: Source) -> Analysis:
     device = Device(", ".join(gpus) or None, None, None, "from the fleet's files", {key: Peak(None, None) for key in PEAK_KEYS})
     launches = _without_launches(device)
     return Analysis(source, device, launches, rank_kernels(launches), [], fleet=result)
+
+
+def join_ncu_verdicts(result: FleetResult, ncu: Analysis) -> tuple[FleetResult, int]:
+    """Return the fleet with Nsight Compute's verdict per kernel (bound, label, % of roof, recommendation) joined once,
+    as `analyze --ncu` joins them: by normalised name, else by the bare function name where it is unique on both
+    sides; and how many fleet kernels matched."""
+    columns = {"bound": "ncu_bound", "label": "ncu_label", "roof_pct": "ncu_roof_pct", "recommendation": "ncu_recommendation"}
+    by_name: dict[str, dict[str, Any]] = {}
+    by_function: dict[str, list[dict[str, Any]]] = {}
+    for row in ncu.kernels.iter_rows(named=True):
+        by_name.setdefault(normalise_kernel_name(row["kernel_name"] or ""), row)
+        by_function.setdefault(short_kernel_name(row["kernel_name"] or ""), []).append(row)
+    functions = [short_kernel_name(name or "") for name in result.kernels["kernel_name"].to_list()]
+    unique_here = {f for f in functions if functions.count(f) == 1}
+    joined = []
+    for name, function in zip(result.kernels["kernel_name"].to_list(), functions, strict=True):
+        row = by_name.get(normalise_kernel_name(name or ""))
+        if row is None and function in unique_here and len(by_function.get(function, [])) == 1:
+            row = by_function[function][0]
+        joined.append({target: (row or {}).get(source) for source, target in columns.items()})
+    verdicts = pl.DataFrame(joined, schema={"ncu_bound": pl.String, "ncu_label": pl.String, "ncu_roof_pct": pl.Float64, "ncu_recommendation": pl.String})
+    kernels = pl.concat([result.kernels, verdicts], how="horizontal")
+    matched = int(kernels["ncu_bound"].is_not_null().sum())
+    return FleetResult(result.files, kernels, result.ranks, result.stragglers, result.failures, result.straggler_metric, result.k,
+                       result.per_rank_kernels), matched

@@ -572,12 +572,13 @@ def fleet_command(
     top: Annotated[int | None, typer.Option("--top", min=1, help="Kernels to list (default 15; JSON: all).")] = None,
     fail_on_regression: Annotated[float | None, typer.Option("--fail-on-regression", min=0.0, help=f"fleet diff: exit {REGRESSION_EXIT_CODE} when the median kernel time per rank, or a kernel with at least --min-share of it, grows by more than PCT %.")] = None,
     min_share: Annotated[float, typer.Option("--min-share", min=0.0, help="fleet diff: kernels below this share (%) of the new fleet's kernel time never fail the gate.")] = 1.0,
+    ncu: NcuOption = None,
 ) -> None:
     """Analyse many ranks or runs at once: per-kernel totals across ranks, per-rank breakdowns, straggler ranks and the
     files that failed (each with its one-line error); locally or on a Dask cluster.
 
     `traceview fleet diff BASE NEW` compares two sets (each a directory, glob or list), kernel by kernel."""
-    from traceview.analyzer.fleet import compare_fleets
+    from traceview.analyzer.fleet import compare_fleets, join_ncu_verdicts
     from traceview.app.fleet import MapOptions, expand_inputs, run_fleet
     from traceview.app.reporters.fleet_report import render_fleet, render_fleet_diff
 
@@ -634,8 +635,13 @@ def fleet_command(
             raise typer.Exit(REGRESSION_EXIT_CODE)
         return
     run = runs[0]
-    write_output(render_fleet(run.result, fmt.value, top), output, force)
-    slow = [s for s in run.result.stragglers if fail_on_straggler is not None and (s["excess_pct"] or 0) > fail_on_straggler]
+    result = run.result
+    if ncu:
+        # Once for the fleet, on the driver: the verdicts do not depend on the rank.
+        result, matched = join_ncu_verdicts(result, _joined_ncu(ncu, gpu))
+        stderr.print(f"Nsight Compute verdicts joined onto {matched} of {result.kernels.height} kernels", markup=False, highlight=False)
+    write_output(render_fleet(result, fmt.value, top), output, force)
+    slow = [s for s in result.stragglers if fail_on_straggler is not None and (s["excess_pct"] or 0) > fail_on_straggler]
     if slow:
         for s in slow:
             stderr.print(f"straggler: rank {s['rank']} is {s['excess_pct']:.1f}% slower than the median rank", markup=False, highlight=False)

@@ -71,7 +71,9 @@ def expand_inputs(inputs: Iterable[str]) -> list[Path]:
     for item in inputs:
         path = Path(item)
         if path.is_dir():
-            found += [p for p in sorted(path.rglob("*")) if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts)]
+            files = [p for p in sorted(path.rglob("*")) if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts)]
+            # A report beside its own SQLite export is the same run twice (and only nsys reads the report).
+            found += [p for p in files if not (p.suffix in (".nsys-rep", ".qdrep") and p.with_suffix(".sqlite").exists())]
         elif path.is_file():
             listed = _is_path_list(path)
             found += expand_inputs(str(p) for p in listed) if listed else [path]
