@@ -181,3 +181,10 @@ def test_ncu_verdicts_are_joined_once_onto_the_fleet_kernels(realdata_file, tmp_
     assert [k["short_name"] for k in joined] == ["distribution_elementwise_grid_stride_kernel"]
     assert joined[0]["ncu_bound"] == "compute" and joined[0]["ranks"] == 2
     assert "Nsight Compute verdicts joined onto 1 of" in result.stderr
+
+
+def test_mixed_inputs_with_no_kernel_time_name_no_straggler(realdata_file):
+    """Logs and summaries have no kernel time: a median of zero leaves nothing to stand out from (it divided by it)."""
+    fleet = fleet_json(str(realdata_file("tegrastats/agx_orin64_jp6_ts_Hanner123_a.log").parent),
+                       str(realdata_file("ncu_raw/mudock_gtx1650_full_raw.csv")))
+    assert fleet["stragglers"] == [] and len(fleet["files"]) >= 10 and fleet["failures"] == []

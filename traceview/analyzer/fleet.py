@@ -157,6 +157,8 @@ def _stragglers(ranks: pl.DataFrame, metric: str, k: float) -> list[dict[str, An
         return []  # two ranks have no majority to stand out from
     series = values[metric]
     median = float(series.median())  # type: ignore[arg-type]
+    if median <= 0:
+        return []  # most ranks did none of this work (logs, summaries): nothing to stand out from
     mad = float((series - median).abs().median()) * MAD_SCALE  # type: ignore[arg-type]
     # With identical ranks MAD is 0: a rank 1 % slower would count; 1 % of the median is the floor of the spread.
     spread = max(mad, 0.01 * median)
@@ -165,7 +167,7 @@ def _stragglers(ranks: pl.DataFrame, metric: str, k: float) -> list[dict[str, An
     for rank, value in values.iter_rows():
         if value > threshold:
             found.append({"rank": rank, "metric": metric, "value": value, "median": median, "mad": mad, "threshold": threshold,
-                          "excess_pct": 100.0 * (value - median) / median if median else None, "robust_z": (value - median) / spread})
+                          "excess_pct": 100.0 * (value - median) / median, "robust_z": (value - median) / spread})
     return sorted(found, key=lambda s: -s["value"])
 
 
