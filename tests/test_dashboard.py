@@ -208,3 +208,53 @@ def test_upload_limit_and_temporary_files(tmp_path, monkeypatch):
     analysis = analyze_upload(good, "../../etc/x|y.csv", analyze_file, max_upload_bytes=2**20)
     assert analysis.source.path == "../../etc/x|y.csv"  # shown as given, never used as a path
     assert seen[0].name == "upload.csv" and not seen[0].exists()  # the temporary copy is gone
+
+
+DOT_POSITION = """
+const g = document.querySelector('#roofline .js-plotly-plot');
+const t = g.data.find(t => (t.name || '').endsWith('-bound kernels'));
+const L = g._fullLayout, x = L.xaxis.l2p(Math.log10(t.x[0])) + L._size.l, y = L.yaxis.l2p(Math.log10(t.y[0])) + L._size.t;
+const box = g.getBoundingClientRect();
+return [x - box.width / 2, y - box.height / 2, t.customdata[0]];
+"""
+
+
+def test_clicking_a_dot_selects_its_kernel(dashboard, browser):
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    url, _ = dashboard
+    open_run(browser, url, RAW.name)
+    wait_for(lambda: browser.execute_script(KERNEL_DOTS) == 1)
+    dx, dy, name = browser.execute_script(DOT_POSITION)
+    graph = browser.find_element("css selector", "#roofline .js-plotly-plot")
+    ActionChains(browser).move_to_element_with_offset(graph, int(dx), int(dy)).pause(0.3).click().perform()
+    assert wait_for(lambda: browser.find_element("id", "detail-name").text) == name
+    assert wait_for(lambda: browser.find_elements("css selector", "#kernels td.dash-select-cell input")[0].is_selected())
+
+
+def test_switching_runs_clears_the_detail_of_the_last_kernel(dashboard, browser):
+    url, store = dashboard
+    open_run(browser, url, CFD.name)
+    wait_for(lambda: ranks_and_names(browser)[0])
+    browser.find_elements("css selector", "#kernels td.dash-select-cell input")[0].click()
+    assert wait_for(lambda: browser.find_element("id", "detail-name").text) == table_rows(store.get(CFD.name))[0]["id"]
+    choose_run(browser, RAW.name)
+    assert wait_for(lambda: not browser.find_elements("id", "detail-name"))
+    assert "Select a kernel" in browser.find_element("id", "detail").text
+
+
+@pytest.mark.parametrize("width", [1280, 1920])
+def test_nothing_overflows_the_viewport(dashboard, browser, width):
+    url, _ = dashboard
+    browser.set_window_size(width, 900)
+    try:
+        open_run(browser, url, CFD.name)
+        wait_for(lambda: ranks_and_names(browser)[0])
+        browser.find_elements("css selector", "#kernels td.dash-select-cell input")[0].click()
+        wait_for(lambda: browser.find_element("id", "detail-name").text)
+        viewport = browser.execute_script("return document.documentElement.clientWidth")
+        widest = browser.execute_script("return Math.max(...[...document.querySelectorAll('#detail, #side, #roofline')].map(e => e.getBoundingClientRect().right))")
+        assert widest <= viewport + 1
+        assert browser.execute_script("return document.documentElement.scrollWidth") <= viewport + 1
+    finally:
+        browser.set_window_size(1500, 1300)

@@ -225,7 +225,9 @@ body { font-family: system-ui, sans-serif; margin: 0 1.5rem; color: #222; }
 .upload { border: 1px dashed #888; padding: 0.5rem 1rem; border-radius: 6px; cursor: pointer; }
 .error { color: #b00020; font-weight: 600; } .warning { color: #a15c00; } .hint { color: #666; }
 .metrics th { text-align: left; padding-right: 1rem; font-weight: normal; color: #555; }
-.columns { display: grid; grid-template-columns: 2fr 1fr; gap: 1.5rem; }
+.columns { display: grid; grid-template-columns: minmax(0, 2fr) minmax(0, 1fr); gap: 1.5rem; }
+.columns > div { min-width: 0; overflow-wrap: anywhere; }  /* long kernel names wrap instead of widening the page */
+@media (max-width: 1100px) { .columns { grid-template-columns: minmax(0, 1fr); } }
 """
 
 
@@ -361,14 +363,35 @@ def _callbacks(app: dash.Dash, store: RunStore, analyze_file: Callable[[Path], A
 
     @app.callback(
         Output("roofline", "figure"), Output("kernels", "data"), Output("kernels", "selected_rows"), Output("summary", "children"),
-        Output("side", "children"),
-        Input("run", "value"), Input("per-launch", "value"),
+        Output("side", "children"), Output("detail", "children", allow_duplicate=True),
+        Input("run", "value"), Input("per-launch", "value"), prevent_initial_call="initial_duplicate",
     )
     def show_run(label: str | None, per_launch: list[str]) -> tuple[Any, ...]:
+        # Another run means another set of kernels: the detail of the last one selected would be stale.
         analysis = store.get(label, _session())
         if analysis is None:
-            return go.Figure(), [], [], "No run loaded.", []
-        return figure_for(analysis, None, bool(per_launch)), table_rows(analysis), [], summary_line(analysis), side_panel(analysis)
+            return go.Figure(), [], [], "No run loaded.", [], []
+        return (figure_for(analysis, None, bool(per_launch)), table_rows(analysis), [], summary_line(analysis), side_panel(analysis),
+                detail_panel(analysis, None))
+
+    @app.callback(
+        Output("detail", "children", allow_duplicate=True), Output("roofline", "figure", allow_duplicate=True),
+        Output("kernels", "selected_rows", allow_duplicate=True),
+        Input("roofline", "clickData"), State("run", "value"), State("per-launch", "value"), prevent_initial_call=True,
+    )
+    def click_dot(click: dict[str, Any] | None, label: str | None, per_launch: list[str]) -> tuple[Any, ...]:
+        """A click on a kernel's dot selects it, as a click on its table row does."""
+        analysis = store.get(label, _session())
+        points = (click or {}).get("points") or []
+        name = points[0].get("customdata") if points and isinstance(points[0], dict) else None
+        if isinstance(name, list):
+            name = name[0] if name else None
+        if analysis is None or not isinstance(name, str):
+            return dash.no_update, dash.no_update, dash.no_update
+        rows = [row["id"] for row in table_rows(analysis)]
+        if name not in rows:
+            return dash.no_update, dash.no_update, dash.no_update
+        return detail_panel(analysis, name), figure_for(analysis, name, bool(per_launch)), [rows.index(name)]
 
     @app.callback(
         Output("detail", "children"), Output("roofline", "figure", allow_duplicate=True),

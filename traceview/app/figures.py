@@ -53,6 +53,9 @@ def _launch_points(analysis: Analysis) -> pl.DataFrame:
     return frame.sort("duration_ns", descending=True, nulls_last=True).head(MAX_POINTS)
 
 
+ROOFLINE_LABELS = 5
+
+
 def roofline_figure(analysis: Analysis, highlight: str | None = None, per_launch: bool = False) -> go.Figure:
     """Return the roofline (log-log FLOP/s against FLOP per DRAM byte), or the SOL chart when the export has no counts.
 
@@ -105,8 +108,15 @@ def roofline_figure(analysis: Analysis, highlight: str | None = None, per_launch
             text=[_hover(r) for r in group],
             hovertemplate="%{text}<extra></extra>",
         ))
-    figure.update_xaxes(type="log", title="arithmetic intensity (FLOP per DRAM byte)")
-    figure.update_yaxes(type="log", title="achieved performance (FLOP/s)")
+    # The few kernels that hold most of the time are named on the chart; the others on hover.
+    labelled = sorted(rows, key=lambda r: -(r["duration_ns"] or 0.0))[:ROOFLINE_LABELS]
+    if labelled:
+        figure.add_trace(go.Scatter(x=[r["arithmetic_intensity"] for r in labelled], y=[r["achieved_flop_per_s"] for r in labelled],
+                                    mode="text", text=[_text(r["short_name"])[:32] for r in labelled], textposition="top center",
+                                    textfont={"size": 10}, showlegend=False, hoverinfo="skip", customdata=[r["kernel_name"] for r in labelled]))
+    # SI prefixes (G, T) with the unit: Plotly's default "B" for 10⁹ reads as bytes.
+    figure.update_xaxes(type="log", title="arithmetic intensity (FLOP per DRAM byte)", exponentformat="SI")
+    figure.update_yaxes(type="log", title="achieved performance", tickformat="~s", ticksuffix="FLOP/s")
     sources = sorted({p.source for p in peaks.values() if p.source})
     figure.update_layout(title=f"Roofline — {_text(analysis.device.name or 'unknown device')} (peaks from {', '.join(sources) or 'nowhere'})", **_LAYOUT)
     return figure
