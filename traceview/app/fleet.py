@@ -89,24 +89,16 @@ def expand_inputs(inputs: Iterable[str]) -> list[Path]:
 
 def summarize_file(path: str, sha256: str, options: MapOptions) -> dict[str, Any]:
     """Map step, run where the data is: parse and analyse one file, return its summary tables, or its failure."""
-    from traceview.analyzer.analysis import analyze, analyze_llama, analyze_nsys, analyze_samples, analyze_stats
     from traceview.analyzer.fleet import summarize
+    from traceview.app.cli import (
+        _analyze_trace,  # the same choice of analysis as `analyze`; imported here, in the worker
+    )
 
     file = Path(path)
     try:
         trace = load_trace(file)
         source = Source(path, trace.format.value, sha256, file.stat().st_size, trace.profiler)
-        if trace.nsys is not None:
-            analysis = analyze_nsys(trace.nsys, source, options.gpu)
-        elif trace.stats is not None:
-            analysis = analyze_stats(trace.stats.reports, source, options.gpu)
-        elif trace.samples is not None:
-            analysis = analyze_samples(trace.samples, source)
-        elif trace.runs is not None:
-            analysis = analyze_llama(trace.runs, source, options.gpu)
-        else:
-            assert trace.kernels is not None
-            analysis = analyze(trace.kernels, source, options.gpu)
+        analysis = _analyze_trace(trace, source, options.gpu, 1.0, None, None, None, None, None)
         return {"path": path, "tables": summarize(analysis, rank_from_name(path, options.rank_from))}
     except TraceFormatError as error:
         where = f"line {error.line}: " if error.line is not None else ""
