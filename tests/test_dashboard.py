@@ -18,6 +18,7 @@ from traceview.app.dashboard import RunStore, create_app, table_rows
 CFD = SAMPLES / "ncu" / "v100_cfd_details_ncu2019.5.csv"
 RAW = SAMPLES / "ncu" / "gtx1650_calc_energy_raw.csv"
 ELEMENTWISE = SAMPLES / "ncu" / "rtx5090_elementwise_details_ncu2025.1.csv"
+NSYS = SAMPLES / "nsys" / "h100x2_copy_bound_nsys2026.2.sqlite"
 HOSTILE = '<img src=x onerror="window.__xss=1">|`x`'
 
 
@@ -32,7 +33,7 @@ def dashboard():
     from werkzeug.serving import make_server
 
     store = RunStore()
-    for path in (CFD, RAW):
+    for path in (CFD, RAW, NSYS):
         store.add(run_analysis(path, None), path.name)
     app = create_app(store, lambda path: run_analysis(path, None), max_upload_bytes=2 * 2**20)
     port = _free_port()
@@ -258,3 +259,32 @@ def test_nothing_overflows_the_viewport(dashboard, browser, width):
         assert browser.execute_script("return document.documentElement.scrollWidth") <= viewport + 1
     finally:
         browser.set_window_size(1500, 1300)
+
+
+TIMELINE = "return (document.querySelector('#timeline .js-plotly-plot') || {}).layout?.title?.text || null;"
+GAP_POSITION = """
+const g = document.querySelector('#timeline .js-plotly-plot');
+const t = g.data.find(t => (t.name || '').startsWith('idle gaps'));
+if (!t) return null;
+const L = g._fullLayout, box = g.getBoundingClientRect();
+const x = L.xaxis.l2p(t.x[0]) + L._size.l, y = L.yaxis.d2p(t.y[0]) + L._size.t;
+return [x - box.width / 2, y - box.height / 2];
+"""
+
+
+def test_timeline_zooms_on_the_server_and_explains_a_gap(dashboard, browser):
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    url, _ = dashboard
+    open_run(browser, url, NSYS.name)
+    browser.find_element("xpath", "//*[contains(@class, 'tab') and normalize-space()='Timeline']").click()
+    whole = wait_for(lambda: browser.execute_script(TIMELINE))
+    assert "shown in 1000 bins" in whole
+    browser.execute_script("Plotly.relayout(document.querySelector('#timeline .js-plotly-plot'), {'xaxis.range[0]': 100, 'xaxis.range[1]': 101});")
+    assert "1.00 ms shown" in wait_for(lambda: (lambda t: t if t and "1.00 ms" in t else None)(browser.execute_script(TIMELINE)))
+    browser.execute_script("Plotly.relayout(document.querySelector('#timeline .js-plotly-plot'), {'xaxis.autorange': true});")
+    wait_for(lambda: browser.execute_script(TIMELINE) == whole)
+    dx, dy = wait_for(lambda: browser.execute_script(GAP_POSITION))
+    graph = browser.find_element("css selector", "#timeline .js-plotly-plot")
+    ActionChains(browser).move_to_element_with_offset(graph, int(dx), int(dy)).pause(0.3).click().perform()
+    assert wait_for(lambda: browser.find_element("id", "gap-cause").text).startswith("Cause: ")

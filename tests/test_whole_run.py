@@ -7,6 +7,7 @@ import shutil
 import sqlite3
 import statistics
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -386,3 +387,26 @@ def test_sparse_row_ids_are_read_in_one_range_not_billions(realdata_file, tmp_pa
     with sqlite3.connect(copy) as connection:
         connection.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET rowid = 3240427616338 WHERE rowid = (SELECT max(rowid) FROM CUPTI_ACTIVITY_KIND_KERNEL)")
     assert analyze_json(copy)["summary"]["launches"] == 3442
+
+
+def test_timeline_lanes_and_bins_agree_with_the_breakdown(realdata_file):
+    """The timeline's bins are the same union of intervals the breakdown measures: summed over the whole run, each
+    GPU's copy lane is busy for exactly its copy share of the span."""
+    from traceview.app.cli import run_analysis
+    from traceview.app.figures import timeline_figure
+
+    analysis = run_analysis(realdata_file(H100), None)
+    lanes = {lane.name: lane for lane in analysis.timeline.lanes()}
+    assert {"GPU 0 compute", "GPU 0 copy", "GPU 1 compute", "GPU 1 copy"} <= set(lanes)
+    assert any(name.endswith("NVTX") for name in lanes) and any(name.endswith("CUDA API") for name in lanes)
+    for device in analysis.timeline.devices:
+        lane = lanes[f"GPU {device['device_id']} copy"]
+        edges = np.linspace(device["first_ns"], device["first_ns"] + device["span_ns"], 2001).round().astype(np.int64)
+        busy_ns = float((lane.busy(edges) * np.diff(edges)).sum())
+        assert 100 * busy_ns / device["span_ns"] == pytest.approx(device["breakdown"]["copy_pct"], abs=0.05)
+    whole = timeline_figure(analysis)
+    assert whole.data[0].type == "heatmap" and len(whole.data[0].x) == 1000
+    zoomed = timeline_figure(analysis, 100.0, 101.0)
+    assert "1.00 ms shown" in zoomed.layout.title.text
+    listed = [t for t in zoomed.data if t.type == "scatter" and t.customdata is not None and t.customdata[0][1] == "event"]
+    assert listed and all(len(t.x) <= 400 for t in listed)  # a narrow window names its events one by one

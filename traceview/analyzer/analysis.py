@@ -369,7 +369,7 @@ def analyze_nsys(
     cc = gpus["compute_capability"].drop_nulls().first() if gpus.height else None
     device = Device(display, cc or (spec.compute_capability if spec else None), spec, how, peaks)
     timeline = Timeline(run.devices, run.copies, run.findings, group_summary(ranges), run.verdict, run.gaps, run.idle_by_cause, run.launch,
-                        steps, sync_summary(export.sync, export.api), unmatched, matched)
+                        steps, sync_summary(export.sync, export.api), unmatched, matched, export=export)
     notes = list(export.notes) + run.notes
     if untimed:
         notes.append(f"{untimed} kernel or copy row(s) with no start or end time, or an end before the start, were left out (a damaged export?)")

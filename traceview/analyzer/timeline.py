@@ -57,6 +57,18 @@ class Timeline:
     sync: dict[str, Any] = field(default_factory=dict)
     unmatched_kernels: list[str] = field(default_factory=list)
     matched_kernels: int = 0
+    export: Any = None  # the NsysExport the findings came from, for the zoomable timeline (None for nsys stats)
+    _lanes: Any = field(default=None, repr=False, compare=False)
+
+    def lanes(self) -> list[Any]:
+        """Return the export's timeline lanes (analyzer.lanes), built on first use and kept."""
+        if self._lanes is None:
+            from traceview.analyzer.lanes import timeline_lanes
+
+            e = self.export
+            # A cache on a frozen record: the lanes follow from the export, which never changes.
+            object.__setattr__(self, "_lanes", [] if e is None else timeline_lanes(e.kernels, e.memops, e.graphs, e.api, e.nvtx, e.names))
+        return self._lanes
 
 
 def kernel_summary(kernels: pl.DataFrame, names: dict[int, str]) -> pl.DataFrame:

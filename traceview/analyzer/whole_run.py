@@ -234,12 +234,13 @@ def copy_summary(memops: pl.DataFrame, link_peaks: dict[int, tuple[float | None,
     return rows
 
 
-class _Coverage:
+class Coverage:
     """The union of a set of intervals, answering how much of [a, b) it covers for many (a, b) at once."""
 
-    def __init__(self, starts: np.ndarray, ends: np.ndarray) -> None:
-        order = np.argsort(starts, kind="stable")
-        starts, ends = starts[order], ends[order]
+    def __init__(self, starts: np.ndarray, ends: np.ndarray, presorted: bool = False) -> None:
+        if not presorted:  # `presorted`: the caller sorted by start already (millions of events: one sort, not two)
+            order = np.argsort(starts, kind="stable")
+            starts, ends = starts[order], ends[order]
         if len(starts):
             running_end = np.maximum.accumulate(ends)
             new_block = np.empty(len(starts), dtype=bool)
@@ -253,7 +254,8 @@ class _Coverage:
             self.starts = self.ends = np.zeros(0, dtype=np.int64)
         self.before = np.concatenate([[0], np.cumsum(self.ends - self.starts)])
 
-    def _upto(self, t: np.ndarray) -> np.ndarray:
+    def upto(self, t: np.ndarray) -> np.ndarray:
+        """Return the covered time (ns) from the first interval up to each t."""
         index = np.searchsorted(self.starts, t, side="right") - 1
         safe = np.clip(index, 0, None)
         if not len(self.starts):
@@ -262,7 +264,7 @@ class _Coverage:
         return np.where(index >= 0, self.before[safe] + inside, 0)
 
     def overlap(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        return self._upto(b) - self._upto(a)
+        return self.upto(b) - self.upto(a)
 
 
 def _api_class(name: str) -> str:
@@ -296,9 +298,9 @@ def _host_for(frame: pl.DataFrame, pids: set[int]) -> pl.DataFrame:
     return frame.filter(pl.col("pid").is_in(list(pids)))
 
 
-def _coverage(frame: pl.DataFrame) -> _Coverage:
+def _coverage(frame: pl.DataFrame) -> Coverage:
     valid = frame.filter(pl.col("end_ns").is_not_null() & (pl.col("end_ns") >= pl.col("start_ns")))
-    return _Coverage(valid["start_ns"].to_numpy(), valid["end_ns"].to_numpy())
+    return Coverage(valid["start_ns"].to_numpy(), valid["end_ns"].to_numpy())
 
 
 _GAP_API_CLASSES = ("synchronization", "synchronous_copy", "memory_allocation", "launch")
@@ -509,7 +511,7 @@ def time_util_rule(pieces: pl.DataFrame, devices: list[dict[str, Any]]) -> dict[
     cost = 0.0
     for device in devices:
         own = pieces.filter((pl.col("device_id") == device["device_id"]) & (pl.col("mask") != 0))
-        busy = _Coverage(own["start_ns"].to_numpy(), (own["start_ns"] + own["duration_ns"]).to_numpy())
+        busy = Coverage(own["start_ns"].to_numpy(), (own["start_ns"] + own["duration_ns"]).to_numpy())
         edges = np.linspace(device["first_ns"], device["first_ns"] + device["span_ns"], TIME_UTIL_CHUNKS + 1).astype(np.int64)
         used = busy.overlap(edges[:-1], edges[1:])
         for i, (a, b) in enumerate(itertools.pairwise(edges)):

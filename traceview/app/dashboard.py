@@ -31,6 +31,7 @@ from traceview.app.figures import (
     main_figure,
     roofline_figure,
     telemetry_figure,
+    timeline_figure,
 )
 from traceview.app.formatting import format_duration, format_pct
 from traceview.app.reporters.base import (
@@ -209,6 +210,33 @@ def compare_panel(before: Analysis | None, after: Analysis | None) -> list[Any]:
     return parts
 
 
+def _window(relayout: dict[str, Any] | None) -> tuple[float, float] | None:
+    """Return the zoomed x window (ms from the run's first activity, as the axis shows it), or None for a reset or
+    another change (a y-only zoom, a legend click)."""
+    if not relayout or relayout.get("xaxis.autorange"):
+        return None
+    try:
+        low, high = float(relayout["xaxis.range[0]"]), float(relayout["xaxis.range[1]"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    return (low, high) if high > low else None
+
+
+def gap_detail(analysis: Analysis, index: str) -> list[Any]:
+    """Return what the host did during one listed idle gap: its cause and the evidence behind it."""
+    gaps = analysis.timeline.gaps if analysis.timeline is not None else []
+    if not index.isdigit() or int(index) >= len(gaps):
+        return []
+    gap = gaps[int(index)]
+    evidence = gap.get("evidence") or {}
+    ranges = [r for r in (evidence.get("nvtx_outermost"), evidence.get("nvtx_innermost")) if r]
+    calls = ", ".join(f"{c['name']} ×{c['count']}" for c in evidence.get("cuda_calls", []))
+    return [html.H4(f"Idle gap on GPU {gap['device_id']}: {format_duration(gap['duration_ns'])}"),
+            html.P(f"Cause: {gap['cause']} — {gap['cause_text']}", id="gap-cause"),
+            *([html.P("NVTX: " + " > ".join(r["name"][:80] for r in ranges))] if ranges else []),
+            *([html.P(f"CUDA calls in it: {calls}")] if calls else [])]
+
+
 def figure_for(analysis: Analysis, highlight: str | None, per_launch: bool) -> go.Figure:
     if analysis.fleet is not None:
         return fleet_heatmap_figure(analysis.fleet)
@@ -331,6 +359,12 @@ def _layout(labels: list[str], max_upload_bytes: int) -> html.Div:
                     html.Div([html.Div(id="detail"), html.Div(id="side")]),
                 ]),
             ]),
+            dcc.Tab(label="Timeline", value="timeline-tab", children=[
+                html.P("Nsight Systems runs: each lane shaded by how busy it is; drag to zoom (the server re-bins the window), "
+                       "double-click to reset; click a red × for the cause of an idle gap, or an event for its name.", className="hint"),
+                dcc.Graph(id="timeline", config={"displaylogo": False}),
+                html.Div(id="timeline-detail"),
+            ]),
             dcc.Tab(label="Compare runs", value="compare", children=[
                 html.Div(className="bar", children=[
                     html.Label("Before"), dcc.Dropdown(id="compare-before", options=labels, value=first, style={"minWidth": "280px"}),
@@ -403,6 +437,28 @@ def _callbacks(app: dash.Dash, store: RunStore, analyze_file: Callable[[Path], A
             return [], dash.no_update
         name = row_ids[0] if row_ids else None
         return detail_panel(analysis, name), figure_for(analysis, name, bool(per_launch))
+
+    @app.callback(Output("timeline", "figure"), Output("timeline-detail", "children"),
+                  Input("run", "value"), Input("timeline", "relayoutData"), Input("tabs", "value"))
+    def show_timeline(label: str | None, relayout: dict[str, Any] | None, tab: str) -> tuple[Any, ...]:
+        """Re-bin the window the user zoomed to: the browser only ever holds one window's bins."""
+        if tab != "timeline-tab":
+            return dash.no_update, dash.no_update
+        analysis = store.get(label, _session())
+        if analysis is None or analysis.timeline is None or analysis.timeline.export is None:
+            return go.Figure(layout={"title": "The timeline needs an Nsight Systems SQLite export"}), []
+        window = _window(relayout) if dash.ctx.triggered_id == "timeline" else None
+        return timeline_figure(analysis, *(window or (None, None))), dash.no_update if window else []
+
+    @app.callback(Output("timeline-detail", "children", allow_duplicate=True), Input("timeline", "clickData"), State("run", "value"),
+                  prevent_initial_call=True)
+    def timeline_click(click: dict[str, Any] | None, label: str | None) -> list[Any]:
+        analysis = store.get(label, _session())
+        points = (click or {}).get("points") or []
+        data = points[0].get("customdata") if points and isinstance(points[0], dict) else None
+        if analysis is None or analysis.timeline is None or not isinstance(data, list) or len(data) != 2:
+            return dash.no_update
+        return gap_detail(analysis, data[0]) if data[1] == "gap" else [html.P(f"Event: {data[0]}", id="timeline-event")]
 
     @app.callback(Output("compare", "children"), Input("compare-before", "value"), Input("compare-after", "value"), Input("tabs", "value"))
     def compare_runs(before: str | None, after: str | None, _tab: str) -> list[Any]:

@@ -10,11 +10,13 @@ import html
 import math
 from typing import Any
 
+import numpy as np
 import plotly.graph_objects as go
 import polars as pl
 
 from traceview.analyzer.analysis import Analysis
 from traceview.analyzer.fleet import FleetResult
+from traceview.analyzer.lanes import span_of
 from traceview.analyzer.roofline import HIGH_THRESHOLD_PCT, LATENCY_THRESHOLD_PCT
 from traceview.app.formatting import format_duration, format_rate
 
@@ -290,4 +292,67 @@ def fleet_breakdown_figure(result: FleetResult) -> go.Figure:
     figure.update_layout(**{**_LAYOUT, "height": max(380, 160 + 22 * len(labels))}, barmode="group",
                          title="Where each rank's GPU time went (% of span; categories may overlap)",
                          xaxis={"title": "% of the rank's GPU span"}, yaxis={"autorange": "reversed"})
+    return figure
+
+
+LANE_COLOURS = {"compute": BREAKDOWN_COLOURS["compute"], "communication": BREAKDOWN_COLOURS["communication"],
+                "copy": BREAKDOWN_COLOURS["copy"], "nvtx": "#8c564b", "cuda_api": "#7f7f7f"}
+TIMELINE_BINS = 1000
+
+
+def timeline_figure(analysis: Analysis, start_ms: float | None = None, end_ms: float | None = None, bins: int = TIMELINE_BINS) -> go.Figure:
+    """Return the zoomable timeline of an Nsight Systems run for the window [start_ms, end_ms), in ms from the run's
+    first activity as the axis shows them (default: the whole run):
+    one row per lane (GPU compute, communication, copies; host NVTX and CUDA API), shaded by the share of each of
+    `bins` time bins the lane is busy; events listed one by one where a window holds few; idle gaps marked with their
+    cause. Times on the axis are ms from the run's first activity."""
+    timeline = analysis.timeline
+    lanes = timeline.lanes() if timeline is not None else []
+    figure = go.Figure()
+    span = span_of(lanes)
+    if span is None:
+        figure.update_layout(title="No timeline: the input has no timed GPU or host activity", **_LAYOUT)
+        return figure
+    origin = span[0]
+    start = max(span[0], origin + int(start_ms * 1e6)) if start_ms is not None else span[0]
+    end = min(span[1], origin + int(end_ms * 1e6)) if end_ms is not None else span[1]
+    if end <= start:
+        start, end = span
+    edges = np.linspace(start, end, bins + 1).round().astype(np.int64)
+    centres_ms = (edges[:-1] + edges[1:]) / 2 / 1e6 - origin / 1e6
+    names = [lane.name for lane in lanes]
+    figure.add_trace(go.Heatmap(z=[lane.busy(edges) for lane in lanes], x=centres_ms, y=names, zmin=0, zmax=1, colorscale="Blues",
+                                colorbar={"title": "busy", "tickformat": ".0%"}, hovertemplate="%{y} at %{x:.3f} ms: busy %{z:.0%}<extra></extra>"))
+    for lane in lanes:
+        listed = lane.events_in(start, end)
+        if listed is None or not len(listed[0]):
+            continue
+        starts, ends, labels = listed
+        figure.add_trace(go.Scatter(
+            x=(starts + ends) / 2 / 1e6 - origin / 1e6, y=[lane.name] * len(starts), mode="markers",
+            marker={"symbol": "line-ew", "size": 14, "line": {"width": 3, "color": LANE_COLOURS.get(lane.kind, "#444")}},
+            customdata=[[label, "event"] for label in labels], showlegend=False,
+            text=[f"{_text(label)[:120]}<br>{format_duration(float(e - s))}" for label, s, e in zip(labels, starts, ends, strict=True)],
+            hovertemplate="%{text}<extra></extra>"))
+    gaps = [g for g in (timeline.gaps if timeline is not None else [])]
+    firsts = {d["device_id"]: d["first_ns"] for d in timeline.devices} if timeline is not None else {}
+    shown = []
+    for index, gap in enumerate(gaps):
+        gap_start = firsts.get(gap["device_id"], origin) + gap["start_ns"]
+        if gap_start + gap["duration_ns"] < start or gap_start > end:
+            continue
+        shown.append((index, gap, gap_start))
+        figure.add_vrect(x0=gap_start / 1e6 - origin / 1e6, x1=(gap_start + gap["duration_ns"]) / 1e6 - origin / 1e6,
+                         fillcolor="#d62728", opacity=0.12, line_width=0)
+    if shown:
+        figure.add_trace(go.Scatter(
+            x=[(s + g["duration_ns"] / 2) / 1e6 - origin / 1e6 for _, g, s in shown],
+            y=[next((n for n in names if n == f"GPU {g['device_id']} compute"), names[0]) for _, g, _ in shown],
+            mode="markers", marker={"symbol": "x", "size": 11, "color": "#d62728"}, name="idle gaps (click for the cause)",
+            customdata=[[str(i), "gap"] for i, _, _ in shown],
+            text=[f"idle {format_duration(g['duration_ns'])}: {_text(g['cause'])} — {_text(g['cause_text'])}" for _, g, _ in shown],
+            hovertemplate="%{text}<extra></extra>"))
+    figure.update_layout(**{**_LAYOUT, "height": max(380, 140 + 42 * len(lanes))},
+                         title=f"Timeline ({format_duration(float(end - start))} shown in {bins} bins; zoom to see more)",
+                         xaxis={"title": "ms from the first activity"}, yaxis={"autorange": "reversed"}, uirevision="timeline")
     return figure

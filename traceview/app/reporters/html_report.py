@@ -6,7 +6,7 @@ import html
 from typing import Any, ClassVar
 
 from traceview.analyzer.analysis import Analysis
-from traceview.app.figures import main_figure
+from traceview.app.figures import main_figure, timeline_figure
 from traceview.app.reporters.base import (
     STAT_COLUMNS,
     ReportOptions,
@@ -77,6 +77,10 @@ class HTMLReporter:
                               config={"displaylogo": False, "responsive": True})
         title = f"traceview: {analysis.source.path.rsplit('/', 1)[-1]}"
         sections = [f"<h1>{_e(title)}</h1>", self._headline(analysis), self._summary(analysis), plot]
+        if analysis.timeline is not None and analysis.timeline.export is not None:
+            # The dashboard's timeline, whole run (a static page cannot re-bin on zoom: the bins are those of the whole run).
+            sections.append("<h2>Timeline</h2>" + timeline_figure(analysis).to_html(
+                full_html=False, include_plotlyjs=False, div_id="traceview-timeline", config={"displaylogo": False, "responsive": True}))
         if analysis.telemetry is not None:
             sections.append(self._telemetry(analysis))
         elif analysis.llm is not None:
