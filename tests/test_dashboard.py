@@ -288,3 +288,19 @@ def test_timeline_zooms_on_the_server_and_explains_a_gap(dashboard, browser):
     graph = browser.find_element("css selector", "#timeline .js-plotly-plot")
     ActionChains(browser).move_to_element_with_offset(graph, int(dx), int(dy)).pause(0.3).click().perform()
     assert wait_for(lambda: browser.find_element("id", "gap-cause").text).startswith("Cause: ")
+
+
+def test_telemetry_tab_draws_a_real_log(dashboard, browser):
+    from conftest import realdata
+
+    url, store = dashboard
+    log = realdata("tegrastats/agx_orin64_jp6_ts_Hanner123_a.log")
+    store.add(run_analysis(log, None), log.name)  # the page lists it from the next load on
+    open_run(browser, url, CFD.name)
+    choose_run(browser, log.name)
+    browser.find_element("xpath", "//*[contains(@class, 'tab') and normalize-space()='Telemetry']").click()
+    count = "return (document.querySelector('#telemetry .js-plotly-plot') || {}).data?.length || 0;"
+    assert wait_for(lambda: browser.execute_script(count) >= 10)
+    titles = browser.execute_script("return [...document.querySelectorAll('#telemetry .annotation-text')].map(e => e.textContent)")
+    assert "EMC bandwidth (GB/s)" in titles and "temperatures (°C)" in titles
+    assert not browser.execute_script("return document.querySelectorAll('#telemetry .gtitle').length === 0")

@@ -213,3 +213,23 @@ def test_oldest_grammar_tx1_l4t_28_1():
     assert frame["cpu_mhz"].to_list() == [[408.0] * 4, [1734.0] * 4]
     assert frame["emc_pct"].to_list() == [1.0, 12.0] and frame["emc_mhz"].to_list() == [1600.0, 1600.0]
     assert frame["gpu_pct"].to_list() == [39.0, 99.0] and frame["gpu_mhz"].to_list() == [76.0, 998.0]
+
+
+def test_telemetry_figure_shows_every_series_on_one_time_axis(realdata_file):
+    """The dashboard's and the report's telemetry view: bandwidth and its peak, load, clocks, rails, temperatures, with
+    stretch findings shaded where they happened."""
+    from traceview.app.cli import run_analysis
+    from traceview.app.figures import telemetry_figure
+
+    analysis = run_analysis(realdata_file("tegrastats/agx_orin64_jp6_ts_Hanner123_a.log"), None)
+    figure = telemetry_figure(analysis)
+    names = {trace.name for trace in figure.data}
+    assert {"EMC bandwidth", "Jetson AGX Orin 64GB peak", "GPU load", "GPU clock", "EMC clock", "VDD_GPU_SOC", "gpu temperature"} <= names
+    axes = {trace.xaxis for trace in figure.data}
+    assert axes == {"x", "x2", "x3", "x4", "x5"}  # five panels, zoomed together on one time axis:
+    assert [figure.layout[f"xaxis{i}"].matches for i in ("", 2, 3, 4)] == ["x5"] * 4
+    rail = next(t for t in figure.data if t.name == "VDD_GPU_SOC")
+    assert rail.y[0] == pytest.approx(2.798)  # 2798 mW on the first line of the log, in W
+    low_clock = next(f for f in analysis.telemetry.findings if f.kind == "emc_clock_low")
+    shaded = [s for s in figure.layout.shapes if s.x0 == low_clock.start_s]
+    assert shaded and shaded[0].x1 == low_clock.start_s + low_clock.duration_s

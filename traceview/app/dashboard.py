@@ -359,6 +359,11 @@ def _layout(labels: list[str], max_upload_bytes: int) -> html.Div:
                     html.Div([html.Div(id="detail"), html.Div(id="side")]),
                 ]),
             ]),
+            dcc.Tab(label="Telemetry", value="telemetry-tab", children=[
+                html.P("Jetson tegrastats logs: bandwidth against the board's peak, GPU load, clocks, power and temperatures on one "
+                       "time axis; shaded stretches are findings (clock caps, heat, CPU-bound stretches).", className="hint"),
+                dcc.Graph(id="telemetry", config={"displaylogo": False}),
+            ]),
             dcc.Tab(label="Timeline", value="timeline-tab", children=[
                 html.P("Nsight Systems runs: each lane shaded by how busy it is; drag to zoom (the server re-bins the window), "
                        "double-click to reset; click a red × for the cause of an idle gap, or an event for its name.", className="hint"),
@@ -437,6 +442,15 @@ def _callbacks(app: dash.Dash, store: RunStore, analyze_file: Callable[[Path], A
             return [], dash.no_update
         name = row_ids[0] if row_ids else None
         return detail_panel(analysis, name), figure_for(analysis, name, bool(per_launch))
+
+    @app.callback(Output("telemetry", "figure"), Input("run", "value"), Input("tabs", "value"))
+    def show_telemetry(label: str | None, tab: str) -> Any:
+        if tab != "telemetry-tab":
+            return dash.no_update
+        analysis = store.get(label, _session())
+        if analysis is None or analysis.telemetry is None:
+            return go.Figure(layout={"title": "The telemetry view needs a tegrastats log"})
+        return telemetry_figure(analysis)
 
     @app.callback(Output("timeline", "figure"), Output("timeline-detail", "children"),
                   Input("run", "value"), Input("timeline", "relayoutData"), Input("tabs", "value"))

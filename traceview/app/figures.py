@@ -171,28 +171,64 @@ def sol_figure(analysis: Analysis, highlight: str | None = None, points: pl.Data
     return figure
 
 
+def _series_by_name(frame: pl.DataFrame, column: str, value: str) -> dict[str, list[float | None]]:
+    """Return one series per name in a list-of-struct column (rails, temperatures), aligned with the frame's rows."""
+    exploded = frame.select(pl.int_range(pl.len()).alias("_row"), column).explode(column).drop_nulls(column).unnest(column)
+    if exploded.height == 0:
+        return {}
+    out: dict[str, list[float | None]] = {}
+    for (name,), part in exploded.group_by("name", maintain_order=True):
+        values: list[float | None] = [None] * frame.height
+        for row, number in zip(part["_row"].to_list(), part[value].to_list(), strict=True):
+            values[row] = number
+        out[str(name)] = values
+    return out
+
+
+# Findings that mark a stretch of time on the telemetry axis, with their colour.
+_FINDING_COLOURS = {"thermal": "#d62728", "gpu_clock_low": "#ff7f0e", "emc_clock_low": "#9467bd", "memory_bound": "#1f77b4",
+                    "gpu_idle_cpu_busy": "#8c564b"}
+
+
 def telemetry_figure(analysis: Analysis, max_points: int = 5000) -> go.Figure:
-    """Return EMC bandwidth (GB/s) against the board's peak, and GPU busy %, over time (downsampled)."""
+    """Return a tegrastats log over time in five panels on one time axis: EMC bandwidth against the board's peak (GB/s),
+    GPU load (%), GPU and EMC clocks (MHz), power rails (W) and temperatures (°C); findings that cover a stretch of the
+    log (clock caps, thermal throttling) are shaded on every panel. Long logs are downsampled to `max_points`."""
+    from plotly.subplots import make_subplots
+
     telemetry = analysis.telemetry
-    figure = go.Figure()
+    figure = make_subplots(rows=5, cols=1, shared_xaxes=True, vertical_spacing=0.03,
+                           subplot_titles=("EMC bandwidth (GB/s)", "GPU load (%)", "clocks (MHz)", "power rails (W)", "temperatures (°C)"))
     if telemetry is None:
         return figure
     frame = telemetry.frame
     step = max(1, frame.height // max_points)
     frame = frame.gather_every(step)
     time = frame["time_s"].to_list()
-    if frame["emc_bytes_per_s"].drop_nulls().len():
-        figure.add_trace(go.Scatter(x=time, y=(frame["emc_bytes_per_s"] / 1e9).to_list(), name="EMC bandwidth (GB/s)", mode="lines"))
-    if telemetry.board is not None:
-        figure.add_trace(go.Scatter(x=[time[0], time[-1]], y=[telemetry.board.peak_bytes_per_s / 1e9] * 2, mode="lines",
-                                    name=f"{_text(telemetry.board.name)} peak", line={"dash": "dash", "color": "black"}))
-    if frame["gpu_pct"].drop_nulls().len():
-        figure.add_trace(go.Scatter(x=time, y=frame["gpu_pct"].to_list(), name="GPU busy (%)", mode="lines", yaxis="y2"))
-    figure.update_layout(
-        title="tegrastats: memory bandwidth and GPU load" + (f" (every {step}th sample)" if step > 1 else ""),
-        xaxis={"title": "time (s)"}, yaxis={"title": "GB/s", "rangemode": "tozero"},
-        yaxis2={"title": "GPU %", "overlaying": "y", "side": "right", "range": [0, 100]}, **_LAYOUT,
-    )
+
+    def line(row: int, values: list[Any], name: str, **style: Any) -> None:
+        if any(v is not None for v in values):
+            figure.add_trace(go.Scatter(x=time, y=values, name=_text(name), mode="lines", legendgroup=str(row), **style), row=row, col=1)
+
+    line(1, (frame["emc_bytes_per_s"] / 1e9).to_list(), "EMC bandwidth")
+    if telemetry.board is not None and time:
+        line(1, [telemetry.board.peak_bytes_per_s / 1e9] * len(time), f"{telemetry.board.name} peak", line={"dash": "dash", "color": "black"})
+    line(2, frame["gpu_pct"].to_list(), "GPU load")
+    line(3, frame["gpu_mhz"].to_list(), "GPU clock")
+    line(3, frame["emc_mhz"].to_list(), "EMC clock")
+    for name, values in _series_by_name(frame, "rails", "current_mw").items():
+        line(4, [None if v is None else v / 1e3 for v in values], name)
+    for name, values in _series_by_name(frame, "temperatures", "celsius").items():
+        line(5, values, f"{name} temperature")
+    for finding in telemetry.findings:
+        # Findings about the whole log (energy, averages) are in the text; stretches are shaded where they happened.
+        if finding.kind in _FINDING_COLOURS and finding.duration_s and finding.start_s is not None:
+            figure.add_vrect(x0=finding.start_s, x1=finding.start_s + finding.duration_s, fillcolor=_FINDING_COLOURS[finding.kind],
+                             opacity=0.10, line_width=0, annotation_text=_text(finding.kind.replace("_", " ")), annotation_position="top left")
+    figure.update_yaxes(rangemode="tozero")
+    figure.update_yaxes(range=[0, 100], row=2, col=1)
+    figure.update_xaxes(title_text="time (s)", row=5, col=1)
+    figure.update_layout(**{**_LAYOUT, "height": 1000}, title="tegrastats over time" + (f" (every {step}th sample)" if step > 1 else ""))
     return figure
 
 
