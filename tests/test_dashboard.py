@@ -104,9 +104,21 @@ def choose_run(driver, label):
 def ranks_and_names(driver):
     from selenium.webdriver.common.by import By
 
-    ranks = [c.text for c in driver.find_elements(By.CSS_SELECTOR, '#kernels td[data-dash-column="rank"]')]
-    names = [c.text for c in driver.find_elements(By.CSS_SELECTOR, '#kernels td[data-dash-column="short_name"]')]
+    rows = sorted(driver.find_elements(By.CSS_SELECTOR, "#kernels .ag-center-cols-container .ag-row"), key=lambda r: int(r.get_attribute("row-index")))
+    ranks = [row.find_element(By.CSS_SELECTOR, '[col-id="rank"]').text for row in rows]
+    names = [row.find_element(By.CSS_SELECTOR, '[col-id="short_name"]').text for row in rows]
     return ranks, names
+
+
+def click_row(driver, index):
+    """Select a kernel the way a user does: a click on its row in the grid (retried while the grid redraws its rows)."""
+    selector = f'#kernels .ag-center-cols-container .ag-row[row-index="{index}"] [col-id="short_name"]'
+    wait_for(lambda: driver.find_element("css selector", selector).click() or True)
+
+
+def row_selected(driver, index):
+    row = driver.find_element("css selector", f'#kernels .ag-center-cols-container .ag-row[row-index="{index}"]')
+    return "ag-row-selected" in row.get_attribute("class")
 
 
 def test_roofline_and_table_for_real_exports(dashboard, browser):
@@ -126,7 +138,7 @@ def test_clicking_a_row_opens_its_detail(dashboard, browser):
     url, store = dashboard
     open_run(browser, url, CFD.name)
     wait_for(lambda: ranks_and_names(browser)[0])
-    browser.find_elements("css selector", "#kernels td.dash-select-cell input")[1].click()
+    click_row(browser, 1)
     second = table_rows(store.get(CFD.name))[1]
     name = wait_for(lambda: browser.find_element("id", "detail-name").text)
     assert name == second["id"]
@@ -169,7 +181,7 @@ def test_hostile_kernel_name_stays_inert(dashboard, browser, tmp_path):
     upload(browser, hostile)
     wait_for(lambda: "hostile.csv" in browser.find_element("id", "run").text)
     wait_for(lambda: ranks_and_names(browser)[0] == ["1"])
-    browser.find_elements("css selector", "#kernels td.dash-select-cell input")[0].click()
+    click_row(browser, 0)
     assert wait_for(lambda: browser.find_element("id", "detail-name").text) == HOSTILE
     browser.execute_script("const g = document.querySelector('#roofline .js-plotly-plot'); Plotly.Fx.hover(g, [{curveNumber: 0, pointNumber: 0}]);")
     time.sleep(1)
@@ -181,7 +193,7 @@ def test_screenshot_of_the_main_view(dashboard, browser, tmp_path):
     url, _ = dashboard
     open_run(browser, url, RAW.name)
     wait_for(lambda: browser.execute_script(KERNEL_DOTS) == 1)
-    browser.find_elements("css selector", "#kernels td.dash-select-cell input")[0].click()
+    click_row(browser, 0)
     wait_for(lambda: browser.find_element("id", "detail-name").text)
     # Regenerate the README's picture with TRACEVIEW_UPDATE_SCREENSHOT=1; otherwise only check that one can be taken.
     target = ROOT / "docs" / "dashboard.png" if os.environ.get("TRACEVIEW_UPDATE_SCREENSHOT") else tmp_path / "dashboard.png"
@@ -230,14 +242,14 @@ def test_clicking_a_dot_selects_its_kernel(dashboard, browser):
     graph = browser.find_element("css selector", "#roofline .js-plotly-plot")
     ActionChains(browser).move_to_element_with_offset(graph, int(dx), int(dy)).pause(0.3).click().perform()
     assert wait_for(lambda: browser.find_element("id", "detail-name").text) == name
-    assert wait_for(lambda: browser.find_elements("css selector", "#kernels td.dash-select-cell input")[0].is_selected())
+    assert wait_for(lambda: row_selected(browser, 0))
 
 
 def test_switching_runs_clears_the_detail_of_the_last_kernel(dashboard, browser):
     url, store = dashboard
     open_run(browser, url, CFD.name)
     wait_for(lambda: ranks_and_names(browser)[0])
-    browser.find_elements("css selector", "#kernels td.dash-select-cell input")[0].click()
+    click_row(browser, 0)
     assert wait_for(lambda: browser.find_element("id", "detail-name").text) == table_rows(store.get(CFD.name))[0]["id"]
     choose_run(browser, RAW.name)
     assert wait_for(lambda: not browser.find_elements("id", "detail-name"))
@@ -251,7 +263,7 @@ def test_nothing_overflows_the_viewport(dashboard, browser, width):
     try:
         open_run(browser, url, CFD.name)
         wait_for(lambda: ranks_and_names(browser)[0])
-        browser.find_elements("css selector", "#kernels td.dash-select-cell input")[0].click()
+        click_row(browser, 0)
         wait_for(lambda: browser.find_element("id", "detail-name").text)
         viewport = browser.execute_script("return document.documentElement.clientWidth")
         widest = browser.execute_script("return Math.max(...[...document.querySelectorAll('#detail, #side, #roofline')].map(e => e.getBoundingClientRect().right))")
@@ -288,6 +300,7 @@ def test_timeline_zooms_on_the_server_and_explains_a_gap(dashboard, browser):
     graph = browser.find_element("css selector", "#timeline .js-plotly-plot")
     ActionChains(browser).move_to_element_with_offset(graph, int(dx), int(dy)).pause(0.3).click().perform()
     assert wait_for(lambda: browser.find_element("id", "gap-cause").text).startswith("Cause: ")
+    update_screenshot(browser, "timeline.png")
 
 
 def test_telemetry_tab_draws_a_real_log(dashboard, browser):
@@ -304,3 +317,10 @@ def test_telemetry_tab_draws_a_real_log(dashboard, browser):
     titles = browser.execute_script("return [...document.querySelectorAll('#telemetry .annotation-text')].map(e => e.textContent)")
     assert "EMC bandwidth (GB/s)" in titles and "temperatures (°C)" in titles
     assert not browser.execute_script("return document.querySelectorAll('#telemetry .gtitle').length === 0")
+    update_screenshot(browser, "telemetry.png")
+
+
+def update_screenshot(driver, name):
+    """With TRACEVIEW_UPDATE_SCREENSHOT=1, save the page as docs/NAME for the README."""
+    if os.environ.get("TRACEVIEW_UPDATE_SCREENSHOT"):
+        driver.save_screenshot(str(ROOT / "docs" / name))

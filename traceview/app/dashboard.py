@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import dash
+import dash_ag_grid as dag
 import flask
 import plotly.graph_objects as go
-from dash import Input, Output, State, dash_table, dcc, html
+from dash import Input, Output, State, dcc, html
 
 from traceview.analyzer.analysis import Analysis
 from traceview.analyzer.diff import compare
@@ -52,6 +53,16 @@ TABLE_COLUMNS = [
     ("rank", "#"), ("short_name", "kernel"), ("launches", "launches"), ("time_ms", "time (ms)"), ("share_pct", "share %"),
     ("bound", "verdict"), ("label", "label"), ("arithmetic_intensity", "AI (FLOP/B)"), ("roof_pct", "% of roof"),
     ("recoverable_ms", "recoverable (ms)"),
+]
+_BOUND_CELL = {"styleConditions": [{"condition": f"params.value == '{bound}'", "style": {"color": colour}}
+                                   for bound, colour in (("memory", "#1f77b4"), ("compute", "#d62728"), ("latency", "#ff7f0e"))]}
+# The grid: sorting, filtering and resizing on every column; long kernel names wrap no further than the cell and show
+# whole on hover (the full name is in the detail panel).
+KERNEL_GRID_COLUMNS = [
+    {"field": key, "headerName": title, **({"tooltipField": "id", "minWidth": 220, "flex": 3} if key == "short_name" else {}),
+     **({"cellStyle": _BOUND_CELL} if key == "bound" else {}),
+     **({"type": "numericColumn", "filter": "agNumberColumnFilter"} if key not in ("short_name", "bound", "label") else {})}
+    for key, title in TABLE_COLUMNS
 ]
 
 
@@ -156,11 +167,11 @@ def side_panel(analysis: Analysis) -> list[Any]:
         parts += [html.H3("Telemetry findings"), html.Ul([html.Li(f["message"]) for f in t.get("findings", [])] or [html.Li("none")])]
     if analysis.llm is not None:
         rows = run_records(analysis)
-        parts += [html.H3("llama.cpp runs"), dash_table.DataTable(
-            id="runs-table",
-            columns=[{"name": c, "id": c} for c in ("run", "model", "test", "n_gpu_layers", "tokens_per_s", "mbu_pct", "note")],
-            data=[{c: _round(r[c]) for c in ("run", "model", "test", "n_gpu_layers", "tokens_per_s", "mbu_pct", "note")} for r in rows],
-            style_cell={"textAlign": "left", "whiteSpace": "normal"},
+        columns = ("run", "model", "test", "n_gpu_layers", "tokens_per_s", "mbu_pct", "note")
+        parts += [html.H3("llama.cpp runs"), dag.AgGrid(
+            id="runs-table", columnDefs=[{"field": c} for c in columns], rowData=[{c: _round(r[c]) for c in columns} for r in rows],
+            defaultColDef={"sortable": True, "filter": True, "resizable": True, "wrapText": True, "autoHeight": True},
+            columnSize="responsiveSizeToFit", style={"height": "320px"},
         )]
     for note in analysis.notes:
         parts.append(html.P(f"Note: {note}", className="hint"))
@@ -204,8 +215,9 @@ def compare_panel(before: Analysis | None, after: Analysis | None) -> list[Any]:
         rows = [{"": name, "before": _round(v["before"]), "after": _round(v["after"]), "change %": _round(v["change_pct"])}
                 for name, v in data["telemetry"].items()]
     if rows:
-        parts.append(dash_table.DataTable(id="compare-table", columns=[{"name": c, "id": c} for c in rows[0]], data=rows,
-                                          sort_action="native", style_cell={"textAlign": "left"}))
+        parts.append(dag.AgGrid(id="compare-table", columnDefs=[{"field": c} for c in rows[0]], rowData=rows,
+                                defaultColDef={"sortable": True, "filter": True, "resizable": True}, columnSize="responsiveSizeToFit",
+                                style={"height": "420px"}))
     parts += [html.P(finding) for finding in data["findings"]]
     return parts
 
@@ -345,15 +357,12 @@ def _layout(labels: list[str], max_upload_bytes: int) -> html.Div:
                 html.Div(className="columns", children=[
                     html.Div([
                         dcc.Graph(id="roofline", config={"displaylogo": False}),
-                        dash_table.DataTable(
-                            id="kernels", columns=[{"name": title, "id": key} for key, title in TABLE_COLUMNS],
-                            row_selectable="single", sort_action="native", filter_action="native", page_size=25,
-                            style_cell={"textAlign": "left", "maxWidth": "420px", "overflow": "hidden", "textOverflow": "ellipsis"},
-                            style_data_conditional=[
-                                {"if": {"filter_query": '{bound} = "memory"', "column_id": "bound"}, "color": "#1f77b4"},
-                                {"if": {"filter_query": '{bound} = "compute"', "column_id": "bound"}, "color": "#d62728"},
-                                {"if": {"filter_query": '{bound} = "latency"', "column_id": "bound"}, "color": "#ff7f0e"},
-                            ],
+                        dag.AgGrid(
+                            id="kernels", rowData=[], columnDefs=KERNEL_GRID_COLUMNS, getRowId="params.data.id",
+                            defaultColDef={"sortable": True, "filter": True, "resizable": True, "minWidth": 70},
+                            dashGridOptions={"rowSelection": {"mode": "singleRow", "checkboxes": False, "enableClickSelection": True},
+                                             "pagination": True, "paginationPageSize": 25, "tooltipShowDelay": 300},
+                            columnSize="responsiveSizeToFit", style={"height": "480px", "width": "100%"},
                         ),
                     ]),
                     html.Div([html.Div(id="detail"), html.Div(id="side")]),
@@ -401,7 +410,7 @@ def _callbacks(app: dash.Dash, store: RunStore, analyze_file: Callable[[Path], A
         return options, label, options, options, label, html.P(f"Loaded {filename}.", className="hint")
 
     @app.callback(
-        Output("roofline", "figure"), Output("kernels", "data"), Output("kernels", "selected_rows"), Output("summary", "children"),
+        Output("roofline", "figure"), Output("kernels", "rowData"), Output("kernels", "selectedRows"), Output("summary", "children"),
         Output("side", "children"), Output("detail", "children", allow_duplicate=True),
         Input("run", "value"), Input("per-launch", "value"), prevent_initial_call="initial_duplicate",
     )
@@ -415,7 +424,7 @@ def _callbacks(app: dash.Dash, store: RunStore, analyze_file: Callable[[Path], A
 
     @app.callback(
         Output("detail", "children", allow_duplicate=True), Output("roofline", "figure", allow_duplicate=True),
-        Output("kernels", "selected_rows", allow_duplicate=True),
+        Output("kernels", "selectedRows", allow_duplicate=True),
         Input("roofline", "clickData"), State("run", "value"), State("per-launch", "value"), prevent_initial_call=True,
     )
     def click_dot(click: dict[str, Any] | None, label: str | None, per_launch: list[str]) -> tuple[Any, ...]:
@@ -427,20 +436,20 @@ def _callbacks(app: dash.Dash, store: RunStore, analyze_file: Callable[[Path], A
             name = name[0] if name else None
         if analysis is None or not isinstance(name, str):
             return dash.no_update, dash.no_update, dash.no_update
-        rows = [row["id"] for row in table_rows(analysis)]
-        if name not in rows:
+        row = next((r for r in table_rows(analysis) if r["id"] == name), None)
+        if row is None:
             return dash.no_update, dash.no_update, dash.no_update
-        return detail_panel(analysis, name), figure_for(analysis, name, bool(per_launch)), [rows.index(name)]
+        return detail_panel(analysis, name), figure_for(analysis, name, bool(per_launch)), [row]
 
     @app.callback(
         Output("detail", "children"), Output("roofline", "figure", allow_duplicate=True),
-        Input("kernels", "selected_row_ids"), State("run", "value"), State("per-launch", "value"), prevent_initial_call=True,
+        Input("kernels", "selectedRows"), State("run", "value"), State("per-launch", "value"), prevent_initial_call=True,
     )
-    def select(row_ids: list[str] | None, label: str | None, per_launch: list[str]) -> tuple[Any, ...]:
+    def select(rows: list[dict[str, Any]] | None, label: str | None, per_launch: list[str]) -> tuple[Any, ...]:
         analysis = store.get(label, _session())
         if analysis is None:
             return [], dash.no_update
-        name = row_ids[0] if row_ids else None
+        name = rows[0].get("id") if rows and isinstance(rows[0], dict) else None
         return detail_panel(analysis, name), figure_for(analysis, name, bool(per_launch))
 
     @app.callback(Output("telemetry", "figure"), Input("run", "value"), Input("tabs", "value"))
