@@ -21,6 +21,7 @@ import dash
 import dash_ag_grid as dag
 import flask
 import plotly.graph_objects as go
+import polars as pl
 from dash import Input, Output, State, dcc, html
 
 from traceview.analyzer.analysis import Analysis
@@ -34,7 +35,7 @@ from traceview.app.figures import (
     telemetry_figure,
     timeline_figure,
 )
-from traceview.app.formatting import format_duration, format_pct
+from traceview.app.formatting import format_duration, format_pct, format_rate
 from traceview.app.reporters.base import (
     diagnosis_lines,
     kernel_records,
@@ -135,8 +136,8 @@ def detail_panel(analysis: Analysis, kernel_name: str | None) -> list[Any]:
         return [html.P("Select a kernel in the table to see its details.", className="hint")]
     # The diagnosis is shown as sentences, not as the nested data the JSON carries.
     shown_as_text = {"name", "reason", "recommendation", "rules", "occupancy", "stalls", "advice"}
-    metrics = [html.Tr([html.Th(key.replace("_", " ")), html.Td(str(_round(value, 4)))])
-               for key, value in record.items() if key not in shown_as_text and value is not None]
+    metrics = [html.Tr([html.Th(key.replace("_", " ")), html.Td(_metric_text(key, value))])
+               for key, value in record.items() if key not in shown_as_text and value is not None and not isinstance(value, (list, dict))]
     evidence = [line for line in diagnosis_lines(record) if not line.startswith("Do: ")]
     return [
         html.H3(record["short_name"]),
@@ -178,8 +179,30 @@ def side_panel(analysis: Analysis) -> list[Any]:
     return parts
 
 
+def _metric_text(key: str, value: Any) -> str:
+    """A metric as a person reads it: durations in µs/ms/s, rates with SI prefixes, percentages, counts with separators."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    if key.endswith("_ns"):
+        return format_duration(float(value))
+    if key.endswith("_pct"):
+        return format_pct(float(value))
+    if key.endswith("flop_per_s"):
+        return format_rate(float(value), "FLOP/s")
+    if key.endswith("bytes_per_s"):
+        return format_rate(float(value), "B/s")
+    if key.endswith("bytes"):
+        return format_rate(float(value), "B")
+    return f"{value:,}" if isinstance(value, int) else f"{value:,.4g}"
+
+
 def summary_line(analysis: Analysis) -> str:
     device = analysis.device
+    if analysis.llm is not None:
+        decode = analysis.llm.runs.filter(pl.col("phase") == "decode").height
+        return f"{analysis.llm.runs.height} llama.cpp measurements ({decode} decode) — {device.name or 'unknown device'} ({device.how_identified})"
+    if analysis.timeline is not None and analysis.timeline.verdict:
+        return f"{analysis.timeline.verdict['message']} — {analysis.kernels.height} kernels, {device.name or 'unknown device'}"
     if analysis.fleet is not None:
         fleet = analysis.fleet
         return f"fleet: {fleet.files.height} files over {fleet.ranks.height} ranks, {len(fleet.stragglers)} straggler(s), {len(fleet.failures)} failed"
@@ -249,7 +272,43 @@ def gap_detail(analysis: Analysis, index: str) -> list[Any]:
             *([html.P(f"CUDA calls in it: {calls}")] if calls else [])]
 
 
+class _Memo:
+    """What callbacks rebuild for every client (figures, table rows, panels) kept per analysis: under load the same
+    run is drawn again and again, and an analysis never changes. Entries hold their analysis, so an evicted upload's
+    recycled id() can never return another run's figure; the oldest entries go first."""
+
+    def __init__(self, size: int = 256) -> None:
+        self.size, self.entries, self.lock = size, {}, threading.Lock()  # type: ignore[var-annotated]
+
+    def get(self, analysis: Analysis, key: tuple[Any, ...], build: Callable[[], Any]) -> Any:
+        full = (id(analysis), *key)
+        with self.lock:
+            entry = self.entries.get(full)
+            if entry is not None and entry[0] is analysis:
+                return entry[1]
+        value = build()
+        with self.lock:
+            self.entries[full] = (analysis, value)
+            while len(self.entries) > self.size:
+                self.entries.pop(next(iter(self.entries)))
+        return value
+
+
+_MEMO = _Memo()
+
+
 def figure_for(analysis: Analysis, highlight: str | None, per_launch: bool) -> go.Figure:
+    """Return the main figure of a run (cached: see _Memo)."""
+    return _MEMO.get(analysis, ("figure", highlight, per_launch), lambda: _build_figure(analysis, highlight, per_launch))
+
+
+def _sent(analysis: Analysis, key: tuple[Any, ...], figure: Callable[[], go.Figure]) -> dict[str, Any]:
+    """Return a figure as the plain data a callback sends, converted once per run: Dash would otherwise validate and
+    convert the same Figure object on every request."""
+    return _MEMO.get(analysis, ("sent", *key), lambda: figure().to_plotly_json())
+
+
+def _build_figure(analysis: Analysis, highlight: str | None, per_launch: bool) -> go.Figure:
     if analysis.fleet is not None:
         return fleet_heatmap_figure(analysis.fleet)
     if analysis.telemetry is not None:
@@ -361,7 +420,8 @@ def _layout(labels: list[str], max_upload_bytes: int) -> html.Div:
                             id="kernels", rowData=[], columnDefs=KERNEL_GRID_COLUMNS, getRowId="params.data.id",
                             defaultColDef={"sortable": True, "filter": True, "resizable": True, "minWidth": 70},
                             dashGridOptions={"rowSelection": {"mode": "singleRow", "checkboxes": False, "enableClickSelection": True},
-                                             "pagination": True, "paginationPageSize": 25, "tooltipShowDelay": 300},
+                                             "pagination": True, "paginationPageSize": 25, "paginationPageSizeSelector": [25, 50, 100],
+                                             "tooltipShowDelay": 300},
                             columnSize="responsiveSizeToFit", style={"height": "480px", "width": "100%"},
                         ),
                     ]),
@@ -419,8 +479,10 @@ def _callbacks(app: dash.Dash, store: RunStore, analyze_file: Callable[[Path], A
         analysis = store.get(label, _session())
         if analysis is None:
             return go.Figure(), [], [], "No run loaded.", [], []
-        return (figure_for(analysis, None, bool(per_launch)), table_rows(analysis), [], summary_line(analysis), side_panel(analysis),
-                detail_panel(analysis, None))
+        rows = _MEMO.get(analysis, ("rows",), lambda: table_rows(analysis))
+        side = _MEMO.get(analysis, ("side",), lambda: side_panel(analysis))
+        main = _sent(analysis, ("figure", None, bool(per_launch)), lambda: figure_for(analysis, None, bool(per_launch)))
+        return main, rows, [], summary_line(analysis), side, detail_panel(analysis, None)
 
     @app.callback(
         Output("detail", "children", allow_duplicate=True), Output("roofline", "figure", allow_duplicate=True),
@@ -439,7 +501,7 @@ def _callbacks(app: dash.Dash, store: RunStore, analyze_file: Callable[[Path], A
         row = next((r for r in table_rows(analysis) if r["id"] == name), None)
         if row is None:
             return dash.no_update, dash.no_update, dash.no_update
-        return detail_panel(analysis, name), figure_for(analysis, name, bool(per_launch)), [row]
+        return detail_panel(analysis, name), _sent(analysis, ("figure", name, bool(per_launch)), lambda: figure_for(analysis, name, bool(per_launch))), [row]
 
     @app.callback(
         Output("detail", "children"), Output("roofline", "figure", allow_duplicate=True),
@@ -450,7 +512,7 @@ def _callbacks(app: dash.Dash, store: RunStore, analyze_file: Callable[[Path], A
         if analysis is None:
             return [], dash.no_update
         name = rows[0].get("id") if rows and isinstance(rows[0], dict) else None
-        return detail_panel(analysis, name), figure_for(analysis, name, bool(per_launch))
+        return detail_panel(analysis, name), _sent(analysis, ("figure", name, bool(per_launch)), lambda: figure_for(analysis, name, bool(per_launch)))
 
     @app.callback(Output("telemetry", "figure"), Input("run", "value"), Input("tabs", "value"))
     def show_telemetry(label: str | None, tab: str) -> Any:
@@ -459,7 +521,7 @@ def _callbacks(app: dash.Dash, store: RunStore, analyze_file: Callable[[Path], A
         analysis = store.get(label, _session())
         if analysis is None or analysis.telemetry is None:
             return go.Figure(layout={"title": "The telemetry view needs a tegrastats log"})
-        return telemetry_figure(analysis)
+        return _sent(analysis, ("telemetry",), lambda: telemetry_figure(analysis))
 
     @app.callback(Output("timeline", "figure"), Output("timeline-detail", "children"),
                   Input("run", "value"), Input("timeline", "relayoutData"), Input("tabs", "value"))
@@ -471,7 +533,9 @@ def _callbacks(app: dash.Dash, store: RunStore, analyze_file: Callable[[Path], A
         if analysis is None or analysis.timeline is None or analysis.timeline.export is None:
             return go.Figure(layout={"title": "The timeline needs an Nsight Systems SQLite export"}), []
         window = _window(relayout) if dash.ctx.triggered_id == "timeline" else None
-        return timeline_figure(analysis, *(window or (None, None))), dash.no_update if window else []
+        if window is None:  # the whole run is what every client asks for first: drawn once
+            return _sent(analysis, ("timeline",), lambda: timeline_figure(analysis)), []
+        return timeline_figure(analysis, *window), dash.no_update
 
     @app.callback(Output("timeline-detail", "children", allow_duplicate=True), Input("timeline", "clickData"), State("run", "value"),
                   prevent_initial_call=True)

@@ -165,6 +165,11 @@ def sol_figure(analysis: Analysis, highlight: str | None = None, points: pl.Data
             customdata=[r["kernel_name"] for r in group],
             text=[_hover(r) for r in group], hovertemplate="%{text}<extra></extra>",
         ))
+    if not rows:
+        # Neither counts for a roofline nor SOL percentages: an empty plane with thresholds would suggest data.
+        empty = go.Figure()
+        empty.update_layout(title="No roofline and no speed-of-light data in this input (see the table and the side panel)", **_LAYOUT)
+        return empty
     figure.update_xaxes(range=[0, 105], title="memory throughput (% of peak)")
     figure.update_yaxes(range=[0, 105], title="compute (SM) throughput (% of peak)")
     figure.update_layout(title="Speed of light — this export has no FLOP/byte counts for a roofline", **_LAYOUT)
@@ -233,18 +238,31 @@ def telemetry_figure(analysis: Analysis, max_points: int = 5000) -> go.Figure:
 
 
 def runs_figure(analysis: Analysis) -> go.Figure:
-    """Return decode tokens/s per llama.cpp row, labelled with MBU where known."""
+    """Return llama.cpp decode runs: measured tokens/s beside the memory-bandwidth ceiling of each configuration
+    (device bandwidth ÷ bytes read per token), and below, the MBU (measured ÷ ceiling, %) per configuration."""
+    from plotly.subplots import make_subplots
+
+    figure = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08, row_heights=[0.65, 0.35],
+                           subplot_titles=("decode tokens/s against the bandwidth ceiling", "MBU: share of the memory bandwidth used (%)"))
     if analysis.llm is None:
-        return go.Figure()
+        return figure
     runs = [r for r in analysis.llm.runs.iter_rows(named=True) if r["phase"] == "decode"]
     labels = [_text(f"#{r['run']} {r['model'] or ''} {r['test']}" + (f" ngl {r['n_gpu_layers']}" if r["n_gpu_layers"] is not None else "")) for r in runs]
-    figure = go.Figure(go.Bar(
-        x=labels, y=[r["tokens_per_s"] for r in runs],
-        text=["" if r["mbu_pct"] is None else f"MBU {r['mbu_pct']:.0f}%" for r in runs], textposition="outside",
-        marker={"color": ["#1f77b4" if r["offload"] == "full" else "#aec7e8" for r in runs]},
-        hovertemplate="%{x}<br>%{y:.2f} tokens/s<extra></extra>",
-    ))
-    figure.update_layout(title="llama.cpp decode tokens/s (MBU = share of the device's memory bandwidth)", yaxis={"title": "tokens/s"}, **_LAYOUT)
+    ceilings = [r["device_bandwidth_bytes_per_s"] / r["bytes_per_token"] if r.get("device_bandwidth_bytes_per_s") and r.get("bytes_per_token") else None
+                for r in runs]
+    figure.add_trace(go.Bar(x=labels, y=[r["tokens_per_s"] for r in runs], name="measured tokens/s",
+                            marker={"color": ["#1f77b4" if r["offload"] == "full" else "#aec7e8" for r in runs]},
+                            hovertemplate="%{x}<br>%{y:.2f} tokens/s measured<extra></extra>"), row=1, col=1)
+    if any(c is not None for c in ceilings):
+        figure.add_trace(go.Bar(x=labels, y=ceilings, name="bandwidth ceiling (tokens/s)", marker={"color": "#d9d9d9", "line": {"color": "#555", "width": 1}},
+                                hovertemplate="%{x}<br>ceiling %{y:.1f} tokens/s<extra></extra>"), row=1, col=1)
+    if any(r["mbu_pct"] is not None for r in runs):
+        figure.add_trace(go.Bar(x=labels, y=[r["mbu_pct"] for r in runs], name="MBU (%)", marker={"color": "#2ca02c"},
+                                text=["" if r["mbu_pct"] is None else f"{r['mbu_pct']:.0f}%" for r in runs], textposition="outside",
+                                hovertemplate="%{x}<br>MBU %{y:.1f}%<extra></extra>"), row=2, col=1)
+    figure.update_yaxes(title_text="tokens/s", row=1, col=1)
+    figure.update_yaxes(title_text="%", range=[0, 110], row=2, col=1)
+    figure.update_layout(**{**_LAYOUT, "height": 620}, barmode="group", title="llama.cpp decode: measured against the memory-bandwidth ceiling")
     return figure
 
 
