@@ -158,6 +158,26 @@ def test_upload_of_a_real_file_updates_the_page(dashboard, browser):
     wait_for(lambda: ELEMENTWISE.name in browser.find_element("id", "run").text)
     assert wait_for(lambda: ranks_and_names(browser)[1] == ["elementwise_kernel"])
     assert "Loaded" in browser.find_element("id", "message").text
+    # The upload belongs to this browser's session: after a reload it is still one of the runs to choose.
+    browser.refresh()
+    wait_for(lambda: browser.execute_script(KERNEL_DOTS) is not None)
+    choose_run(browser, ELEMENTWISE.name)
+    assert wait_for(lambda: ranks_and_names(browser)[1] == ["elementwise_kernel"])
+
+
+def test_no_console_errors_in_any_view(dashboard, browser):
+    """Every tab of every loaded run, in a real browser: nothing the page logs as an error."""
+    url, store = dashboard
+    browser.get(url)
+    wait_for(lambda: browser.execute_script(KERNEL_DOTS) is not None)
+    browser.get_log("browser")  # start from a clean log
+    for label in (CFD.name, RAW.name, NSYS.name):
+        choose_run(browser, label)
+        for tab in ("Telemetry", "Timeline", "Compare runs", "Roofline and bottlenecks"):
+            browser.find_element("xpath", f"//*[contains(@class, 'tab') and normalize-space()='{tab}']").click()
+            time.sleep(0.5)
+    errors = [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
+    assert errors == []
 
 
 def test_bad_upload_shows_the_cli_message_and_the_app_keeps_running(dashboard, browser, tmp_path):

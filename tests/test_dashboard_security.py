@@ -67,3 +67,19 @@ def test_uploads_belong_to_their_session_and_never_evict_the_shared_runs(served)
 
     assert layout_labels("a" * 24) == {"cfd.log", "upload4.csv"}  # survives a reload: the page is built per session
     assert layout_labels("b" * 24) == {"cfd.log", "other.csv"}
+
+
+def test_a_session_idle_for_a_day_loses_its_uploads():
+    from traceview.app.dashboard import SESSION_IDLE_S, RunStore
+
+    now = [0.0]
+    store = RunStore(clock=lambda: now[0])
+    store.add("shared", "shared.csv")  # type: ignore[arg-type]
+    store.add("mine", "upload.csv", session="a")  # type: ignore[arg-type]
+    store.add("theirs", "other.csv", session="b")  # type: ignore[arg-type]
+    now[0] = SESSION_IDLE_S - 1
+    assert store.labels("a") == ["shared.csv", "upload.csv"]  # a reload within the day: still there, and touched
+    now[0] = SESSION_IDLE_S + 10  # b has been idle for more than a day, a for ten seconds
+    assert store.labels("b") == ["shared.csv"] and store.labels("a") == ["shared.csv", "upload.csv"]
+    now[0] = 3 * SESSION_IDLE_S
+    assert store.labels("a") == ["shared.csv"]  # the shared runs are never evicted

@@ -12,6 +12,7 @@ import re
 import secrets
 import tempfile
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
@@ -70,23 +71,38 @@ KERNEL_GRID_COLUMNS = [
 SESSION_COOKIE = "traceview_session"
 UPLOADS_PER_SESSION = 8
 SESSIONS = 64
+SESSION_IDLE_S = 24 * 3600
 
 
 class RunStore:
     """The analyses this server holds: the runs it was started with, shared by every browser and never evicted, and
     each browser session's uploads (at most UPLOADS_PER_SESSION, oldest dropped first; the SESSIONS most recently
-    active sessions are kept), so one client's uploads can neither evict nor be seen by another's."""
+    active sessions are kept, and a session idle for SESSION_IDLE_S loses its uploads), so one client's uploads can
+    neither evict nor be seen by another's, and a long-running server does not keep forgotten uploads."""
 
-    def __init__(self, uploads_per_session: int = UPLOADS_PER_SESSION, sessions: int = SESSIONS) -> None:
+    def __init__(self, uploads_per_session: int = UPLOADS_PER_SESSION, sessions: int = SESSIONS, idle_s: float = SESSION_IDLE_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self._shared: OrderedDict[str, Analysis] = OrderedDict()
         self._sessions: OrderedDict[str, OrderedDict[str, Analysis]] = OrderedDict()
+        self._seen: dict[str, float] = {}
         self._lock = threading.Lock()
         self.uploads_per_session = uploads_per_session
         self.sessions = sessions
+        self.idle_s, self.clock = idle_s, clock
+
+    def _touch(self, session: str | None) -> None:
+        """Drop the sessions idle too long, then mark this one active (call with the lock held)."""
+        now = self.clock()
+        for stale in [s for s, seen in self._seen.items() if now - seen > self.idle_s]:
+            self._sessions.pop(stale, None)
+            del self._seen[stale]
+        if session:
+            self._seen[session] = now
 
     def add(self, analysis: Analysis, name: str, session: str | None = None) -> str:
         """Add a run (shared without a session, else that session's upload); return its unique label."""
         with self._lock:
+            self._touch(session)
             own = self._sessions.setdefault(session, OrderedDict()) if session else self._shared
             taken = set(self._shared) | set(own)
             label, n = name, 2
@@ -97,17 +113,20 @@ class RunStore:
                 while len(own) >= self.uploads_per_session:
                     own.popitem(last=False)
                 while len(self._sessions) > self.sessions:
-                    self._sessions.popitem(last=False)
+                    dropped, _ = self._sessions.popitem(last=False)
+                    self._seen.pop(dropped, None)
             own[label] = analysis
             return label
 
     def get(self, label: str | None, session: str | None = None) -> Analysis | None:
         with self._lock:
+            self._touch(session if session in self._sessions else None)
             own = self._sessions.get(session or "", {})
             return own.get(label or "") or self._shared.get(label or "")
 
     def labels(self, session: str | None = None) -> list[str]:
         with self._lock:
+            self._touch(session if session in self._sessions else None)
             return list(self._shared) + list(self._sessions.get(session or "", {}))
 
 
