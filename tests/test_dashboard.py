@@ -330,6 +330,11 @@ def test_timeline_zooms_on_the_server_and_explains_a_gap(dashboard, browser):
     ActionChains(browser).move_to_element_with_offset(graph, int(dx), int(dy)).pause(0.3).click().perform()
     assert wait_for(lambda: browser.find_element("id", "gap-cause").text).startswith("Cause: ")
     update_screenshot(browser, "timeline.png")
+    # A kernel chosen in the table has its launches marked on the timeline.
+    browser.find_element("xpath", "//*[contains(@class, 'tab') and normalize-space()='Roofline and bottlenecks']").click()
+    click_row(browser, 0)
+    browser.find_element("xpath", "//*[contains(@class, 'tab') and normalize-space()='Timeline']").click()
+    assert "launch(es) of the selected kernel" in wait_for(lambda: (lambda t: t if t and "selected kernel" in t else None)(browser.execute_script(TIMELINE)))
 
 
 def test_telemetry_tab_draws_a_real_log(dashboard, browser):
@@ -353,3 +358,18 @@ def update_screenshot(driver, name):
     """With TRACEVIEW_UPDATE_SCREENSHOT=1, save the page as docs/NAME for the README."""
     if os.environ.get("TRACEVIEW_UPDATE_SCREENSHOT"):
         driver.save_screenshot(str(ROOT / "docs" / name))
+
+
+def test_llm_view_shows_tokens_per_second_against_the_ceiling(dashboard, browser):
+    from conftest import realdata
+
+    url, store = dashboard
+    bench = realdata("llama_cpp/llama_bench_md_rtx3090ti_nkvo_pr4812.txt")
+    store.add(run_analysis(bench, "rtx3090ti"), bench.name)
+    open_run(browser, url, CFD.name)
+    choose_run(browser, bench.name)
+    names = "return (document.querySelector('#roofline .js-plotly-plot') || {}).data?.map(t => t.name) || [];"
+    traces = wait_for(lambda: (lambda n: n if "bandwidth ceiling (tokens/s)" in n else None)(browser.execute_script(names)))
+    assert "measured tokens/s" in traces and "MBU (%)" in traces
+    assert "llama.cpp measurements" in browser.find_element("id", "summary").text
+    update_screenshot(browser, "llm.png")

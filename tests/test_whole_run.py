@@ -410,3 +410,15 @@ def test_timeline_lanes_and_bins_agree_with_the_breakdown(realdata_file):
     assert "1.00 ms shown" in zoomed.layout.title.text
     listed = [t for t in zoomed.data if t.type == "scatter" and t.customdata is not None and t.customdata[0][1] == "event"]
     assert listed and all(len(t.x) <= 400 for t in listed)  # a narrow window names its events one by one
+
+
+def test_timeline_marks_the_launches_of_the_selected_kernel(realdata_file):
+    from traceview.app.cli import run_analysis
+    from traceview.app.figures import timeline_figure
+
+    analysis = run_analysis(realdata_file(H100), None)
+    kernel = analysis.kernels.row(0, named=True)
+    figure = timeline_figure(analysis, highlight=kernel["kernel_name"])
+    marks = next(t for t in figure.data if (t.name or "").startswith("launches of"))
+    assert len(marks.x) == kernel["launches"] and f"{kernel['launches']:,} launch(es) of the selected kernel" in figure.layout.title.text
+    assert set(marks.y) <= {"GPU 0 compute", "GPU 1 compute"}

@@ -190,8 +190,8 @@ def side_panel(analysis: Analysis) -> list[Any]:
         columns = ("run", "model", "test", "n_gpu_layers", "tokens_per_s", "mbu_pct", "note")
         parts += [html.H3("llama.cpp runs"), dag.AgGrid(
             id="runs-table", columnDefs=[{"field": c} for c in columns], rowData=[{c: _round(r[c]) for c in columns} for r in rows],
-            defaultColDef={"sortable": True, "filter": True, "resizable": True, "wrapText": True, "autoHeight": True},
-            columnSize="responsiveSizeToFit", style={"height": "320px"},
+            defaultColDef={"sortable": True, "filter": True, "resizable": True, "minWidth": 80},
+            columnSize="autoSize", style={"height": "320px"},  # a narrow side column scrolls sideways instead of squeezing
         )]
     for note in analysis.notes:
         parts.append(html.P(f"Note: {note}", className="hint"))
@@ -543,18 +543,21 @@ def _callbacks(app: dash.Dash, store: RunStore, analyze_file: Callable[[Path], A
         return _sent(analysis, ("telemetry",), lambda: telemetry_figure(analysis))
 
     @app.callback(Output("timeline", "figure"), Output("timeline-detail", "children"),
-                  Input("run", "value"), Input("timeline", "relayoutData"), Input("tabs", "value"))
-    def show_timeline(label: str | None, relayout: dict[str, Any] | None, tab: str) -> tuple[Any, ...]:
-        """Re-bin the window the user zoomed to: the browser only ever holds one window's bins."""
+                  Input("run", "value"), Input("timeline", "relayoutData"), Input("tabs", "value"), Input("kernels", "selectedRows"))
+    def show_timeline(label: str | None, relayout: dict[str, Any] | None, tab: str, rows: list[dict[str, Any]] | None) -> tuple[Any, ...]:
+        """Re-bin the window the user zoomed to (the browser only ever holds one window's bins), with the launches of
+        the kernel selected in the table marked."""
         if tab != "timeline-tab":
             return dash.no_update, dash.no_update
         analysis = store.get(label, _session())
         if analysis is None or analysis.timeline is None or analysis.timeline.export is None:
             return go.Figure(layout={"title": "The timeline needs an Nsight Systems SQLite export"}), []
-        window = _window(relayout) if dash.ctx.triggered_id == "timeline" else None
-        if window is None:  # the whole run is what every client asks for first: drawn once
+        trigger = dash.ctx.triggered_id
+        window = _window(relayout) if trigger in ("timeline", "kernels") else None
+        highlight = rows[0].get("id") if rows and isinstance(rows[0], dict) else None
+        if window is None and highlight is None:  # the whole run is what every client asks for first: drawn once
             return _sent(analysis, ("timeline",), lambda: timeline_figure(analysis)), []
-        return timeline_figure(analysis, *window), dash.no_update
+        return timeline_figure(analysis, *(window or (None, None)), highlight=highlight), dash.no_update if window else []
 
     @app.callback(Output("timeline-detail", "children", allow_duplicate=True), Input("timeline", "clickData"), State("run", "value"),
                   prevent_initial_call=True)

@@ -354,7 +354,11 @@ LANE_COLOURS = {"compute": BREAKDOWN_COLOURS["compute"], "communication": BREAKD
 TIMELINE_BINS = 1000
 
 
-def timeline_figure(analysis: Analysis, start_ms: float | None = None, end_ms: float | None = None, bins: int = TIMELINE_BINS) -> go.Figure:
+HIGHLIGHTED_LAUNCHES = 2000
+
+
+def timeline_figure(analysis: Analysis, start_ms: float | None = None, end_ms: float | None = None, bins: int = TIMELINE_BINS,
+                    highlight: str | None = None) -> go.Figure:
     """Return the zoomable timeline of an Nsight Systems run for the window [start_ms, end_ms), in ms from the run's
     first activity as the axis shows them (default: the whole run):
     one row per lane (GPU compute, communication, copies; host NVTX and CUDA API), shaded by the share of each of
@@ -388,6 +392,28 @@ def timeline_figure(analysis: Analysis, start_ms: float | None = None, end_ms: f
             customdata=[[label, "event"] for label in labels], showlegend=False,
             text=[f"{_text(label)[:120]}<br>{format_duration(float(e - s))}" for label, s, e in zip(labels, starts, ends, strict=True)],
             hovertemplate="%{text}<extra></extra>"))
+    title_note = ""
+    if highlight:
+        # The launches of the kernel selected in the table, on their GPU lanes (named up to HIGHLIGHTED_LAUNCHES).
+        ids = {i for i, n in (timeline.export.names.items() if timeline is not None and timeline.export is not None else []) if n == highlight}
+        xs: list[float] = []
+        ys: list[str] = []
+        total = 0
+        for lane in lanes:
+            if lane.kind not in ("compute", "communication") or not ids:
+                continue
+            first, last = np.searchsorted(lane.starts, start - lane.longest), np.searchsorted(lane.starts, end)
+            index = np.arange(first, last)
+            index = index[(lane.ends[index] > start) & lane.labels.gather(index).is_in(list(ids)).fill_null(False).to_numpy()]
+            total += len(index)
+            if total <= HIGHLIGHTED_LAUNCHES:
+                xs += list((lane.starts[index] + lane.ends[index]) / 2 / 1e6 - origin / 1e6)
+                ys += [lane.name] * len(index)
+        if total and total <= HIGHLIGHTED_LAUNCHES:
+            figure.add_trace(go.Scatter(x=xs, y=ys, mode="markers", name=_text(f"launches of {highlight[:60]}"),
+                                        marker={"symbol": "diamond", "size": 9, "color": "#ff7f0e", "line": {"width": 1, "color": "black"}},
+                                        hovertemplate="launch at %{x:.3f} ms<extra></extra>"))
+        title_note = f"; {total:,} launch(es) of the selected kernel in view" + (" (zoom in to see them)" if total > HIGHLIGHTED_LAUNCHES else "")
     gaps = [g for g in (timeline.gaps if timeline is not None else [])]
     firsts = {d["device_id"]: d["first_ns"] for d in timeline.devices} if timeline is not None else {}
     shown = []
@@ -407,6 +433,6 @@ def timeline_figure(analysis: Analysis, start_ms: float | None = None, end_ms: f
             text=[f"idle {format_duration(g['duration_ns'])}: {_text(g['cause'])} — {_text(g['cause_text'])}" for _, g, _ in shown],
             hovertemplate="%{text}<extra></extra>"))
     figure.update_layout(**{**_LAYOUT, "height": max(380, 140 + 42 * len(lanes))},
-                         title=f"Timeline ({format_duration(float(end - start))} shown in {bins} bins; zoom to see more)",
+                         title=f"Timeline ({format_duration(float(end - start))} shown in {bins} bins; zoom to see more{title_note})",
                          xaxis={"title": "ms from the first activity"}, yaxis={"autorange": "reversed"}, uirevision="timeline")
     return figure
