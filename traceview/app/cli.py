@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
 import json
 import os
 import re
@@ -38,6 +37,7 @@ from traceview.analyzer.devices import GPUS, find_by_name, lookup_gpu
 from traceview.analyzer.diff import compare
 from traceview.analyzer.jetson import BOARDS, Board, find_board
 from traceview.analyzer.whole_run import DEFAULT_GAP_THRESHOLD_NS
+from traceview.app.fleet import sha256_of
 from traceview.app.formatting import format_rate, terminal_safe
 from traceview.app.reporters import REPORTERS, ReportOptions
 from traceview.app.reporters.decode_report import decode_record, render_decode_text
@@ -77,14 +77,6 @@ class OutputFormat(str, Enum):
     json = "json"
     md = "md"
     html = "html"
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 class _ProgressBar:
@@ -156,7 +148,7 @@ def _load_and_analyze(
         raise UsageError("--gap-threshold applies to Nsight Systems SQLite exports; this input has no timeline")
     if step_kernels is not None and trace.kernels is None:
         raise UsageError("--step-kernels applies to Nsight Compute exports (kernels profiled one by one); this input is not one")
-    source = Source(str(path), trace.format.value, _sha256(path), path.stat().st_size, trace.profiler)
+    source = Source(str(path), trace.format.value, sha256_of(path), path.stat().st_size, trace.profiler)
     analysis = _analyze_trace(trace, source, gpu, interval_s, tokens, weights, bandwidth, _joined_ncu(ncu, gpu) if ncu else None, gap_threshold,
                               step_kernels, bar.phase)
     # What the reader noticed about the file itself (cut short, rows left out) comes first among the notes.
@@ -474,7 +466,7 @@ def _open_for_dashboard(path: Path, gpu: str | None) -> Analysis:
             except (KeyError, TypeError, pl.exceptions.PolarsError) as error:
                 raise TraceFormatError(path, f"a fleet result with missing or damaged fields ({type(error).__name__}: {error})",
                                        "save it again with traceview fleet --format json -o fleet.json") from None
-            return fleet_analysis(result, Source(str(path), "traceview-fleet", _sha256(path), path.stat().st_size, "traceview fleet"))
+            return fleet_analysis(result, Source(str(path), "traceview-fleet", sha256_of(path), path.stat().st_size, "traceview fleet"))
     return run_analysis(path, gpu)
 
 

@@ -42,6 +42,7 @@ class MapOptions:
 
 
 def sha256_of(path: Path) -> str:
+    """Return the file's sha256 (hex), read in 1 MiB blocks."""
     digest = hashlib.sha256()
     with path.open("rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
