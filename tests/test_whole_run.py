@@ -422,3 +422,14 @@ def test_timeline_marks_the_launches_of_the_selected_kernel(realdata_file):
     marks = next(t for t in figure.data if (t.name or "").startswith("launches of"))
     assert len(marks.x) == kernel["launches"] and f"{kernel['launches']:,} launch(es) of the selected kernel" in figure.layout.title.text
     assert set(marks.y) <= {"GPU 0 compute", "GPU 1 compute"}
+
+
+def test_a_clicked_kernel_on_the_timeline_shows_its_totals_and_advice(realdata_file):
+    from traceview.app.cli import run_analysis
+    from traceview.app.dashboard import event_detail
+
+    analysis = run_analysis(realdata_file(H100), None)
+    kernel = analysis.kernels.row(0, named=True)
+    text = str(event_detail(analysis, kernel["kernel_name"]))
+    assert f"{kernel['launches']:,} launches" in text and "What to do:" in text
+    assert "Event: cudaMemcpyAsync" in str(event_detail(analysis, "cudaMemcpyAsync"))  # not a kernel: its name alone

@@ -316,6 +316,17 @@ class _Memo:
 _MEMO = _Memo()
 
 
+def event_detail(analysis: Analysis, label: str) -> list[Any]:
+    """Return what the run says about a clicked timeline event: for a kernel, its totals, verdict and advice."""
+    record = next((k for k in kernel_records(analysis) if k["name"] == label), None)
+    if record is None:
+        return [html.P(f"Event: {label}", id="timeline-event")]
+    return [html.H4(record["short_name"], id="timeline-event"), html.Code(record["name"], style={"whiteSpace": "pre-wrap", "wordBreak": "break-all"}),
+            html.P(f"{record['launches']:,} launches, {format_duration(record['duration_ns'])} in all "
+                   f"({format_pct(record['share_pct'])} of GPU time); median {format_duration(record['median_duration_ns'])}"),
+            html.P(record["reason"] or ""), html.P(f"What to do: {record['recommendation'] or ''}")]
+
+
 def figure_for(analysis: Analysis, highlight: str | None, per_launch: bool) -> go.Figure:
     """Return the main figure of a run (cached: see _Memo)."""
     return _MEMO.get(analysis, ("figure", highlight, per_launch), lambda: _build_figure(analysis, highlight, per_launch))
@@ -567,7 +578,7 @@ def _callbacks(app: dash.Dash, store: RunStore, analyze_file: Callable[[Path], A
         data = points[0].get("customdata") if points and isinstance(points[0], dict) else None
         if analysis is None or analysis.timeline is None or not isinstance(data, list) or len(data) != 2:
             return dash.no_update
-        return gap_detail(analysis, data[0]) if data[1] == "gap" else [html.P(f"Event: {data[0]}", id="timeline-event")]
+        return gap_detail(analysis, data[0]) if data[1] == "gap" else event_detail(analysis, data[0])
 
     @app.callback(Output("compare", "children"), Input("compare-before", "value"), Input("compare-after", "value"), Input("tabs", "value"))
     def compare_runs(before: str | None, after: str | None, _tab: str) -> list[Any]:
