@@ -188,3 +188,10 @@ def test_mixed_inputs_with_no_kernel_time_name_no_straggler(realdata_file):
     fleet = fleet_json(str(realdata_file("tegrastats/agx_orin64_jp6_ts_Hanner123_a.log").parent),
                        str(realdata_file("ncu_raw/mudock_gtx1650_full_raw.csv")))
     assert fleet["stragglers"] == [] and len(fleet["files"]) >= 10 and fleet["failures"] == []
+
+
+def test_files_of_different_workloads_are_not_tested_for_stragglers(realdata_file):
+    fleet = fleet_json(*(str(realdata_file(p)) for p in (
+        "ncu_details/ncu2019.5_v100_aws_cfd_stdout_mixed_xplacer.log", "ncu_raw/mudock_gtx1650_full_raw.csv",
+        "ncu_details/ncu2025.1_cc120_gemv_details_llmperfopt.csv", H100)))
+    assert fleet["stragglers"] == [] and fleet["notes"][0].startswith("no straggler test: no kernel runs on half of the 4 files")

@@ -95,6 +95,7 @@ class FleetResult:
     straggler_metric: str | None = None  # the measures checked, comma-separated (step_median_ns, kernel_ns)
     k: float = DEFAULT_K
     per_rank_kernels: pl.DataFrame | None = None  # rank × kernel totals, for the heatmap
+    notes: list[str] = field(default_factory=list)
 
 
 def _concat(parts: list[pl.DataFrame], schema: pl.Schema) -> pl.DataFrame:
@@ -142,12 +143,19 @@ def reduce_fleet(summaries: list[dict[str, pl.DataFrame]], failures: list[dict[s
     # and a rank waiting on the host shows in its step time alone.
     metrics = ["step_median_ns", "kernel_ns"] if ranks["step_median_ns"].null_count() == 0 and ranks.height else ["kernel_ns"]
     flagged: dict[int, dict[str, Any]] = {}
+    notes = []
+    # Ranks of one job run the same kernels; files of different workloads have nothing to straggle behind.
+    shared = fleet_kernels["ranks"].max() if fleet_kernels.height else 0
+    if ranks_count >= 3 and shared is not None and shared < ranks_count / 2:
+        notes.append(f"no straggler test: no kernel runs on half of the {ranks_count} files (at most {shared}), so they do not look like "
+                     f"ranks of one job")
+        metrics = []
     for metric in metrics:
         for found in _stragglers(ranks, metric, k):
             flagged.setdefault(found["rank"], found)
     stragglers = sorted(flagged.values(), key=lambda s: (-(s["excess_pct"] or 0.0), s["rank"]))
     return FleetResult(metas, fleet_kernels, ranks, stragglers, sorted(failures or [], key=lambda f: f["path"]), ", ".join(metrics), k,
-                       per_rank.sort("rank", "kernel_name"))
+                       per_rank.sort("rank", "kernel_name"), notes)
 
 
 def _stragglers(ranks: pl.DataFrame, metric: str, k: float) -> list[dict[str, Any]]:
@@ -215,7 +223,8 @@ def result_from_record(record: dict[str, Any]) -> FleetResult:
         return pl.DataFrame(rows, infer_schema_length=None) if rows else pl.DataFrame()
 
     return FleetResult(frame(fleet["files"]), frame(fleet["kernels"]), frame(fleet["ranks"]), fleet["stragglers"], fleet["failures"],
-                       fleet.get("straggler_metric"), fleet.get("straggler_k", DEFAULT_K), frame(fleet.get("rank_kernels", [])))
+                       fleet.get("straggler_metric"), fleet.get("straggler_k", DEFAULT_K), frame(fleet.get("rank_kernels", [])),
+                       list(fleet.get("notes", [])))
 
 
 def fleet_analysis(result: FleetResult, source: Source) -> Analysis:
@@ -248,4 +257,4 @@ def join_ncu_verdicts(result: FleetResult, ncu: Analysis) -> tuple[FleetResult, 
     kernels = pl.concat([result.kernels, verdicts], how="horizontal")
     matched = int(kernels["ncu_bound"].is_not_null().sum())
     return FleetResult(result.files, kernels, result.ranks, result.stragglers, result.failures, result.straggler_metric, result.k,
-                       result.per_rank_kernels), matched
+                       result.per_rank_kernels, result.notes), matched

@@ -36,6 +36,7 @@ def fleet_record(result: FleetResult, top: int | None = None) -> dict[str, Any]:
             "straggler_metric": result.straggler_metric,
             "straggler_k": result.k,
             "failures": result.failures,
+            "notes": result.notes,
             # Per rank and kernel: what the heatmap shows, so a saved result opens in the dashboard as it was.
             "rank_kernels": result.per_rank_kernels.to_dicts() if result.per_rank_kernels is not None else [],
         },
@@ -60,7 +61,8 @@ def render_table(result: FleetResult, top: int = 15, width: int = 160) -> str:
     ranks = result.ranks
     console.print(f"{result.files.height} files summarised over {ranks.height} ranks, {len(result.failures)} failed", markup=False, highlight=False)
     checked = " and ".join(_METRIC_WORDS.get(m, m) for m in (result.straggler_metric or "").split(", ") if m)
-    for line in straggler_lines(result) or [f"no straggler (median + {result.k:g}·MAD of {checked or 'nothing: no rank summarised'})"]:
+    default = result.notes[:1] or [f"no straggler (median + {result.k:g}·MAD of {checked or 'nothing: no rank summarised'})"]
+    for line in straggler_lines(result) or default:
         console.print(line, markup=False, highlight=False)
     table = Table(title="Kernels across ranks", header_style="bold")
     for title, justify in (("kernel", "left"), ("ranks", "right"), ("launches", "right"), ("total", "right"), ("median/rank", "right"),
@@ -87,7 +89,7 @@ def render_table(result: FleetResult, top: int = 15, width: int = 160) -> str:
 
 def render_markdown(result: FleetResult, top: int = 15) -> str:
     lines = [f"## traceview fleet: {result.files.height} files, {result.ranks.height} ranks", ""]
-    lines += [f"- **{escape_markdown(line)}**" for line in straggler_lines(result)] or ["- no straggler"]
+    lines += [f"- **{escape_markdown(line)}**" for line in straggler_lines(result)] or [f"- {escape_markdown(n)}" for n in result.notes] or ["- no straggler"]
     lines += ["", "| kernel | ranks | launches | total | median/rank | max/rank | imbalance | slowest rank |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for k in result.kernels.head(top).iter_rows(named=True):
         lines.append(f"| {escape_markdown(k['short_name'] or k['kernel_name'])} | {k['ranks']} | {k['launches']:,} | {format_duration(k['total_ns'])} | "
