@@ -188,6 +188,11 @@ VERDICT_SCHEMA = {
 }
 
 _FFMA_PRECISIONS = ("fp64", "fp32", "fp16")
+_VERDICT_INPUTS = {
+    "kernel_name", "launch_failed", "tensor_dtype", "ncu_rules", "waves_per_sm", "tensor_flop", "tensor_inst", "tensor_pipe_pct",
+    "sm_throughput_pct", "memory_throughput_pct", *(f"{m}_throughput_pct" for m in MEMORY_LEVELS),
+    *(f"{p}_flop_per_s" for p in PRECISIONS), *(f"{m}_bytes_per_s" for m in MEMORY_LEVELS), *PEAK_KEYS,
+}
 
 
 def _tensor_checked(row: dict[str, Any], verdict: dict[str, Any]) -> dict[str, Any]:
@@ -210,7 +215,8 @@ def with_verdicts(kernels: pl.DataFrame, device: Device) -> pl.DataFrame:
     """Return the launches with verdict columns and recoverable_ns added."""
     base_peaks = {key: peak.value for key, peak in device.peaks.items()}
     rows = []
-    for row in kernels.iter_rows(named=True):
+    # Only what a verdict reads: a launch row has a hundred columns, and exports have tens of thousands of launches.
+    for row in kernels.select([c for c in kernels.columns if c in _VERDICT_INPUTS]).iter_rows(named=True):
         if row.get("launch_failed"):
             rows.append({**{name: None for name in VERDICT_SCHEMA}, "bound": Bound.UNKNOWN, "label": "launch failed",
                          "reason": "the launch failed while it was profiled (every metric is nan or empty): nothing was measured"})

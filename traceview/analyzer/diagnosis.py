@@ -16,6 +16,7 @@ registers are allocated per warp in units of 256 (8 per thread), 64 K registers 
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from typing import Any
@@ -94,9 +95,15 @@ def tensor_core_evidence(row: dict[str, Any]) -> tuple[bool | None, str | None]:
     present = [value for value in measured if value is not None and value == value]
     if present:
         return any(value > 0 for value in present), "tensor-pipe metrics"
-    if TENSOR_NAME.search((row.get("kernel_name") or "")[:8192]):
+    if _tensor_by_name(row.get("kernel_name") or ""):
         return True, "kernel name"
     return None, None
+
+
+@functools.lru_cache(maxsize=4096)
+def _tensor_by_name(name: str) -> bool:
+    """Whether a kernel name says tensor cores (cached: every launch of a kernel asks with the same name)."""
+    return TENSOR_NAME.search(name[:8192]) is not None
 
 
 def block_threads(block_size: str | None) -> int | None:
@@ -207,20 +214,42 @@ def _tail(waves: float | None) -> dict[str, Any] | None:
     return {"full_waves": full, "last_wave_full_pct": 100.0 * fraction, "max_runtime_share_pct": 100.0 / (full + 1)}
 
 
-def stalls(launches: list[dict[str, Any]], rules: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str | None]:
+def stall_totals(launches: pl.DataFrame) -> dict[str, tuple[dict[str, float], str | None]]:
+    """Return per kernel the weighted stall totals (reason → duration-weighted cycles per issue, or summed PC samples)
+    and their unit, computed in one vectorised pass (a list of structs per launch is slow to walk in Python)."""
+    if "stalls" not in launches.columns or launches.height == 0:
+        return {}
+    measured = launches.filter(~pl.col("launch_failed").fill_null(False) & pl.col("stalls").is_not_null())
+    if measured.height == 0:
+        return {}
+    weight = pl.when(pl.col("stall_unit") == "PC samples").then(1.0).otherwise(pl.col("duration_ns").fill_null(1.0))
+    exploded = (measured.select("kernel_name", "stall_unit", weight.alias("_w"), "stalls").explode("stalls").drop_nulls("stalls").unnest("stalls")
+                .filter(pl.col("value").is_not_null()))
+    totals = exploded.group_by("kernel_name", "reason").agg((pl.col("value") * pl.col("_w")).sum().alias("total"), pl.col("stall_unit").first())
+    out: dict[str, tuple[dict[str, float], str | None]] = {}
+    for name, reason, total, unit in totals.iter_rows():
+        entry = out.setdefault(name, ({}, unit))
+        entry[0][reason] = total
+    return out
+
+
+def stalls(launches: list[dict[str, Any]], rules: list[dict[str, Any]],
+           precomputed: tuple[dict[str, float], str | None] | None = None) -> tuple[list[dict[str, Any]], str | None]:
     """Return the stall reasons with their share of warp cycles (%), largest first (`selected` and shares under 1 %
     left out), and where they come from: the stall metrics (duration-weighted cycles per issued instruction, or summed
-    PC samples), else the CPIStall text among the kernel's merged `rules`."""
-    totals: dict[str, float] = {}
-    unit = None
-    for launch in launches:
-        if not launch.get("stalls"):
-            continue
-        unit = unit or launch.get("stall_unit")
-        weight = (launch.get("duration_ns") or 1.0) if launch.get("stall_unit") != "PC samples" else 1.0
-        for entry in launch["stalls"]:
-            if entry.get("value") is not None:
-                totals[entry["reason"]] = totals.get(entry["reason"], 0.0) + entry["value"] * weight
+    PC samples; `precomputed` by stall_totals, else summed here), else the CPIStall text among the kernel's merged `rules`."""
+    if precomputed is not None:
+        totals, unit = dict(precomputed[0]), precomputed[1]
+    else:
+        totals, unit = {}, None
+        for launch in launches:
+            if not launch.get("stalls"):
+                continue
+            unit = unit or launch.get("stall_unit")
+            weight = (launch.get("duration_ns") or 1.0) if launch.get("stall_unit") != "PC samples" else 1.0
+            for entry in launch["stalls"]:
+                if entry.get("value") is not None:
+                    totals[entry["reason"]] = totals.get(entry["reason"], 0.0) + entry["value"] * weight
     whole = sum(totals.values())
     if whole > 0:
         shares = [{"reason": reason, "share_pct": 100.0 * value / whole, "meaning": STALLS.get(reason, (reason.replace("_", " "), None))[0]}
@@ -332,13 +361,13 @@ def _grid_advice(occ: dict[str, Any], launches: list[dict[str, Any]], kind: str)
     return []
 
 
-def diagnose(launches: list[dict[str, Any]], kernel: dict[str, Any]) -> dict[str, Any]:
+def diagnose(launches: list[dict[str, Any]], kernel: dict[str, Any], stall_sums: tuple[dict[str, float], str | None] | None = None) -> dict[str, Any]:
     """Return the diagnosis of one kernel: rules, occupancy, stalls, tensor_core, advice (most valuable first) and a
     reason that quotes the kernel-level numbers. `kernel` is its ranked row (bound, label, duration-weighted SOL %)."""
     measured = [r for r in launches if not r.get("launch_failed")]
     rules = merge_rules(launches)
     occ = occupancy(measured) if measured else None
-    stall_list, stall_source = stalls(measured, rules)
+    stall_list, stall_source = stalls(measured, rules, stall_sums)
     # with_verdicts has judged each launch already; launches built elsewhere (tests) are judged here.
     tensor_votes = [(r["tensor_core"], r["tensor_core_source"]) if "tensor_core_source" in r else tensor_core_evidence(r) for r in measured]
     tensor = next((t for t in tensor_votes if t[1] == "tensor-pipe metrics"), None) or next((t for t in tensor_votes if t[0] is not None), (None, None))
@@ -443,6 +472,13 @@ def kernel_reason(kernel: dict[str, Any], occ: dict[str, Any] | None, stall_list
     return text
 
 
+_LAUNCH_COLUMNS = (
+    "kernel_name", "duration_ns", "launch_failed", "ncu_rules", "block_size", "grid_size", "sm_count", "waves_per_sm",
+    "registers_per_thread", "shared_bytes_per_block", "block_limit_sm", "block_limit_registers", "block_limit_shared_mem",
+    "block_limit_warps", "block_limit_barriers", "theoretical_occupancy_pct", "achieved_occupancy_pct", "theoretical_warps_per_sm",
+    "stalls", "stall_unit", "tensor_core", "tensor_core_source", "tensor_flop", "tensor_inst", "tensor_pipe_pct",
+)
+
 DIAGNOSIS_SCHEMA = {
     "kernel_name": pl.String,
     "kind": pl.String,
@@ -472,11 +508,14 @@ def diagnose_kernels(launches: pl.DataFrame, kernels: pl.DataFrame) -> pl.DataFr
     if kernels.height == 0:
         return kernels.with_columns(*[pl.lit(None, dtype=dtype).alias(name) for name, dtype in DIAGNOSIS_SCHEMA.items() if name not in kernels.columns])
     by_name: dict[str, list[dict[str, Any]]] = {}
-    for row in launches.iter_rows(named=True):
+    # Only the columns the diagnosis reads: a launch row has a hundred, and exports have tens of thousands of launches.
+    used = [c for c in _LAUNCH_COLUMNS if c in launches.columns and c not in ("stalls", "stall_unit")]
+    sums = stall_totals(launches)
+    for row in launches.select(used).iter_rows(named=True):
         by_name.setdefault(row["kernel_name"], []).append(row)
     rows = []
     for kernel in kernels.iter_rows(named=True):
-        found = diagnose(by_name.get(kernel["kernel_name"], []), kernel)
+        found = diagnose(by_name.get(kernel["kernel_name"], []), kernel, sums.get(kernel["kernel_name"], ({}, None)))
         reason = kernel_reason(kernel, found["occupancy"], found["stalls"])
         rows.append({**{k: v for k, v in found.items()}, "kernel_name": kernel["kernel_name"], "reason": reason,
                      "recommendation": found["advice"][0] if found["advice"] else kernel.get("recommendation")})

@@ -355,6 +355,11 @@ def _read_details(path: Path, header: NcuHeader) -> tuple[pl.DataFrame, pl.DataF
 
 def _read_raw(path: Path, header: NcuHeader) -> tuple[pl.DataFrame, pl.DataFrame]:
     metric_columns = [c for c in header.columns if c not in _ID_COLUMNS and (c in _RAW_STRING_METRICS or is_wanted_metric(c))]
+    # Only the most precise stall form the page has is used: the others (dozens of PC-sampling columns) are not read.
+    forms = [re.compile(pattern) for _, pattern in _STALL_PATTERNS]
+    present = [i for i, form in enumerate(forms) if any(form.match(c) for c in metric_columns)]
+    if present:
+        metric_columns = [c for c in metric_columns if not any(form.match(c) for i, form in enumerate(forms) if i != present[0])]
     id_columns = [c for c in header.columns if c in _ID_COLUMNS]
     # The last column is read too: all raw fields are quoted, so a null there means a short (cut) row.
     last = header.columns[-1]
@@ -470,8 +475,10 @@ def _stall_columns(long: pl.DataFrame, launch: list[str]) -> pl.DataFrame:
     """Return per launch its warp stall reasons (`stalls`: reason, value) from the most precise form the export has,
     that form's unit (`stall_unit`) and the tensor pipe's utilisation (`tensor_pipe_pct`, the busiest tensor pipe)."""
     frames = []
+    # A prefix test first: the regexes then run on the few hundred stall rows, not on every metric of every launch.
+    candidates = long.filter(pl.col("metric").str.starts_with("smsp__") & pl.col("number").is_not_null())
     for rank, (unit, pattern) in enumerate(_STALL_PATTERNS):
-        found = long.filter(pl.col("metric").str.contains(pattern) & ~pl.col("metric").str.ends_with("_not_issued") & pl.col("number").is_not_null())
+        found = candidates.filter(pl.col("metric").str.contains(pattern) & ~pl.col("metric").str.ends_with("_not_issued"))
         frames.append(found.select(*launch, pl.col("metric").str.extract(pattern, 1).alias("reason"), pl.col("number").alias("value"),
                                    pl.lit(rank).alias("form"), pl.lit(unit).alias("stall_unit")))
     stalls = pl.concat(frames)
@@ -483,7 +490,7 @@ def _stall_columns(long: pl.DataFrame, launch: list[str]) -> pl.DataFrame:
                   .agg(pl.struct("reason", "value").alias("stalls"), pl.col("stall_unit").first()))
     else:
         stalls = pl.DataFrame(schema={**key_schema, "stalls": pl.List(pl.Struct({"reason": pl.String, "value": pl.Float64})), "stall_unit": pl.String})
-    pipe = (long.filter(pl.col("metric").str.contains(_TENSOR_PIPE_PATTERN) & pl.col("number").is_not_null())
+    pipe = (long.filter(pl.col("metric").str.starts_with("sm__") & pl.col("metric").str.contains(_TENSOR_PIPE_PATTERN) & pl.col("number").is_not_null())
             .group_by(launch).agg(pl.col("number").max().alias("tensor_pipe_pct")))
     if pipe.height == 0:
         pipe = pl.DataFrame(schema={**key_schema, "tensor_pipe_pct": pl.Float64})
