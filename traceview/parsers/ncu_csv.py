@@ -386,6 +386,17 @@ def _read_raw(path: Path, header: NcuHeader) -> tuple[pl.DataFrame, pl.DataFrame
         *strings,
     )
     numeric = [c for c in metric_columns if c not in _RAW_STRING_METRICS]
+    # Stall reasons go straight from their columns into one list per launch: as rows they would be a fifth of the long
+    # frame, then regex-matched and gathered again.
+    stall_columns = []
+    if present:
+        unit_name, form = _STALL_PATTERNS[present[0]]
+        stall_columns = [(c, m.group("reason")) for c in numeric if (m := re.match(form, c)) and not c.endswith("_not_issued")]
+    if stall_columns:
+        numeric = [c for c in numeric if c not in {c for c, _ in stall_columns}]
+        identity = identity.with_columns(
+            pl.concat_list([pl.struct(pl.lit(reason).alias("reason"), parse_number(data[c]).alias("value")) for c, reason in stall_columns]).alias("stalls"),
+            pl.lit(unit_name).alias("stall_unit"))
     units = pl.DataFrame(
         {"metric": numeric, "unit": [units_row.get(c) or "" for c in numeric]},
         schema={"metric": pl.String, "unit": pl.String},
@@ -415,8 +426,9 @@ def _assemble(long: pl.DataFrame, identity: pl.DataFrame, rules: pl.DataFrame | 
         wide = known.pivot(on="key", index=launch, values="number", aggregate_function="first")
     else:
         wide = identity.select(launch)
-    tensor = _tensor_columns(long, launch)
-    stalls = _stall_columns(long, launch)
+    tensor = _tensor_columns(long, launch).join(_tensor_pipe(long, launch), on=launch, how="full", coalesce=True)
+    # The raw page hands its stalls over already gathered per launch (identity); other inputs carry them as rows.
+    stalls = _stall_columns(long, launch) if "stalls" not in identity.columns else identity.select(launch).head(0)
     empty_cell = pl.col("value").is_null() | pl.col("value").str.strip_chars().str.to_lowercase().is_in(["", "nan", "-nan", "n/a"])
     failed = long.group_by(launch).agg(empty_cell.all().alias("launch_failed"))
     frame = (identity.join(wide, on=launch, how="left").join(tensor, on=launch, how="left").join(stalls, on=launch, how="left")
@@ -473,7 +485,7 @@ def _tensor_columns(long: pl.DataFrame, launch: list[str]) -> pl.DataFrame:
 
 def _stall_columns(long: pl.DataFrame, launch: list[str]) -> pl.DataFrame:
     """Return per launch its warp stall reasons (`stalls`: reason, value) from the most precise form the export has,
-    that form's unit (`stall_unit`) and the tensor pipe's utilisation (`tensor_pipe_pct`, the busiest tensor pipe)."""
+    and that form's unit (`stall_unit`)."""
     frames = []
     # A prefix test first: the regexes then run on the few hundred stall rows, not on every metric of every launch.
     candidates = long.filter(pl.col("metric").str.starts_with("smsp__") & pl.col("number").is_not_null())
@@ -490,11 +502,16 @@ def _stall_columns(long: pl.DataFrame, launch: list[str]) -> pl.DataFrame:
                   .agg(pl.struct("reason", "value").alias("stalls"), pl.col("stall_unit").first()))
     else:
         stalls = pl.DataFrame(schema={**key_schema, "stalls": pl.List(pl.Struct({"reason": pl.String, "value": pl.Float64})), "stall_unit": pl.String})
+    return stalls
+
+
+def _tensor_pipe(long: pl.DataFrame, launch: list[str]) -> pl.DataFrame:
+    """Return per launch the busiest tensor pipe's utilisation (`tensor_pipe_pct`)."""
     pipe = (long.filter(pl.col("metric").str.starts_with("sm__") & pl.col("metric").str.contains(_TENSOR_PIPE_PATTERN) & pl.col("number").is_not_null())
             .group_by(launch).agg(pl.col("number").max().alias("tensor_pipe_pct")))
     if pipe.height == 0:
-        pipe = pl.DataFrame(schema={**key_schema, "tensor_pipe_pct": pl.Float64})
-    return stalls.join(pipe, on=launch, how="full", coalesce=True)
+        pipe = pl.DataFrame(schema={**{c: long.schema[c] for c in launch}, "tensor_pipe_pct": pl.Float64})
+    return pipe
 
 
 def rule_frame(rows: list[dict[str, object]]) -> pl.DataFrame | None:
