@@ -24,7 +24,7 @@ from typing import Any
 import polars as pl
 
 from traceview.analyzer.kernel_kinds import kernel_kind
-from traceview.analyzer.roofline import waves_in_rules
+from traceview.analyzer.roofline import pct_text, waves_in_rules
 
 # A kernel whose median launch is longer than this pays under 10 % for a ~2-5 us launch: CUDA graphs cannot help it.
 LAUNCH_BOUND_MAX_NS = 20_000.0
@@ -225,35 +225,24 @@ def stall_totals(launches: pl.DataFrame) -> dict[str, tuple[dict[str, float], st
     weight = pl.when(pl.col("stall_unit") == "PC samples").then(1.0).otherwise(pl.col("duration_ns").fill_null(1.0))
     exploded = (measured.select("kernel_name", "stall_unit", weight.alias("_w"), "stalls").explode("stalls").drop_nulls("stalls").unnest("stalls")
                 .filter(pl.col("value").is_not_null()))
-    totals = exploded.group_by("kernel_name", "reason").agg((pl.col("value") * pl.col("_w")).sum().alias("total"), pl.col("stall_unit").first())
+    # Summed exactly (fsum) in Python: a parallel sum's order, and so its last digit, would differ between runs.
+    totals = exploded.group_by("kernel_name", "reason").agg((pl.col("value") * pl.col("_w")).alias("parts"), pl.col("stall_unit").first())
     out: dict[str, tuple[dict[str, float], str | None]] = {}
-    for name, reason, total, unit in totals.iter_rows():
+    for name, reason, parts, unit in totals.sort("kernel_name", "reason").iter_rows():
         entry = out.setdefault(name, ({}, unit))
-        entry[0][reason] = total
+        entry[0][reason] = math.fsum(parts)
     return out
 
 
-def stalls(launches: list[dict[str, Any]], rules: list[dict[str, Any]],
-           precomputed: tuple[dict[str, float], str | None] | None = None) -> tuple[list[dict[str, Any]], str | None]:
+def stalls(rules: list[dict[str, Any]], totals: tuple[dict[str, float], str | None] | None) -> tuple[list[dict[str, Any]], str | None]:
     """Return the stall reasons with their share of warp cycles (%), largest first (`selected` and shares under 1 %
-    left out), and where they come from: the stall metrics (duration-weighted cycles per issued instruction, or summed
-    PC samples; `precomputed` by stall_totals, else summed here), else the CPIStall text among the kernel's merged `rules`."""
-    if precomputed is not None:
-        totals, unit = dict(precomputed[0]), precomputed[1]
-    else:
-        totals, unit = {}, None
-        for launch in launches:
-            if not launch.get("stalls"):
-                continue
-            unit = unit or launch.get("stall_unit")
-            weight = (launch.get("duration_ns") or 1.0) if launch.get("stall_unit") != "PC samples" else 1.0
-            for entry in launch["stalls"]:
-                if entry.get("value") is not None:
-                    totals[entry["reason"]] = totals.get(entry["reason"], 0.0) + entry["value"] * weight
-    whole = sum(totals.values())
+    left out), and where they come from: the kernel's stall metrics (`totals`, from stall_totals: duration-weighted
+    cycles per issued instruction, or summed PC samples), else the CPIStall text among the kernel's merged `rules`."""
+    by_reason, unit = totals or ({}, None)
+    whole = sum(by_reason.values())
     if whole > 0:
         shares = [{"reason": reason, "share_pct": 100.0 * value / whole, "meaning": STALLS.get(reason, (reason.replace("_", " "), None))[0]}
-                  for reason, value in totals.items() if reason != "selected" and value / whole >= 0.01]
+                  for reason, value in by_reason.items() if reason != "selected" and value / whole >= 0.01]
         return sorted(shares, key=lambda s: -s["share_pct"]), unit
     found: dict[str, float] = {}
     for rule in rules:
@@ -265,10 +254,6 @@ def stalls(launches: list[dict[str, Any]], rules: list[dict[str, Any]],
             found[reason] = max(found.get(reason, 0.0), float(share.group(1)))
     entries = [{"reason": reason, "share_pct": share, "meaning": STALLS[reason][0]} for reason, share in found.items()]
     return sorted(entries, key=lambda s: -s["share_pct"]), ("ncu CPIStall rule" if entries else None)
-
-
-def _pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.1f}%"
 
 
 def _duration(ns: float | None) -> str:
@@ -363,11 +348,12 @@ def _grid_advice(occ: dict[str, Any], launches: list[dict[str, Any]], kind: str)
 
 def diagnose(launches: list[dict[str, Any]], kernel: dict[str, Any], stall_sums: tuple[dict[str, float], str | None] | None = None) -> dict[str, Any]:
     """Return the diagnosis of one kernel: rules, occupancy, stalls, tensor_core, advice (most valuable first) and a
-    reason that quotes the kernel-level numbers. `kernel` is its ranked row (bound, label, duration-weighted SOL %)."""
+    reason that quotes the kernel-level numbers. `kernel` is its ranked row (bound, label, duration-weighted SOL %);
+    `stall_sums` its entry of stall_totals (None: no stall metrics)."""
     measured = [r for r in launches if not r.get("launch_failed")]
     rules = merge_rules(launches)
     occ = occupancy(measured) if measured else None
-    stall_list, stall_source = stalls(measured, rules, stall_sums)
+    stall_list, stall_source = stalls(rules, stall_sums)
     # with_verdicts has judged each launch already; launches built elsewhere (tests) are judged here.
     tensor_votes = [(r["tensor_core"], r["tensor_core_source"]) if "tensor_core_source" in r else tensor_core_evidence(r) for r in measured]
     tensor = next((t for t in tensor_votes if t[1] == "tensor-pipe metrics"), None) or next((t for t in tensor_votes if t[0] is not None), (None, None))
@@ -449,18 +435,18 @@ def kernel_reason(kernel: dict[str, Any], occ: dict[str, Any] | None, stall_list
         return "every launch failed under profiling: nothing was measured"
     weighting = "per launch" if launches - failed == 1 else f"duration-weighted over {launches - failed} launches"
     label, base = kernel.get("label"), kernel.get("reason")
-    if kernel.get("sol_source") == "ncu SOL" or (base or "").startswith("ncu SOL"):
-        text = f"ncu SOL ({weighting}): Compute (SM) {_pct(kernel.get('compute_pct'))}, Memory {_pct(kernel.get('memory_pct'))} → {label}"
+    if (base or "").startswith("ncu SOL"):
+        text = f"ncu SOL ({weighting}): Compute (SM) {pct_text(kernel.get('compute_pct'))}, Memory {pct_text(kernel.get('memory_pct'))} → {label}"
     elif kernel.get("compute_pct") is not None or kernel.get("memory_pct") is not None:
-        text = (f"roofline ({weighting}): {_pct(kernel.get('compute_pct'))} of peak compute, {_pct(kernel.get('memory_pct'))} of peak "
+        text = (f"roofline ({weighting}): {pct_text(kernel.get('compute_pct'))} of peak compute, {pct_text(kernel.get('memory_pct'))} of peak "
                 f"bandwidth → {label}")
     else:
         return base
     if kernel.get("roof_pct") is not None and kernel.get("binding_roof"):
         intensity = kernel.get("arithmetic_intensity")
-        text += f"; {_pct(kernel['roof_pct'])} of the {kernel['binding_roof']} roof" + (f" at {intensity:.3g} FLOP/DRAM byte" if intensity else "")
+        text += f"; {pct_text(kernel['roof_pct'])} of the {kernel['binding_roof']} roof" + (f" at {intensity:.3g} FLOP/DRAM byte" if intensity else "")
     if occ and occ.get("theoretical_pct") is not None:
-        text += f"; occupancy {_pct(occ.get('achieved_pct'))} achieved of {_pct(occ['theoretical_pct'])} theoretical"
+        text += f"; occupancy {pct_text(occ.get('achieved_pct'))} achieved of {pct_text(occ['theoretical_pct'])} theoretical"
         if occ.get("limiter"):
             text += f" (limited by {occ['limiter']})"
     if occ and occ.get("waves_per_sm") is not None:

@@ -40,29 +40,21 @@ def normalise_range_name(text: str | None) -> str:
     return " ".join(text.split()).strip(" ,") or "<unnamed>"
 
 
-def _depth_and_parent(starts: np.ndarray, ends: np.ndarray, presorted: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """Return each range's nesting depth (0 = outermost) and the index of its parent (-1 for none), one thread.
-    `presorted`: the ranges are already ordered by start, longer first on ties (saves a sort of millions)."""
-    order = np.arange(len(starts)) if presorted else np.lexsort((-ends, starts))
-    sorted_starts = starts[order]
-    ends_sorted = np.sort(ends)
-    rank = np.arange(len(order))
-    depth_sorted = rank - np.searchsorted(ends_sorted, sorted_starts, side="right")
-    depth_sorted = np.clip(depth_sorted, 0, None)
-    parent_sorted = np.full(len(order), -1)
+def _depth_and_parent(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Return each range's nesting depth (0 = outermost) and the index of its parent (-1 for none), for one thread's
+    ranges ordered by start, longer first on ties (range_table sorts them so: millions of ranges, one sort)."""
+    rank = np.arange(len(starts))
+    depth = np.clip(rank - np.searchsorted(np.sort(ends), starts, side="right"), 0, None)
+    parent = np.full(len(starts), -1, dtype=np.int64)
     # Positions grouped by depth, each group in order: a range's parent is the last range one level up before it.
-    by_level = np.argsort(depth_sorted.astype(np.int32), kind="stable")  # stable: positions stay in order within a level
-    level_bounds = np.searchsorted(depth_sorted[by_level], np.arange(int(depth_sorted.max(initial=0)) + 2))
+    by_level = np.argsort(depth.astype(np.int32), kind="stable")
+    level_bounds = np.searchsorted(depth[by_level], np.arange(int(depth.max(initial=0)) + 2))
     for level in range(1, len(level_bounds) - 1):
         above = by_level[level_bounds[level - 1]:level_bounds[level]]
         here = by_level[level_bounds[level]:level_bounds[level + 1]]
         index = np.searchsorted(above, here) - 1
-        parent_sorted[here] = np.where(index >= 0, order[above[np.clip(index, 0, None)]], -1)
-    depth = np.empty(len(order), dtype=np.int64)
-    parent = np.empty(len(order), dtype=np.int64)
-    depth[order] = depth_sorted
-    parent[order] = parent_sorted
-    return depth, parent
+        parent[here] = np.where(index >= 0, above[np.clip(index, 0, None)], -1)
+    return depth.astype(np.int64), parent
 
 
 def range_table(nvtx: pl.DataFrame, launches: pl.DataFrame) -> pl.DataFrame:
@@ -94,7 +86,7 @@ def range_table(nvtx: pl.DataFrame, launches: pl.DataFrame) -> pl.DataFrame:
     # One thread's ranges at a time: a contiguous slice after the sort, no copies.
     bounds = np.concatenate([[0], np.flatnonzero(np.diff(tids)) + 1, [len(tids)]])
     for first, last in zip(bounds[:-1], bounds[1:], strict=True):
-        own_depth, own_parent = _depth_and_parent(starts[first:last], ends[first:last], presorted=True)
+        own_depth, own_parent = _depth_and_parent(starts[first:last], ends[first:last])
         depth[first:last] = own_depth
         parent[first:last] = np.where(own_parent >= 0, own_parent + first, -1)
         low_call, high_call = np.searchsorted(call_tids, tids[first], "left"), np.searchsorted(call_tids, tids[first], "right")

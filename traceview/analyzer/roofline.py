@@ -106,7 +106,8 @@ def _value(row: Mapping[str, Any], key: str) -> float | None:
     return number if number == number else None  # NaN → None
 
 
-def _fmt(pct: float | None) -> str:
+def pct_text(pct: float | None) -> str:
+    """A percentage as the reasons quote it: one decimal, or n/a."""
     return "n/a" if pct is None else f"{pct:.1f}%"
 
 
@@ -214,9 +215,9 @@ def classify_launch(row: Mapping[str, Any], peaks: Mapping[str, float | None]) -
         if roof_pct is None or sol_pct > roof_pct:
             roof_pct = sol_pct
             binding = "SM" if sm_pct >= memory_pct else (top_pipe or "memory")
-        pipe_text = ", ".join(f"{p} {_fmt(v)}" for p, v in pipes.items() if v is not None)
-        sm_text = "n/a" if one_sided == "SM throughput not collected" else _fmt(sm_pct)
-        mem_text = "n/a" if one_sided == "memory throughput not collected" else _fmt(memory_pct)
+        pipe_text = ", ".join(f"{p} {pct_text(v)}" for p, v in pipes.items() if v is not None)
+        sm_text = "n/a" if one_sided == "SM throughput not collected" else pct_text(sm_pct)
+        mem_text = "n/a" if one_sided == "memory throughput not collected" else pct_text(memory_pct)
         reason = f"ncu SOL: Compute (SM) {sm_text}, {memory_text} {mem_text}" + (f" [{pipe_text}]" if pipe_text else "")
         if one_sided:
             reason += f" ({one_sided})"
@@ -238,7 +239,7 @@ def classify_launch(row: Mapping[str, Any], peaks: Mapping[str, float | None]) -
         else:
             bound = Bound.COMPUTE if c >= m else Bound.MEMORY
             label = f"{bound.value.capitalize()}-bound (roofline)"
-        reason = f"roofline: {_fmt(compute_pct)} of peak compute, {_fmt(mem_pct)} of peak bandwidth, binding roof {binding}"
+        reason = f"roofline: {pct_text(compute_pct)} of peak compute, {pct_text(mem_pct)} of peak bandwidth, binding roof {binding}"
         if bound is Bound.LATENCY:
             reason += " — under 60% of both, so latency-bound whatever the intensity"
     else:

@@ -25,7 +25,6 @@ from traceview.analyzer.fleet import TABLES, FleetResult, rank_from_name, reduce
 from traceview.errors import TraceFormatError
 from traceview.parsers import detect_format, load_trace
 
-ENGINES = ("local", "dask")
 _MAX_LIST_LINES = 100_000
 
 
@@ -236,4 +235,4 @@ def _map_dask(todo: list[str], hashes: dict[str, str], options: MapOptions, sche
             cluster.close()
 
 
-__all__ = ["ENGINES", "FleetRun", "MapOptions", "expand_inputs", "run_fleet", "summarize_file"]
+__all__ = ["FleetRun", "MapOptions", "expand_inputs", "run_fleet", "summarize_file"]
