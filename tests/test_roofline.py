@@ -102,3 +102,32 @@ def test_unknown_with_a_reason_when_nothing_is_measured():
 def test_rates_without_peaks_are_unknown():
     verdict = classify_launch({"fp32_flop_per_s": 1e12, "dram_bytes_per_s": 1e9}, {})
     assert verdict.bound is Bound.UNKNOWN
+
+
+def test_many_launches_at_once_get_the_verdicts_each_gets_alone():
+    # The verdicts are column expressions over a whole export: rows of every kind side by side must not leak into
+    # each other (a SOL row, roofline-only rows on both sides of the ridge, one-sided SOL, rule-only waves, nothing).
+    import polars as pl
+
+    from traceview.analyzer.roofline import classify_launches
+    from traceview.parsers.schema import KERNELS
+
+    small_grid = {"name": "SOLBottleneck", "message": "grid is too small to fill the device, resulting in only 0.5 full waves",
+                  "speedup_pct": 40.0}
+    rows = [
+        {"sm_throughput_pct": 12.07, "memory_throughput_pct": 93.99, "l2_throughput_pct": 93.99, "dram_throughput_pct": 10.29},
+        {"fp32_flop_per_s": 1.8e12, "dram_bytes_per_s": 1.8e12},
+        {"fp32_flop_per_s": 80e12, "dram_bytes_per_s": 0.1e12, "l2_bytes_per_s": 0.5e12, "peak_l2_bytes_per_s": 5e12},
+        {"memory_throughput_pct": 91.0},
+        {"sm_throughput_pct": 9.2, "memory_throughput_pct": 19.7, "ncu_rules": [small_grid]},
+        {"dram_throughput_pct": 45.0, "l1_throughput_pct": 70.0, "sm_throughput_pct": 20.0},
+        {"duration_ns": 5.0},
+    ]
+    frame = pl.DataFrame([{name: row.get(name) for name in KERNELS} for row in rows], schema=KERNELS)
+    together = classify_launches(frame, PEAKS).to_dicts()
+    for row, verdict in zip(rows, together, strict=True):
+        alone = classify_launch(row, PEAKS)
+        assert verdict == {**alone.__dict__, "bound": alone.bound.value}
+    assert [v["label"] for v in together] == [
+        "High Throughput (L2)", "Memory-bound (roofline)", "Compute-bound (roofline)", "High Throughput", "Small Grid",
+        "High Memory Throughput (L1/TEX)", "No Data"]

@@ -35,3 +35,18 @@ def test_unknown_units_pass_through():
 )
 def test_parse_number(text, value):
     assert pl.DataFrame({"v": [text]}).select(parse_number(pl.col("v"))).item() == value
+
+
+def test_parse_number_columns_reads_each_column_as_parse_number_does():
+    # Each column takes the cheapest reading that reads all of it; the result must not depend on which it took.
+    from traceview.parsers.units import parse_number_columns
+
+    frame = pl.DataFrame({
+        "plain": ["1.5", "2", None, "nan", "inf"],
+        "grouped": ["13,485", "9,495.42", "7", None, ""],
+        "dotted": ["2.508.800", "1.5", "3", None, "1,234"],
+        "words": ["n/a", "no data", "CachePreferNone", " 42 ", "1e400"],
+    })
+    expected = frame.select([parse_number(pl.col(c)).alias(c) for c in frame.columns])
+    assert parse_number_columns(frame, frame.columns).equals(expected)
+    assert parse_number_columns(frame, []).width == 0

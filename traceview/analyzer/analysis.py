@@ -18,7 +18,7 @@ from traceview.analyzer.llm import LlmAnalysis, analyze_runs
 from traceview.analyzer.ncu_steps import decode_steps
 from traceview.analyzer.nvtx import group_summary, range_table, steps_from_kernels, steps_from_nvtx
 from traceview.analyzer.ranking import rank_kernels
-from traceview.analyzer.roofline import RECOMMENDATIONS, Bound, classify_launch
+from traceview.analyzer.roofline import RECOMMENDATIONS, Bound, classify_launches
 from traceview.analyzer.timeline import BLOCKING_API, Timeline, join_ncu, kernel_summary, stats_findings, sync_summary
 from traceview.analyzer.whole_run import DEFAULT_GAP_THRESHOLD_NS, analyze_whole_run, launch_records
 from traceview.parsers.ncu_csv import short_kernel_name
@@ -188,48 +188,71 @@ VERDICT_SCHEMA = {
 }
 
 _FFMA_PRECISIONS = ("fp64", "fp32", "fp16")
-_VERDICT_INPUTS = {
-    "kernel_name", "launch_failed", "tensor_dtype", "ncu_rules", "waves_per_sm", "tensor_flop", "tensor_inst", "tensor_pipe_pct",
-    "sm_throughput_pct", "memory_throughput_pct", *(f"{m}_throughput_pct" for m in MEMORY_LEVELS),
-    *(f"{p}_flop_per_s" for p in PRECISIONS), *(f"{m}_bytes_per_s" for m in MEMORY_LEVELS), *PEAK_KEYS,
-}
 
 
-def _tensor_checked(row: dict[str, Any], verdict: dict[str, Any]) -> dict[str, Any]:
-    """Return the verdict with tensor-core evidence; a tensor-core kernel measured by FFMA counts alone gets precision
+def _tensor_columns(kernels: pl.DataFrame) -> list[pl.Expr]:
+    """Per launch: whether it uses tensor cores and how we know (its tensor-pipe metrics, else its name), as
+    diagnosis.tensor_core_evidence says for one launch."""
+    measured = [pl.col(c).cast(pl.Float64) for c in ("tensor_flop", "tensor_inst", "tensor_pipe_pct") if c in kernels.columns]
+    measured = [pl.when(~value.is_nan()).then(value) for value in measured]
+    by_metrics = pl.any_horizontal([value.is_not_null() for value in measured]) if measured else pl.lit(False)
+    names = kernels["kernel_name"].unique().drop_nulls().to_list() if "kernel_name" in kernels.columns else []
+    by_name = (pl.col("kernel_name").replace_strict({n: tensor_core_evidence({"kernel_name": n})[0] is True for n in names},
+                                                    default=False, return_dtype=pl.Boolean) if names else pl.lit(False))
+    return [
+        pl.when(by_metrics).then(pl.any_horizontal([(value > 0).fill_null(False) for value in measured]) if measured else pl.lit(None))
+        .when(by_name).then(pl.lit(True)).alias("tensor_core"),
+        pl.when(by_metrics).then(pl.lit("tensor-pipe metrics")).when(by_name).then(pl.lit("kernel name")).alias("tensor_core_source"),
+    ]
+
+
+def _tensor_checked(verdicts: pl.DataFrame, kernels: pl.DataFrame) -> pl.DataFrame:
+    """Return the verdicts with tensor-core evidence; a tensor-core kernel measured by FFMA counts alone gets precision
     `unknown` and a warning, and no roofline verdict (its FFMA roofline leaves its real work out)."""
-    tensor, source = tensor_core_evidence(row)
-    verdict.update(tensor_core=tensor, tensor_core_source=source, tensor_warning=None)
-    if not tensor or (row.get("tensor_flop") or 0) > 0 or verdict.get("precision") not in _FFMA_PRECISIONS:
-        return verdict
-    warning = (f"a tensor-core kernel (by its {source}) measured only by FMA counts: its {verdict['precision']} roofline leaves the "
-               f"tensor work out — collect `--section SpeedOfLight_HierarchicalTensorRooflineChart` or the sm__ops_path_tensor_* metrics")
-    verdict.update(precision="unknown", tensor_warning=warning)
-    if (verdict.get("label") or "").endswith("(roofline)"):
-        verdict.update(bound=Bound.UNKNOWN, label="Tensor kernel, FMA-only roofline", recoverable_fraction=None, recoverable_source=None,
-                       reason=f"{verdict['reason']} — not a verdict: {warning}")
-    return verdict
+    verdicts = verdicts.with_columns(kernels.select(_tensor_columns(kernels)))
+    tensor_flop = kernels["tensor_flop"] if "tensor_flop" in kernels.columns else pl.Series([None] * kernels.height, dtype=pl.Float64)
+    verdicts = verdicts.with_columns(tensor_flop.alias("_tensor_flop"))
+    ffma_only = (pl.col("tensor_core").fill_null(False) & ~(pl.col("_tensor_flop").fill_nan(0.0).fill_null(0.0) > 0)
+                 & pl.col("precision").is_in(_FFMA_PRECISIONS).fill_null(False))
+    warning = pl.format("a tensor-core kernel (by its {}) measured only by FMA counts: its {} roofline leaves the tensor work out — collect "
+                        "`--section SpeedOfLight_HierarchicalTensorRooflineChart` or the sm__ops_path_tensor_* metrics",
+                        pl.col("tensor_core_source"), pl.col("precision"))
+    no_verdict = ffma_only & pl.col("label").str.ends_with("(roofline)").fill_null(False)
+    return verdicts.with_columns(
+        pl.when(ffma_only).then(warning).alias("tensor_warning"),
+    ).with_columns(
+        pl.when(ffma_only).then(pl.lit("unknown")).otherwise(pl.col("precision")).alias("precision"),
+        pl.when(no_verdict).then(pl.lit(Bound.UNKNOWN.value)).otherwise(pl.col("bound")).alias("bound"),
+        pl.when(no_verdict).then(pl.lit("Tensor kernel, FMA-only roofline")).otherwise(pl.col("label")).alias("label"),
+        pl.when(~no_verdict).then(pl.col("recoverable_fraction")).alias("recoverable_fraction"),
+        pl.when(~no_verdict).then(pl.col("recoverable_source")).alias("recoverable_source"),
+        pl.when(no_verdict).then(pl.format("{} — not a verdict: {}", pl.col("reason"), pl.col("tensor_warning"))).otherwise(pl.col("reason")).alias("reason"),
+    ).drop("_tensor_flop")
 
 
 def with_verdicts(kernels: pl.DataFrame, device: Device) -> pl.DataFrame:
     """Return the launches with verdict columns and recoverable_ns added."""
-    base_peaks = {key: peak.value for key, peak in device.peaks.items()}
-    rows = []
-    # Only what a verdict reads: a launch row has a hundred columns, and exports have tens of thousands of launches.
-    for row in kernels.select([c for c in kernels.columns if c in _VERDICT_INPUTS]).iter_rows(named=True):
-        if row.get("launch_failed"):
-            rows.append({**{name: None for name in VERDICT_SCHEMA}, "bound": Bound.UNKNOWN, "label": "launch failed",
-                         "reason": "the launch failed while it was profiled (every metric is nan or empty): nothing was measured"})
-            continue
-        peaks = base_peaks
-        if device.peaks["peak_tensor_flop_per_s"].source != "profile" and row.get("tensor_dtype"):
-            peaks = {**base_peaks, "peak_tensor_flop_per_s": _tensor_table_peak(device.spec, row["tensor_dtype"])}
-        verdict = classify_launch(row, peaks)
-        rows.append(_tensor_checked(row, {name: getattr(verdict, name, None) for name in VERDICT_SCHEMA}))
-    for row in rows:
-        row["bound"] = row["bound"].value
-    verdicts = pl.DataFrame(rows, schema=VERDICT_SCHEMA)
-    frame = pl.concat([kernels, verdicts], how="horizontal")
+    peaks: dict[str, float | pl.Expr | None] = {key: peak.value for key, peak in device.peaks.items()}
+    if device.peaks["peak_tensor_flop_per_s"].source != "profile" and "tensor_dtype" in kernels.columns:
+        # Without a measured tensor peak, each launch's datatype picks its datasheet peak.
+        dtypes = kernels["tensor_dtype"].unique().drop_nulls().to_list()
+        if dtypes:
+            peaks["peak_tensor_flop_per_s"] = (
+                pl.when(pl.col("tensor_dtype").is_not_null() & (pl.col("tensor_dtype") != ""))
+                .then(pl.col("tensor_dtype").replace_strict({d: _tensor_table_peak(device.spec, d) for d in dtypes},
+                                                            default=None, return_dtype=pl.Float64))
+                .otherwise(pl.lit(peaks["peak_tensor_flop_per_s"], dtype=pl.Float64))
+            )
+    verdicts = _tensor_checked(classify_launches(kernels, peaks), kernels)
+    failed = kernels["launch_failed"].fill_null(False) if "launch_failed" in kernels.columns else pl.Series([False] * kernels.height)
+    if failed.any():
+        failed_verdict = {**{name: None for name in VERDICT_SCHEMA}, "bound": Bound.UNKNOWN.value, "label": "launch failed",
+                          "reason": "the launch failed while it was profiled (every metric is nan or empty): nothing was measured"}
+        verdicts = verdicts.with_columns(failed.alias("_failed")).with_columns(
+            [pl.when(pl.col("_failed")).then(pl.lit(value, dtype=VERDICT_SCHEMA[name])).otherwise(pl.col(name)).alias(name)
+             for name, value in failed_verdict.items()]
+        ).drop("_failed")
+    frame = pl.concat([kernels, verdicts.select([pl.col(n).cast(t) for n, t in VERDICT_SCHEMA.items()])], how="horizontal")
     return frame.with_columns(
         recoverable_ns=pl.col("duration_ns") * pl.col("recoverable_fraction"),
         recommendation=pl.col("bound").replace_strict({b.value: text for b, text in RECOMMENDATIONS.items()}),

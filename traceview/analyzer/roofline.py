@@ -14,14 +14,15 @@ Conventions (stated because the field has two):
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from traceview.parsers.schema import MEMORY_LEVELS, PRECISIONS
+import polars as pl
+
+from traceview.parsers.schema import KERNELS, MEMORY_LEVELS, PRECISIONS
 
 LATENCY_THRESHOLD_PCT = 60.0  # ncu: latency_bound_threshold
 HIGH_THRESHOLD_PCT = 80.0  # ncu: no_bound_threshold
@@ -122,138 +123,252 @@ def waves_in_rules(rules: list[Mapping[str, Any]]) -> float | None:
 
 def classify_launch(row: Mapping[str, Any], peaks: Mapping[str, float | None]) -> Verdict:
     """Return the verdict for one launch (a KERNELS row); `peaks` holds peak_* values to use where the row has none."""
+    columns = {name: [row.get(name)] for name in KERNELS if name in row}
+    frame = pl.DataFrame(columns, schema={name: KERNELS[name] for name in columns}, strict=False)
+    verdict = classify_launches(frame, peaks).row(0, named=True)
+    verdict["bound"] = Bound(verdict["bound"])
+    return Verdict(**verdict)
 
-    def peak(name: str) -> float | None:
-        own = _value(row, name)
-        if own is not None and own > 0:
-            return own
+
+def _number(frame: pl.DataFrame, name: str) -> pl.Expr:
+    """The column as Float64 with NaN as null (a damaged cell is unknown, not a number); null when absent."""
+    if name not in frame.columns:
+        return pl.lit(None, dtype=pl.Float64)
+    value = pl.col(name).cast(pl.Float64, strict=False)
+    return pl.when(~value.is_nan()).then(value)
+
+
+def _first_where(conditions: dict[str, pl.Expr]) -> pl.Expr:
+    """The name of the first condition that holds (dict order), else null: Python's max/min keep the first of ties."""
+    return pl.coalesce([pl.when(condition).then(pl.lit(name)) for name, condition in conditions.items()])
+
+
+def _pick(choice: pl.Expr, values: dict[str, pl.Expr]) -> pl.Expr:
+    """The value named by `choice`, per row."""
+    return pl.coalesce([pl.when(choice == name).then(value) for name, value in values.items()])
+
+
+def _rule_columns(frame: pl.DataFrame) -> list[pl.Expr]:
+    """Per launch from ncu's rule results: whether SOLBottleneck says the grid is too small, the wave count its text
+    quotes (0 when none), and the largest estimated speedup (%)."""
+    dtype = frame.schema.get("ncu_rules")
+    fields = {f.name for f in dtype.inner.fields} if isinstance(dtype, pl.List) and isinstance(dtype.inner, pl.Struct) else set()
+    if not {"name", "message", "speedup_pct"} <= fields:
+        return [pl.lit(False).alias("_small_grid"), pl.lit(None, dtype=pl.Float64).alias("_rule_waves"),
+                pl.lit(None, dtype=pl.Float64).alias("_rule_speedup")]
+    rules = pl.col("ncu_rules")
+    name, message = pl.element().struct.field("name"), pl.element().struct.field("message")
+    return [
+        rules.list.eval((name == "SOLBottleneck") & message.str.contains("grid is too small", literal=True)).list.any().fill_null(False).alias("_small_grid"),
+        rules.list.eval(message.str.extract(r"only ([0-9.]+) full waves", 1)).list.drop_nulls().list.first()
+        .cast(pl.Float64, strict=False).fill_null(0.0).alias("_rule_waves"),
+        rules.list.eval(pl.element().struct.field("speedup_pct")).list.drop_nulls().list.max().alias("_rule_speedup"),
+    ]
+
+
+_VERDICT_COLUMNS = {
+    "bound": pl.String, "label": pl.String, "reason": pl.String, "binding_roof": pl.String, "roof_pct": pl.Float64,
+    "arithmetic_intensity": pl.Float64, "achieved_flop_per_s": pl.Float64, "precision": pl.String, "compute_pct": pl.Float64,
+    "memory_pct": pl.Float64, "recoverable_fraction": pl.Float64, "recoverable_source": pl.String,
+}
+
+
+def classify_launches(launches: pl.DataFrame, peaks: Mapping[str, float | pl.Expr | None]) -> pl.DataFrame:
+    """Return one verdict row per launch (the Verdict fields as columns, `bound` as its string value).
+
+    `peaks` holds the peak_* values (or per-row expressions) to use where a launch has none of its own. The decisions
+    are column expressions, so a 10 k-launch export costs one pass; only the reason text is formatted per row, in
+    Python, so it reads exactly as the single-launch form always did."""
+    frame = launches
+
+    def peak(name: str) -> pl.Expr:
         fallback = peaks.get(name)
-        return fallback if fallback and fallback > 0 else None
+        if not isinstance(fallback, pl.Expr):
+            fallback = pl.lit(fallback if fallback and fallback > 0 else None, dtype=pl.Float64)
+        fallback = pl.when(fallback > 0).then(fallback)
+        own = _number(frame, name)
+        return pl.when(own > 0).then(own).otherwise(fallback)
 
     # Compute side: the precision using the largest share of its own peak is the one that matters.
-    best: tuple[float, str, float, float] | None = None
-    for precision in PRECISIONS:
-        rate = _value(row, f"{precision}_flop_per_s")
-        top = peak(f"peak_{precision}_flop_per_s")
-        if rate is None or rate <= 0 or top is None:
-            continue
-        share = rate / top
-        if best is None or share > best[0]:
-            best = (share, precision, rate, top)
-    # Memory side: achieved / peak bandwidth per level present.
-    levels: dict[str, tuple[float, float]] = {}
-    for level in MEMORY_LEVELS:
-        rate = _value(row, f"{level}_bytes_per_s")
-        top = peak(f"peak_{level}_bytes_per_s")
-        if rate is not None and rate > 0 and top is not None:
-            levels[level] = (rate, top)
+    rate = {p: _number(frame, f"{p}_flop_per_s") for p in PRECISIONS}
+    top = {p: peak(f"peak_{p}_flop_per_s") for p in PRECISIONS}
+    share = {p: pl.when((rate[p] > 0) & top[p].is_not_null()).then(rate[p] / top[p]) for p in PRECISIONS}
+    stage = frame.select(
+        *[s.alias(f"_share_{p}") for p, s in share.items()],
+        *[r.alias(f"_rate_{p}") for p, r in rate.items()],
+        *[t.alias(f"_top_{p}") for p, t in top.items()],
+        *[_number(frame, f"{m}_bytes_per_s").alias(f"_mrate_{m}") for m in MEMORY_LEVELS],
+        *[peak(f"peak_{m}_bytes_per_s").alias(f"_mtop_{m}") for m in MEMORY_LEVELS],
+        *[_number(frame, f"{m}_throughput_pct").alias(f"_pipe_{m}") for m in MEMORY_LEVELS],
+        _number(frame, "sm_throughput_pct").alias("_sm"),
+        _number(frame, "memory_throughput_pct").alias("_memory"),
+        _number(frame, "waves_per_sm").alias("_waves"),
+        *_rule_columns(frame),
+    )
+    col = pl.col
+    best_share = pl.max_horizontal([col(f"_share_{p}") for p in PRECISIONS])
+    stage = stage.with_columns(best_share.alias("_best_share")).with_columns(
+        _first_where({p: col(f"_share_{p}") == col("_best_share") for p in PRECISIONS}).alias("precision"))
+    stage = stage.with_columns(
+        _pick(col("precision"), {p: col(f"_rate_{p}") for p in PRECISIONS}).alias("achieved_flop_per_s"),
+        _pick(col("precision"), {p: col(f"_top_{p}") for p in PRECISIONS}).alias("_best_top"),
+    )
+    has_best = col("precision").is_not_null()
+    flops = col("achieved_flop_per_s")
+    # Memory side: achieved / peak bandwidth per level present; with a compute side, only levels whose roofline
+    # ceiling is usable (a damaged cell of 1e-320 bytes/s can underflow a ceiling to zero).
+    ceiling = {m: pl.min_horizontal(col("_best_top"), flops / col(f"_mrate_{m}") * col(f"_mtop_{m}")) for m in MEMORY_LEVELS}
+    present = {m: (col(f"_mrate_{m}") > 0) & col(f"_mtop_{m}").is_not_null() for m in MEMORY_LEVELS}
+    stage = stage.with_columns(
+        *[pl.when(has_best).then(ceiling[m]).alias(f"_ceiling_{m}") for m in MEMORY_LEVELS],
+    ).with_columns(
+        *[(present[m] & (~has_best | ((col(f"_ceiling_{m}") > 0) & col(f"_ceiling_{m}").is_finite()))).fill_null(False).alias(f"_in_{m}")
+          for m in MEMORY_LEVELS],
+    )
+    level_share = {m: pl.when(col(f"_in_{m}")).then(col(f"_mrate_{m}") / col(f"_mtop_{m}")) for m in MEMORY_LEVELS}
+    lowest_ceiling = pl.min_horizontal([pl.when(col(f"_in_{m}")).then(col(f"_ceiling_{m}")) for m in MEMORY_LEVELS])
+    stage = stage.with_columns(
+        lowest_ceiling.alias("_lowest_ceiling"),
+        pl.max_horizontal(level_share.values()).alias("_busiest_share"),
+        pl.any_horizontal([col(f"_in_{m}") for m in MEMORY_LEVELS]).alias("_any_level"),
+    ).with_columns(
+        pl.when(has_best).then(_first_where({m: col(f"_in_{m}") & (col(f"_ceiling_{m}") == col("_lowest_ceiling")) for m in MEMORY_LEVELS}))
+        .otherwise(_first_where({m: level_share[m] == col("_busiest_share") for m in MEMORY_LEVELS})).alias("_level"),
+    )
+    level_rate = _pick(col("_level"), {m: col(f"_mrate_{m}") for m in MEMORY_LEVELS})
+    level_top = _pick(col("_level"), {m: col(f"_mtop_{m}") for m in MEMORY_LEVELS})
+    both = has_best & col("_any_level")
+    ridge_side = pl.when(both).then(pl.when(flops / level_rate >= col("_best_top") / level_top).then(pl.lit(Bound.COMPUTE.value))
+                                    .otherwise(pl.lit(Bound.MEMORY.value)))
+    level_name = col("_level").replace_strict(LEVEL_NAMES, default=None, return_dtype=pl.String)
+    compute_roof = pl.concat_str(col("precision"), pl.lit(" compute"))
+    dram_rate = col("_mrate_dram")
+    stage = stage.with_columns(
+        ridge_side.alias("_ridge_side"),
+        pl.when(both).then(100.0 * flops / col("_lowest_ceiling"))
+        .when(col("_any_level")).then(100.0 * col("_busiest_share"))
+        .when(has_best).then(100.0 * col("_best_share")).alias("roof_pct"),
+        pl.when(both & (ridge_side == Bound.COMPUTE.value)).then(compute_roof)
+        .when(col("_any_level")).then(level_name)
+        .when(has_best).then(compute_roof).alias("binding_roof"),
+        pl.when(has_best & (dram_rate != 0)).then(flops / dram_rate).alias("arithmetic_intensity"),
+        (100.0 * col("_best_share")).alias("_roofline_compute"),
+        (100.0 * col("_busiest_share")).alias("_roofline_memory"),
+    )
 
-    roof_pct: float | None = None
-    binding: str | None = None
-    intensity: float | None = None
-    ridge_side: Bound | None = None
-    if best is not None and levels:
-        _, precision, flops, top = best
-        ceilings = {level: attainable(top, flops / rate, bw) for level, (rate, bw) in levels.items()}
-        # A damaged cell (1e-320 bytes/s) can underflow a ceiling to zero: such a level has no usable roof.
-        ceilings = {level: ceiling for level, ceiling in ceilings.items() if ceiling > 0 and math.isfinite(ceiling)}
-        levels = {level: levels[level] for level in ceilings}
-    if best is not None and levels:
-        _, precision, flops, top = best
-        binding = min(ceilings, key=lambda level: ceilings[level])
-        roof_pct = 100.0 * flops / ceilings[binding]
-        rate, bw = levels[binding]
-        ridge_side = Bound.COMPUTE if flops / rate >= ridge_point(top, bw) else Bound.MEMORY
-        binding = f"{precision} compute" if ridge_side is Bound.COMPUTE else LEVEL_NAMES[binding]
-    elif levels:
-        level = max(levels, key=lambda name: levels[name][0] / levels[name][1])
-        roof_pct = 100.0 * levels[level][0] / levels[level][1]
-        binding = LEVEL_NAMES[level]
-    elif best is not None:
-        roof_pct = 100.0 * best[0]
-        binding = f"{best[1]} compute"
-    if "dram" in levels and best is not None:
-        intensity = best[2] / levels["dram"][0]
-    elif best is not None:
-        dram_rate = _value(row, "dram_bytes_per_s")
-        intensity = best[2] / dram_rate if dram_rate else None
-    roofline_compute_pct = 100.0 * best[0] if best is not None else None
-    roofline_memory_pct = max((100.0 * r / b for r, b in levels.values()), default=None)
-
-    sm_pct = _value(row, "sm_throughput_pct")
-    memory_pct = _value(row, "memory_throughput_pct")
-    memory_text = "Memory"
-    if memory_pct is None:
-        # `ncu --metrics` exports may lack gpu__compute_memory_throughput (the max over the memory units); the busiest
-        # of the units collected is a lower bound of it.
-        units = {name: _value(row, f"{level}_throughput_pct") for level, name in LEVEL_NAMES.items()}
-        present = {name: value for name, value in units.items() if value is not None}
-        if present:
-            memory_pct = max(present.values())
-            memory_text = f"Memory (busiest of {'/'.join(present)})"
-    waves = _value(row, "waves_per_sm")
-    rules = row.get("ncu_rules") or []
-    if waves is None and any(
-        r.get("name") == "SOLBottleneck" and "grid is too small" in (r.get("message") or "") for r in rules
-    ):
+    # Speed of light. `ncu --metrics` exports may lack gpu__compute_memory_throughput (the max over the memory
+    # units); the busiest of the units collected is a lower bound of it.
+    pipes = {name: col(f"_pipe_{m}") for m, name in LEVEL_NAMES.items()}
+    stage = stage.with_columns(
+        col("_memory").is_null().alias("_memory_from_units"),
+        pl.coalesce(col("_memory"), pl.max_horizontal(pipes.values())).alias("_memory"),
         # Exports without Launch Statistics lack the wave count; ncu's own rule result still says it.
-        waves = waves_in_rules(rules) or 0.0
-    one_sided = None
-    if (sm_pct is None) != (memory_pct is None) and max(sm_pct or 0.0, memory_pct or 0.0) >= HIGH_THRESHOLD_PCT:
-        # One unit at 80 %+ is a verdict whatever the other (not collected) does: ncu's "High Throughput" case.
-        one_sided = "SM throughput not collected" if sm_pct is None else "memory throughput not collected"
-        sm_pct, memory_pct = (sm_pct or 0.0), (memory_pct or 0.0)
-    if sm_pct is not None and memory_pct is not None:
-        bound, label = sol_bottleneck(sm_pct, memory_pct, waves)
-        pipes = {name: _value(row, f"{level}_throughput_pct") for level, name in LEVEL_NAMES.items()}
-        top_pipe = max((p for p in pipes if pipes[p] is not None), key=lambda p: pipes[p] or 0.0, default=None)
-        if bound is Bound.MEMORY and top_pipe and label != "Balanced Throughput":
-            label = f"{label} ({top_pipe})"
-        # SOL percentages are measured against each unit's own peak, so the busiest unit is the nearest roof
-        # even where the roofline (DRAM only, say) sees less: an L2-bound kernel shows low DRAM use.
-        sol_pct = max(sm_pct, memory_pct)
-        if roof_pct is None or sol_pct > roof_pct:
-            roof_pct = sol_pct
-            binding = "SM" if sm_pct >= memory_pct else (top_pipe or "memory")
-        pipe_text = ", ".join(f"{p} {pct_text(v)}" for p, v in pipes.items() if v is not None)
-        sm_text = "n/a" if one_sided == "SM throughput not collected" else pct_text(sm_pct)
-        mem_text = "n/a" if one_sided == "memory throughput not collected" else pct_text(memory_pct)
-        reason = f"ncu SOL: Compute (SM) {sm_text}, {memory_text} {mem_text}" + (f" [{pipe_text}]" if pipe_text else "")
-        if one_sided:
-            reason += f" ({one_sided})"
-        if label == "Small Grid":
-            reason += f"; {waves:.2f} waves per SM"
-        reason += f" → {label}"
-        if intensity is not None and roof_pct is not None:
-            reason += f"; roofline: {intensity:.3g} FLOP/DRAM byte, {roof_pct:.1f}% of the {binding} roof"
-        compute_pct = None if one_sided == "SM throughput not collected" else sm_pct
-        mem_pct = None if one_sided == "memory throughput not collected" else memory_pct
-    elif roofline_compute_pct is not None or roofline_memory_pct is not None:
-        compute_pct, mem_pct = roofline_compute_pct, roofline_memory_pct
-        c, m = compute_pct or 0.0, mem_pct or 0.0
-        if c < LATENCY_THRESHOLD_PCT and m < LATENCY_THRESHOLD_PCT:
-            bound, label = Bound.LATENCY, "Latency Issue (roofline)"
-        elif ridge_side is not None:
-            bound = ridge_side
-            label = f"{bound.value.capitalize()}-bound (roofline)"
-        else:
-            bound = Bound.COMPUTE if c >= m else Bound.MEMORY
-            label = f"{bound.value.capitalize()}-bound (roofline)"
-        reason = f"roofline: {pct_text(compute_pct)} of peak compute, {pct_text(mem_pct)} of peak bandwidth, binding roof {binding}"
-        if bound is Bound.LATENCY:
-            reason += " — under 60% of both, so latency-bound whatever the intensity"
-    else:
-        return Verdict(Bound.UNKNOWN, "No Data", "no FLOP or byte counts with known peaks and no SOL percentages in this export",
-                       None, None, None, None, None, None, None, None, None)
+        pl.when(col("_waves").is_null() & col("_small_grid")).then(col("_rule_waves")).otherwise(col("_waves")).alias("_waves"),
+        _first_where({name: value == pl.max_horizontal(pipes.values()) for name, value in pipes.items()}).alias("_top_pipe"),
+    )
+    sm, memory = col("_sm"), col("_memory")
+    # One unit at 80 %+ is a verdict whatever the other (not collected) does: ncu's "High Throughput" case.
+    one_sided = (sm.is_null() != memory.is_null()) & (pl.max_horizontal(sm.fill_null(0.0), memory.fill_null(0.0)) >= HIGH_THRESHOLD_PCT)
+    stage = stage.with_columns(
+        pl.when(one_sided & sm.is_null()).then(pl.lit("SM throughput not collected"))
+        .when(one_sided).then(pl.lit("memory throughput not collected")).alias("_one_sided"),
+    ).with_columns(
+        pl.when(col("_one_sided").is_not_null()).then(sm.fill_null(0.0)).otherwise(sm).alias("_sm"),
+        pl.when(col("_one_sided").is_not_null()).then(memory.fill_null(0.0)).otherwise(memory).alias("_memory"),
+    )
+    sol = sm.is_not_null() & memory.is_not_null()
+    higher = pl.when(sm >= memory).then(pl.lit(Bound.COMPUTE.value)).otherwise(pl.lit(Bound.MEMORY.value))
+    latency = (sm < LATENCY_THRESHOLD_PCT) & (memory < LATENCY_THRESHOLD_PCT)
+    sol_label = (
+        pl.when((sm >= HIGH_THRESHOLD_PCT) | (memory >= HIGH_THRESHOLD_PCT)).then(pl.lit("High Throughput"))
+        .when(latency & col("_waves").is_not_null() & (col("_waves") < WAVES_THRESHOLD)).then(pl.lit("Small Grid"))
+        .when(latency).then(pl.lit("Latency Issue"))
+        .when((sm - memory).abs() >= BALANCED_GAP_PCT)
+        .then(pl.when(sm >= memory).then(pl.lit("High Compute Throughput")).otherwise(pl.lit("High Memory Throughput")))
+        .otherwise(pl.lit("Balanced Throughput"))
+    )
+    sol_bound = pl.when(~((sm >= HIGH_THRESHOLD_PCT) | (memory >= HIGH_THRESHOLD_PCT)) & latency).then(pl.lit(Bound.LATENCY.value)).otherwise(higher)
+    stage = stage.with_columns(sol_bound.alias("_sol_bound"), sol_label.alias("_sol_label"))
+    labelled_pipe = (col("_sol_bound") == Bound.MEMORY.value) & col("_top_pipe").is_not_null() & (col("_sol_label") != "Balanced Throughput")
+    # SOL percentages are measured against each unit's own peak, so the busiest unit is the nearest roof even where
+    # the roofline (DRAM only, say) sees less: an L2-bound kernel shows low DRAM use.
+    sol_pct = pl.max_horizontal(sm, memory)
+    sol_roof = col("roof_pct").is_null() | (sol_pct > col("roof_pct"))
+    c, m = col("_roofline_compute").fill_null(0.0), col("_roofline_memory").fill_null(0.0)
+    roofline = col("_roofline_compute").is_not_null() | col("_roofline_memory").is_not_null()
+    roofline_bound = (
+        pl.when((c < LATENCY_THRESHOLD_PCT) & (m < LATENCY_THRESHOLD_PCT)).then(pl.lit(Bound.LATENCY.value))
+        .when(col("_ridge_side").is_not_null()).then(col("_ridge_side"))
+        .when(c >= m).then(pl.lit(Bound.COMPUTE.value)).otherwise(pl.lit(Bound.MEMORY.value))
+    )
+    roofline_label = pl.when(roofline_bound == Bound.LATENCY.value).then(pl.lit("Latency Issue (roofline)")).otherwise(
+        pl.concat_str(roofline_bound.str.slice(0, 1).str.to_uppercase(), roofline_bound.str.slice(1), pl.lit("-bound (roofline)")))
+    stage = stage.with_columns(
+        pl.when(sol).then(col("_sol_bound")).when(roofline).then(roofline_bound).otherwise(pl.lit(Bound.UNKNOWN.value)).alias("bound"),
+        pl.when(sol & labelled_pipe).then(pl.concat_str(col("_sol_label"), pl.lit(" ("), col("_top_pipe"), pl.lit(")")))
+        .when(sol).then(col("_sol_label")).when(roofline).then(roofline_label).otherwise(pl.lit("No Data")).alias("label"),
+        pl.when(sol & sol_roof).then(sol_pct).when(sol | roofline).then(col("roof_pct")).alias("roof_pct"),
+        pl.when(sol & sol_roof).then(pl.when(sm >= memory).then(pl.lit("SM")).otherwise(pl.coalesce(col("_top_pipe"), pl.lit("memory"))))
+        .when(sol | roofline).then(col("binding_roof")).alias("binding_roof"),
+        pl.when(sol).then(pl.when(col("_one_sided") != "SM throughput not collected").then(sm).when(col("_one_sided").is_null()).then(sm))
+        .when(roofline).then(col("_roofline_compute")).alias("compute_pct"),
+        pl.when(sol).then(pl.when(col("_one_sided") != "memory throughput not collected").then(memory).when(col("_one_sided").is_null()).then(memory))
+        .when(roofline).then(col("_roofline_memory")).alias("memory_pct"),
+        (sol | roofline).alias("_known"),
+    ).with_columns(
+        *[pl.when(col("_known")).then(col(name)).alias(name) for name in ("arithmetic_intensity", "achieved_flop_per_s", "precision")],
+    )
+    reasons, fractions, sources = _reasons(stage)
+    stage = stage.with_columns(pl.Series("reason", reasons, dtype=pl.String), pl.Series("recoverable_fraction", fractions, dtype=pl.Float64),
+                               pl.Series("recoverable_source", sources, dtype=pl.String))
+    return stage.select([pl.col(name).cast(dtype) for name, dtype in _VERDICT_COLUMNS.items()])
 
-    speedups = [rule.get("speedup_pct") for rule in rules if rule.get("speedup_pct") is not None]
-    if speedups:
-        fraction = min(max(speedups), 100.0) / 100.0
-        source = "ncu estimated speedup"
-    elif roof_pct is not None:
-        fraction = max(0.0, 1.0 - min(roof_pct, 100.0) / 100.0)
-        source = "roofline headroom"
-    else:
-        fraction, source = None, None
-    return Verdict(bound, label, reason, binding, roof_pct, intensity, best[2] if best else None,
-                   best[1] if best else None, compute_pct, mem_pct, fraction, source)
+
+def _reasons(stage: pl.DataFrame) -> tuple[list[str], list[float | None], list[str | None]]:
+    """Per launch, from the decided columns: the reason text (what ncu's SOL said, or the roofline's numbers), the
+    fraction of its time a fix could give back (ncu's largest estimated speedup, else the headroom under its roof),
+    and where that fraction comes from. In Python, so the numbers are exactly those of the single-launch form."""
+    names = list(LEVEL_NAMES.values())
+    columns = ["bound", "label", "_sol_label", "roof_pct", "binding_roof", "arithmetic_intensity", "compute_pct", "memory_pct",
+               "_sm", "_memory", "_memory_from_units", "_one_sided", "_waves", "_known", "_rule_speedup", *(f"_pipe_{m}" for m in MEMORY_LEVELS)]
+    reasons: list[str] = []
+    fractions: list[float | None] = []
+    sources: list[str | None] = []
+    for (bound, label, sol_label, roof, binding, intensity, compute, memory, sm, mem, from_units, one_sided, waves, known, speedup,
+         *pipes) in stage.select(columns).iter_rows():
+        if not known:
+            reasons.append("no FLOP or byte counts with known peaks and no SOL percentages in this export")
+            fractions.append(None)
+            sources.append(None)
+            continue
+        if speedup is not None:
+            fractions.append(min(speedup, 100.0) / 100.0)
+            sources.append("ncu estimated speedup")
+        elif roof is not None:
+            fractions.append(max(0.0, 1.0 - min(roof, 100.0) / 100.0))
+            sources.append("roofline headroom")
+        else:
+            fractions.append(None)
+            sources.append(None)
+        if sm is not None and mem is not None:
+            present = [(name, value) for name, value in zip(names, pipes, strict=True) if value is not None]
+            memory_text = f"Memory (busiest of {'/'.join(name for name, _ in present)})" if from_units and present else "Memory"
+            sm_text = "n/a" if one_sided == "SM throughput not collected" else pct_text(sm)
+            mem_text = "n/a" if one_sided == "memory throughput not collected" else pct_text(mem)
+            reason = f"ncu SOL: Compute (SM) {sm_text}, {memory_text} {mem_text}"
+            if present:
+                reason += " [" + ", ".join(f"{name} {pct_text(value)}" for name, value in present) + "]"
+            if one_sided:
+                reason += f" ({one_sided})"
+            if sol_label == "Small Grid":
+                reason += f"; {waves:.2f} waves per SM"
+            reason += f" → {label}"
+            if intensity is not None and roof is not None:
+                reason += f"; roofline: {intensity:.3g} FLOP/DRAM byte, {roof:.1f}% of the {binding} roof"
+            reasons.append(reason)
+        else:
+            reason = f"roofline: {pct_text(compute)} of peak compute, {pct_text(memory)} of peak bandwidth, binding roof {binding}"
+            if bound == Bound.LATENCY.value:
+                reason += " — under 60% of both, so latency-bound whatever the intensity"
+            reasons.append(reason)
+    return reasons, fractions, sources

@@ -16,7 +16,7 @@ import polars as pl
 
 from traceview.errors import TraceFormatError
 from traceview.parsers.schema import KERNELS, MEMORY_LEVELS, NCU_RULE, PRECISIONS, conform
-from traceview.parsers.units import base_unit, parse_number, unit_factor
+from traceview.parsers.units import base_unit, parse_number, parse_number_columns, unit_factor, unit_of
 
 HEADER_PREFIX = b'"ID",'
 _DETAILS_REQUIRED = ("ID", "Kernel Name", "Section Name", "Metric Name", "Metric Unit", "Metric Value")
@@ -241,14 +241,15 @@ def parse(path: str | Path, header: NcuHeader | None = None, notes: list[str] | 
     if missing:
         raise TraceFormatError(path, f"the header lacks the column(s) {', '.join(repr(m) for m in missing)}",
                                "pass the CSV exactly as `ncu --csv` wrote it (a damaged or hand-edited header?)", line=header.line_index + 1)
+    wide = None
     if header.page == "details":
         long, identity, rules = _read_details(path, header)
     else:
-        long, identity = _read_raw(path, header)
+        long, identity, wide = _read_raw(path, header)
         rules = None
     if identity.height == 0:
         raise TraceFormatError(path, "the export has a header but no kernel launches", "was any kernel profiled? check the ncu filters (-k, -c)")
-    frame = _assemble(long, identity, rules, notes)
+    frame = _assemble(long, identity, rules, notes, wide)
     if cut_at_line is not None and frame.height:
         last = frame["launch_id"].max()
         frame = frame.filter(pl.col("launch_id") != last)
@@ -353,7 +354,8 @@ def _read_details(path: Path, header: NcuHeader) -> tuple[pl.DataFrame, pl.DataF
     return long, identity, rules
 
 
-def _read_raw(path: Path, header: NcuHeader) -> tuple[pl.DataFrame, pl.DataFrame]:
+def _read_raw(path: Path, header: NcuHeader) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame | None]:
+    """Return (metric rows not keyed by KERNELS, identity per launch, keyed metrics and launch_failed per launch)."""
     metric_columns = [c for c in header.columns if c not in _ID_COLUMNS and (c in _RAW_STRING_METRICS or is_wanted_metric(c))]
     # Only the most precise stall form the page has is used: the others (dozens of PC-sampling columns) are not read.
     forms = [re.compile(pattern) for _, pattern in _STALL_PATTERNS]
@@ -366,7 +368,7 @@ def _read_raw(path: Path, header: NcuHeader) -> tuple[pl.DataFrame, pl.DataFrame
     selected = list(dict.fromkeys([*id_columns, *metric_columns, last]))
     frame = _read_csv(path, header, columns=selected)
     if frame.height == 0:
-        return pl.DataFrame(), pl.DataFrame()
+        return pl.DataFrame(), pl.DataFrame(), None
     units_row = frame.row(0, named=True)
     data = frame.slice(1).filter(pl.col("ID").is_not_null() & (pl.col("ID") != ""))
     if data.height and data[last].is_null().any():
@@ -392,26 +394,70 @@ def _read_raw(path: Path, header: NcuHeader) -> tuple[pl.DataFrame, pl.DataFrame
     if present:
         unit_name, form = _STALL_PATTERNS[present[0]]
         stall_columns = [(c, m.group("reason")) for c in numeric if (m := re.match(form, c)) and not c.endswith("_not_issued")]
+    numbers = parse_number_columns(data, numeric)
     if stall_columns:
         numeric = [c for c in numeric if c not in {c for c, _ in stall_columns}]
-        identity = identity.with_columns(
-            pl.concat_list([pl.struct(pl.lit(reason).alias("reason"), parse_number(data[c]).alias("value")) for c, reason in stall_columns]).alias("stalls"),
-            pl.lit(unit_name).alias("stall_unit"))
+        # Through rows and back: a list of structs built column by column costs ten times as much.
+        stalls = (numbers.select([c for c, _ in stall_columns]).with_row_index("_row")
+                  .unpivot(index="_row", variable_name="reason", value_name="value")
+                  .with_columns(pl.col("reason").replace_strict(dict(stall_columns), return_dtype=pl.String))
+                  .group_by("_row", maintain_order=True).agg(pl.struct("reason", "value").alias("stalls")).sort("_row"))
+        identity = identity.with_columns(stalls["stalls"], pl.lit(unit_name).alias("stall_unit"))
+    # Each column has one unit, so its schema key and scale are settled once per column, and the keyed columns go
+    # straight into the per-launch frame: only the others (tensor datatypes, pipes) are reshaped into rows.
+    keyed: dict[str, list[pl.Expr]] = {}
+    unkeyed = []
+    for column in numeric:
+        key, factor = _key_and_factor(column, units_row.get(column) or "")
+        if key is None:
+            unkeyed.append(column)
+        else:
+            keyed.setdefault(key, []).append(pl.col(column) * factor)
+    wide = pl.concat([data.select(launch), numbers.select(
+        *[pl.coalesce(parts).alias(key) for key, parts in keyed.items()],
+        _all_cells_empty(data, numbers, numeric).alias("launch_failed"),
+    )], how="horizontal")
     units = pl.DataFrame(
-        {"metric": numeric, "unit": [units_row.get(c) or "" for c in numeric]},
+        {"metric": unkeyed, "unit": [units_row.get(c) or "" for c in unkeyed]},
         schema={"metric": pl.String, "unit": pl.String},
     )
     long = (
-        data.select(*launch, *numeric)
-        .unpivot(index=launch, on=numeric, variable_name="metric", value_name="value")
+        data.select(*launch, *unkeyed)
+        .unpivot(index=launch, on=unkeyed, variable_name="metric", value_name="value")
         .join(units, on="metric", how="left")
         # With no metric column (a damaged header), the value column would have no type at all.
         .with_columns(pl.col("metric").cast(pl.String), pl.col("value").cast(pl.String), pl.col("unit").cast(pl.String))
     )
-    return long, identity
+    return long, identity, wide
 
 
-def _assemble(long: pl.DataFrame, identity: pl.DataFrame, rules: pl.DataFrame | None, notes: list[str] | None = None) -> pl.DataFrame:
+def _key_and_factor(metric: str, unit: str) -> tuple[str | None, float]:
+    """Return the KERNELS key a metric with this unit feeds (None if none) and the factor into the key's base unit."""
+    base, factor = unit_of(unit)
+    return _ALIASES.get(f"{metric}|{base}") or _ANY_UNIT_ALIASES.get(metric), factor
+
+
+def _all_cells_empty(data: pl.DataFrame, numbers: pl.DataFrame, columns: list[str]) -> pl.Series:
+    """Per launch (row), whether every one of its metric cells is empty (null when there are no metric columns)."""
+    if not columns:
+        return pl.Series([None] * data.height, dtype=pl.Boolean)
+    # Only a launch with no number at all can be all empty: the text test runs on those rows alone.
+    no_number = numbers.select(pl.all_horizontal([pl.col(c).is_null() for c in columns])).to_series()
+    if not no_number.any():
+        return no_number
+    rows = data.select(columns).filter(no_number).select(pl.all_horizontal([_empty_cell(pl.col(c)) for c in columns])).to_series()
+    return no_number.scatter(no_number.arg_true(), rows)
+
+
+def _empty_cell(value: pl.Expr) -> pl.Expr:
+    """True for a cell that holds no measurement: empty, `nan` or `n/a` (a launch that failed under profiling)."""
+    return value.is_null() | value.str.strip_chars().str.to_lowercase().is_in(["", "nan", "-nan", "n/a"])
+
+
+def _assemble(long: pl.DataFrame, identity: pl.DataFrame, rules: pl.DataFrame | None, notes: list[str] | None = None,
+              wide: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Return the KERNELS frame from metric rows (launch, metric, unit, value), the identity per launch and the rule
+    results; `wide` holds metrics already keyed per launch, with launch_failed (the raw page's)."""
     launch = [c for c in ("launch_id", "process_id") if c in identity.columns]
     unit = base_unit(pl.col("unit"))
     long = long.with_columns(
@@ -423,16 +469,18 @@ def _assemble(long: pl.DataFrame, identity: pl.DataFrame, rules: pl.DataFrame | 
     )
     known = long.filter(pl.col("key").is_not_null() & pl.col("number").is_not_null())
     if known.height:
-        wide = known.pivot(on="key", index=launch, values="number", aggregate_function="first")
+        pivoted = known.pivot(on="key", index=launch, values="number", aggregate_function="first")
     else:
-        wide = identity.select(launch)
+        pivoted = identity.select(launch)
+    if wide is None:
+        failed = long.group_by(launch).agg(_empty_cell(pl.col("value")).all().alias("launch_failed"))
+        wide = identity.select(launch).unique(maintain_order=True).join(pivoted, on=launch, how="left").join(failed, on=launch, how="left")
+    else:
+        wide = wide.join(pivoted, on=launch, how="left")
     tensor = _tensor_columns(long, launch).join(_tensor_pipe(long, launch), on=launch, how="full", coalesce=True)
     # The raw page hands its stalls over already gathered per launch (identity); other inputs carry them as rows.
     stalls = _stall_columns(long, launch) if "stalls" not in identity.columns else identity.select(launch).head(0)
-    empty_cell = pl.col("value").is_null() | pl.col("value").str.strip_chars().str.to_lowercase().is_in(["", "nan", "-nan", "n/a"])
-    failed = long.group_by(launch).agg(empty_cell.all().alias("launch_failed"))
-    frame = (identity.join(wide, on=launch, how="left").join(tensor, on=launch, how="left").join(stalls, on=launch, how="left")
-             .join(failed, on=launch, how="left"))
+    frame = identity.join(wide, on=launch, how="left").join(tensor, on=launch, how="left").join(stalls, on=launch, how="left")
     if rules is not None and rules.height:
         grouped = rules.group_by(launch, maintain_order=True).agg(pl.col("rule").alias("ncu_rules"))
         frame = frame.join(grouped, on=launch, how="left")

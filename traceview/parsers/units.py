@@ -51,6 +51,12 @@ def _build_table() -> dict[str, tuple[str, float]]:
 UNIT_TABLE: dict[str, tuple[str, float]] = _build_table()
 
 
+def unit_of(unit: str | None) -> tuple[str, float]:
+    """Return (base unit, factor into it) for one unit string; an unknown unit is its own base, factor 1.0."""
+    lowered = (unit or "").strip().lower()
+    return UNIT_TABLE.get(lowered, (lowered, 1.0))
+
+
 def base_unit(unit: pl.Expr) -> pl.Expr:
     """Return the base unit (lower-case) for an expression of unit strings; unknown units pass through."""
     lowered = unit.fill_null("").str.strip_chars().str.to_lowercase()
@@ -80,3 +86,31 @@ def parse_number(value: pl.Expr) -> pl.Expr:
     )
     number = cleaned.cast(pl.Float64, strict=False)
     return pl.when(number.is_finite()).then(number)  # `nan`, `inf` and overflowing values are unknown, not numbers
+
+
+def parse_number_columns(frame: pl.DataFrame, columns: list[str]) -> pl.DataFrame:
+    """Return the columns as Float64, read as parse_number reads them.
+
+    Each column takes the cheapest reading that reads all its cells: a plain cast (most of a raw export), the cast
+    after dropping `,` separators, else parse_number, which costs several times a cast on tens of thousands of rows."""
+    if not columns:
+        return pl.DataFrame()
+    text_nulls = dict(zip(columns, frame.select(columns).null_count().row(0), strict=True))
+    readings = (
+        lambda column: pl.col(column).cast(pl.Float64, strict=False),
+        lambda column: pl.col(column).str.replace_all(",", "", literal=True).cast(pl.Float64, strict=False),
+    )
+    result: dict[str, pl.Series] = {}
+    left = list(columns)
+    for reading in readings:
+        if not left:
+            break
+        attempt = frame.select([reading(c).alias(c) for c in left])
+        # A cell this reading cannot read leaves one more null than the text had.
+        counts = attempt.null_count().row(0)
+        done = [c for c, nulls in zip(left, counts, strict=True) if nulls == text_nulls[c]]
+        result.update(attempt.select([pl.when(pl.col(c).is_finite()).then(pl.col(c)).alias(c) for c in done]).to_dict())
+        left = [c for c in left if c not in set(done)]
+    if left:
+        result.update(frame.select([parse_number(pl.col(c)).alias(c) for c in left]).to_dict())
+    return pl.DataFrame([result[c] for c in columns])
