@@ -71,7 +71,7 @@ def main() -> None:
     print(f"traceview parse  : {ours['seconds']:.2f} s, peak RSS {ours['max_rss_mb']:.0f} MB")
     print(f"ratio time       : {ours['seconds'] / bare['seconds']:.1f}x")
     print(f"result frame     : {ours['frame_mb']:.0f} MB; peak RSS beyond it {ours['max_rss_mb'] - ours['frame_mb']:.0f} MB "
-          "(one 100k-line batch in flight plus the interpreter, whatever the log's length)")
+          "(the reader's and one batch per core in flight plus the interpreter, whatever the log's length)")
 
 
 if __name__ == "__main__":

@@ -233,3 +233,28 @@ def test_telemetry_figure_shows_every_series_on_one_time_axis(realdata_file):
     low_clock = next(f for f in analysis.telemetry.findings if f.kind == "emc_clock_low")
     shaded = [s for s in figure.layout.shapes if s.x0 == low_clock.start_s]
     assert shaded and shaded[0].x1 == low_clock.start_s + low_clock.duration_s
+
+
+def test_batches_keep_line_numbers_order_and_counts(realdata_file, tmp_path, monkeypatch):
+    # Lines are read in batches by polars and parsed on threads: with batches of 7 lines, a real log with CRLF ends,
+    # blank and whitespace lines, a `date` header and stray text must read as it does in one batch.
+    from traceview.parsers import tegrastats
+
+    real = realdata_file("tegrastats/tx2_l4t32_vddsys_dateheader_ssaraff98.txt").read_bytes().splitlines()
+    lines = [real[0]]
+    for index, line in enumerate(real[1:60]):
+        lines.append(line)
+        if index % 9 == 0:
+            lines += [b"", b"   "]
+        if index % 13 == 0:
+            lines.append(b"nvidia@tx2:~$ sudo tegrastats")
+    path = tmp_path / "crlf.log"
+    path.write_bytes(b"\r\n".join(lines) + b"\r\n")
+    whole, whole_report = tegrastats.parse(path)
+    monkeypatch.setattr(tegrastats, "_BATCH_LINES", 7)
+    batched, report = tegrastats.parse(path)
+    assert batched.equals(whole) and report == whole_report
+    sample_lines = [number for number, line in enumerate(lines, start=1) if b"RAM " in line]
+    assert batched["line_number"].to_list() == sample_lines
+    assert (report.blank_lines, report.stray_lines, report.total_lines) == (14, 6, len(lines))
+    assert str(batched["timestamp"][0]) == "2021-01-26 18:22:31"

@@ -9,8 +9,11 @@ skipped and counted. Tokens are found by anchored regexes, never by position.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
+from collections import deque
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -46,66 +49,75 @@ class ParseReport:
     stray_lines: int = 0
     stray_examples: list[tuple[int, str]] = field(default_factory=list)
     date_header: datetime | None = None
+    total_samples: int = 0
 
 
-def _batches(path: Path, report: ParseReport) -> Iterator[tuple[list[int], list[str]]]:
-    numbers: list[int] = []
-    lines: list[str] = []
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            report.total_lines = number
-            if SAMPLE_MARKER.search(raw):
-                numbers.append(number)
-                lines.append(raw.decode("utf-8", errors="replace").strip())
-                if len(lines) >= _BATCH_LINES:
-                    yield numbers, lines
-                    numbers, lines = [], []
-                continue
-            text = raw.decode("utf-8", errors="replace").strip()
+def _line_blocks(path: Path) -> Iterator[pl.DataFrame]:
+    """Yield (line_number, line) frames of the file's lines, blank lines null, in batches, read by polars' CSV reader
+    as one column with no quoting: a Python loop over a day-long log costs several times the parse itself."""
+    lines = pl.scan_csv(path, has_header=False, separator="\x1f", quote_char=None, infer_schema=False, new_columns=["line"],
+                        encoding="utf8-lossy", raise_if_empty=False, truncate_ragged_lines=True, glob=False)
+    yield from lines.with_row_index("line_number", offset=1).collect_batches(chunk_size=_BATCH_LINES)
+
+
+def _batches(path: Path, report: ParseReport) -> Iterator[tuple[pl.Series, pl.Series]]:
+    """Yield (line numbers, sample lines) per block; other lines are counted (and a date header kept) in `report`."""
+    for block in _line_blocks(path):
+        frame = block.select(pl.col("line_number").cast(pl.Int64), pl.col("line").str.strip_chars())
+        sample = frame["line"].str.contains(SAMPLE_MARKER.pattern.decode()).fill_null(False)
+        report.total_lines = int(frame["line_number"][-1]) if frame.height else report.total_lines
+        samples = frame.filter(sample)
+        # A `date` line counts as the header only before the first sample of the log.
+        header_before = (samples["line_number"].first() or report.total_lines + 1) if report.total_samples == 0 else 0
+        for number, text in frame.filter(~sample).iter_rows():
             if not text:
                 report.blank_lines += 1
                 continue
-            if b"\x00" in raw:
+            if "\x00" in text:
                 raise TraceFormatError(path, "binary data in a tegrastats log", "pass the text log that tegrastats --logfile wrote", line=number)
             report.stray_lines += 1
             if len(report.stray_examples) < 5:
                 report.stray_examples.append((number, text[:120]))
-            if report.date_header is None and not lines and not numbers and _DATE_LINE.match(text):
+            if report.date_header is None and number < header_before and _DATE_LINE.match(text):
                 with contextlib.suppress(ValueError):  # a date-like line that is not a `date` output
                     report.date_header = datetime.strptime(" ".join(text.split()), "%a %b %d %H:%M:%S %Z %Y")
-    if lines:
-        yield numbers, lines
+        report.total_samples += samples.height
+        if samples.height:
+            yield samples["line_number"], samples["line"]
 
 
-def _parse_batch(numbers: list[int], lines: list[str]) -> pl.DataFrame:
+def _parse_batch(numbers: pl.Series, lines: pl.Series) -> pl.DataFrame:
     text = pl.col("line")
-    frame = pl.DataFrame({"line_number": numbers, "line": lines}, schema={"line_number": pl.Int64, "line": pl.String})
+    frame = pl.DataFrame({"line_number": numbers, "line": lines})
 
     def integer(pattern: str, group: int) -> pl.Expr:
         return text.str.extract(pattern, group).cast(pl.Float64, strict=False)
 
-    # Split-based field parsing: cheaper than a regex per list element, which dominated the parse time.
-    cpu_parts = text.str.extract(_CPU, 1).str.split(",").list.eval(pl.element().str.split_exact("%@", 1))
-    gr3d_clocks = text.str.extract(_GR3D, 2).str.split(",").list.eval(pl.element().cast(pl.Float64, strict=False))
-    temps = text.str.extract_all(_TEMP).list.eval(
-        pl.element().str.strip_chars().str.split_exact("@", 1).struct.rename_fields(["name", "value"])
-    ).list.eval(
-        pl.struct(
-            pl.element().struct.field("name").cast(pl.Categorical).alias("name"),
-            pl.element().struct.field("value").str.split("C").list.first().cast(pl.Float64, strict=False).alias("celsius"),
-        )
-    )
-    rails = text.str.extract_all(_RAIL).list.eval(
-        pl.element().str.strip_chars().str.replace_all("mW", "", literal=True).str.split_exact(" ", 1)
-    ).list.eval(
-        pl.struct(
-            pl.element().struct.field("field_0").cast(pl.Categorical).alias("name"),
-            *[
-                pl.element().struct.field("field_1").str.split("/").list.get(i, null_on_oob=True).cast(pl.Float64, strict=False).alias(name)
-                for i, name in enumerate(("current_mw", "average_mw", "max_mw"))
-            ],
-        )
-    )
+    cpu = frame.select(text.str.extract_groups(_CPU).struct.rename_fields(["cores", "clock"]).struct.unnest())
+    # Lists are cut into one row per element, read with flat string operations, and gathered again: the same reads
+    # inside list.eval cost several times as much on a day-long log.
+    cores = (cpu.select(pl.col("cores").str.split(",")).with_row_index("row").explode("cores")
+             .with_columns(pl.col("cores").str.split_exact("%@", 1).alias("parts"))
+             .group_by("row", maintain_order=True)
+             .agg(pl.col("parts").struct.field("field_0").str.strip_chars_end("%").cast(pl.Float64, strict=False).alias("load"),
+                  pl.col("parts").struct.field("field_1").cast(pl.Float64, strict=False).alias("mhz")))
+    # A line with no CPU field has one null core after the split; it has no list at all.
+    no_cpu = cpu["cores"].is_null()
+    load = pl.when(no_cpu).then(None).otherwise(cores["load"])
+    clock = cpu["clock"].cast(pl.Float64, strict=False)
+    mhz = pl.when(clock.is_not_null()).then(pl.lit(clock).repeat_by(load.list.len())).when(no_cpu).then(None).otherwise(cores["mhz"])
+    gr3d_clocks = text.str.extract(_GR3D, 2).str.split(",").cast(pl.List(pl.Float64), strict=False)
+    name_value = lambda: pl.element().str.strip_chars().str.split_exact("@", 1)  # noqa: E731
+    temps = text.str.extract_all(_TEMP).list.eval(pl.struct(
+        name_value().struct.field("field_0").alias("name"),
+        name_value().struct.field("field_1").str.split("C").list.first().cast(pl.Float64, strict=False).alias("celsius"),
+    ))
+    rail_parts = lambda: pl.element().str.strip_chars().str.replace_all("mW", "", literal=True).str.split_exact(" ", 1)  # noqa: E731
+    rails = text.str.extract_all(_RAIL).list.eval(pl.struct(
+        rail_parts().struct.field("field_0").alias("name"),
+        *[rail_parts().struct.field("field_1").str.split("/").list.get(i, null_on_oob=True).cast(pl.Float64, strict=False).alias(name)
+          for i, name in enumerate(("current_mw", "average_mw", "max_mw"))],
+    ))
     return frame.select(
         "line_number",
         text.str.extract(_TIMESTAMP, 1).str.strptime(pl.Datetime("ms"), "%m-%d-%Y %H:%M:%S", strict=False).alias("timestamp"),
@@ -113,26 +125,39 @@ def _parse_batch(numbers: list[int], lines: list[str]) -> pl.DataFrame:
         integer(_RAM, 2).alias("ram_total_mb"),
         integer(_SWAP, 1).alias("swap_used_mb"),
         integer(_SWAP, 2).alias("swap_total_mb"),
-        cpu_parts.list.eval(pl.element().struct.field("field_0").str.strip_chars_end("%").cast(pl.Float64, strict=False)).alias("cpu_load_pct"),
-        pl.when(integer(_CPU, 2).is_not_null())
-        .then(integer(_CPU, 2).repeat_by(cpu_parts.list.len()))
-        .otherwise(cpu_parts.list.eval(pl.element().struct.field("field_1").cast(pl.Float64, strict=False)))
-        .alias("cpu_mhz"),
+        load.alias("cpu_load_pct"),
+        mhz.alias("cpu_mhz"),
         integer(_EMC, 1).alias("emc_pct"),
         integer(_EMC, 2).alias("emc_mhz"),
         integer(_GR3D, 1).alias("gpu_pct"),
         gr3d_clocks.alias("gpu_mhz_per_gpc"),
         gr3d_clocks.list.max().alias("gpu_mhz"),
-        temps.alias("temperatures"),
-        rails.alias("rails"),
+        # Names become categorical on the whole column at once: inside each list it is the slowest step.
+        temps.cast(TELEMETRY["temperatures"]).alias("temperatures"),
+        rails.cast(TELEMETRY["rails"]).alias("rails"),
     )
+
+
+def _parse_batches(batches: Iterator[tuple[pl.Series, pl.Series]]) -> list[pl.DataFrame]:
+    """Parse the batches in order, a few at a time on threads (polars releases the GIL, and one batch keeps fewer
+    than two cores busy); one more than the workers is in flight, so memory stays flat in the log's length."""
+    workers = min(4, os.cpu_count() or 1)
+    parts: list[pl.DataFrame] = []
+    with ThreadPoolExecutor(workers) as pool:
+        pending: deque[Future[pl.DataFrame]] = deque()
+        for numbers, lines in batches:
+            pending.append(pool.submit(_parse_batch, numbers, lines))
+            if len(pending) > workers:
+                parts.append(pending.popleft().result())
+        parts.extend(future.result() for future in pending)
+    return parts
 
 
 def parse(path: str | Path, interval_s: float = 1.0) -> tuple[pl.DataFrame, ParseReport]:
     """Return one row per sample (TELEMETRY schema; time_s from the timestamps, else index × interval_s)."""
     path = Path(path)
     report = ParseReport()
-    parts = [_parse_batch(numbers, lines) for numbers, lines in _batches(path, report)]
+    parts = _parse_batches(_batches(path, report))
     if not parts:
         raise TraceFormatError(
             path,
