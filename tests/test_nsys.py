@@ -230,3 +230,12 @@ def test_table_format_with_nccl_and_a_hand_cut_end(realdata_file):
     assert (top["short_name"], top["launches"], top["duration_ns"], top["share_pct"]) == ("ncclKernel_AllReduce_RING_LL_Sum_float", 554, 5448188578, 27.8)
     assert top["kind"] == "communication"
     assert any("cut by hand" in note for note in data["notes"])
+
+
+def test_kernels_of_equal_time_are_ranked_by_name(realdata_file):
+    # The H200 export has kernels of one 4,096 ns launch each: a hash group-by hands them over in any order, so the
+    # name settles the tie and a rerun writes the same report.
+    kernels = analyze_json(str(realdata_file("nsys_sqlite/nvfuser_H200_nsys2024.6.2.sqlite")))["kernels"]
+    keys = [(-(k["recoverable_ns"] or -1.0), -k["duration_ns"], k["name"]) for k in kernels]
+    assert keys == sorted(keys)
+    assert len({(r, d) for r, d, _ in keys}) < len(keys)  # there are ties to settle

@@ -161,7 +161,10 @@ def join_ncu(summary: pl.DataFrame, ncu_kernels: pl.DataFrame | None) -> tuple[p
                  "share_pct": pl.Float64, "recoverable_ns": pl.Float64, "kind": pl.String, "likely_bound": pl.String, **{c: pl.Float64 if c.endswith(("pct", "per_s", "intensity")) else pl.String for c in verdict_columns}}
         return pl.DataFrame(schema=empty), [r["kernel_name"] for r in ncu_rows.values()], 0
     frame = pl.DataFrame(rows, infer_schema_length=None)
-    ranked = frame.sort(["recoverable_ns", "duration_ns"], descending=True, nulls_last=True, maintain_order=True).with_row_index("rank", offset=1)
+    # The name settles ties: the summary comes from a hash group-by, so rows of equal time would otherwise swap places
+    # from one run to the next (two 4 µs kernels of one launch each, in the real H200 export).
+    ranked = frame.sort(["recoverable_ns", "duration_ns", "kernel_name"], descending=[True, True, False], nulls_last=True,
+                        maintain_order=True).with_row_index("rank", offset=1)
     # Matching used the bare function names; what people read are names that tell the instantiations apart.
     ranked = ranked.with_columns(pl.Series("short_name", display_names(ranked["kernel_name"].fill_null("").to_list(),
                                                                       ranked["short_name"].fill_null("").to_list()), dtype=pl.String))
@@ -172,9 +175,9 @@ def join_ncu(summary: pl.DataFrame, ncu_kernels: pl.DataFrame | None) -> tuple[p
 def sync_summary(sync: pl.DataFrame, api: pl.DataFrame) -> dict[str, Any]:
     """Return GPU-side synchronisation time by type and blocking CUDA API calls (count, ns), top calls first."""
     by_type = (sync.with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("d")).group_by("sync_type")
-               .agg(pl.len().alias("count"), pl.col("d").sum().alias("duration_ns")).sort("duration_ns", descending=True).to_dicts())
+               .agg(pl.len().alias("count"), pl.col("d").sum().alias("duration_ns")).sort(["duration_ns", "sync_type"], descending=[True, False]).to_dicts())
     blocking = api.filter(pl.col("name").str.contains(BLOCKING_API.pattern)).with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("d"))
-    calls = blocking.group_by("name").agg(pl.len().alias("count"), pl.col("d").sum().alias("duration_ns")).sort("duration_ns", descending=True)
+    calls = blocking.group_by("name").agg(pl.len().alias("count"), pl.col("d").sum().alias("duration_ns")).sort(["duration_ns", "name"], descending=[True, False])
     return {
         "by_type": by_type,
         "blocking_api_count": blocking.height,

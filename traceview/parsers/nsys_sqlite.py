@@ -221,7 +221,7 @@ def _read(path: Path, connection: sqlite3.Connection, tables: set[str], progress
         tables = tables - set(untimed)
     timed = [t for t in (KERNEL_TABLE, "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
                          "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS", GRAPH_TRACE_TABLE) if t in tables]
-    reader = _Reader(path, connection, progress, sum(connection.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0] for t in timed))
+    reader = _Reader(path, connection, progress, timed)
     kernels = _read_kernels(path, connection, tables, reader)
     if "CUPTI_ACTIVITY_KIND_MEMCPY" in tables:
         columns = set(_columns(connection, "CUPTI_ACTIVITY_KIND_MEMCPY"))
@@ -288,14 +288,14 @@ def _read(path: Path, connection: sqlite3.Connection, tables: set[str], progress
                                   schema={"text": pl.Categorical(), "name": pl.String})
         id_map = pl.DataFrame({"text_id": by_id, "id_name": [names.get(i, "")[:MAX_NVTX_TEXT_CHARS] for i in by_id.to_list()]},
                               schema={"text_id": pl.Int64, "id_name": pl.String})
-        kinds = pl.DataFrame({"type": list(_NVTX_KINDS), "kind": list(_NVTX_KINDS.values())}, schema={"type": pl.Int64, "kind": pl.String})
         if id_map.height == 0 and (inline_map["name"].str.len_chars() < MAX_NVTX_TEXT_CHARS).all():
             text = pl.col("text")  # the common case: short inline names, already categories
         else:
             frame = frame.join(inline_map, on="text", how="left").join(id_map, on="text_id", how="left")
             text = pl.coalesce("name", "id_name").cast(pl.Categorical)
-        frame = frame.join(kinds, on="type", how="left")
-        nvtx = frame.select("start_ns", "end_ns", text.alias("text"), pl.col("kind").fill_null("Other").cast(pl.Categorical), "tid", "pid")
+        # The kind is mapped, not joined: a join would copy all ten million rows once more at the peak of the read.
+        kind = pl.col("type").replace_strict(_NVTX_KINDS, default="Other", return_dtype=pl.String).fill_null("Other")
+        nvtx = frame.select("start_ns", "end_ns", text.alias("text"), kind.cast(pl.Categorical).alias("kind"), "tid", "pid")
     graphs = pl.DataFrame(schema=NSYS_GRAPHS)
     if GRAPH_TRACE_TABLE in tables:
         columns = set(_columns(connection, GRAPH_TRACE_TABLE))
@@ -311,8 +311,13 @@ class _Reader:
     (a chunk whose cells defeat ADBC's type inference is read again with declared types), with one progress count
     over every table read."""
 
-    def __init__(self, path: Path, connection: sqlite3.Connection, progress: Callable[[int, int], None] | None, total_rows: int):
-        self.path, self.connection, self.progress, self.total, self.done = path, connection, progress, total_rows, 0
+    def __init__(self, path: Path, connection: sqlite3.Connection, progress: Callable[[int, int], None] | None, tables: list[str]):
+        self.path, self.connection, self.progress, self.done = path, connection, progress, 0
+        # min(rowid) and max(rowid) asked alone are one b-tree descent each; asked together (or with count) SQLite
+        # scans the whole table, a second per ten million NVTX rows. The count is taken once, for progress too.
+        self.bounds = {table: tuple(connection.execute(f'SELECT {what} FROM "{table}"').fetchone()[0]
+                                    for what in ("min(rowid)", "max(rowid)", "count(*)")) for table in tables}
+        self.total = sum(count or 0 for _, _, count in self.bounds.values())
         try:
             import adbc_driver_sqlite.dbapi as adbc
         except ImportError:  # the standard library gives the same result, several times slower
@@ -320,10 +325,9 @@ class _Reader:
         self.adbc = adbc
 
     def _ranges(self, table: str) -> list[tuple[int, int]]:
-        bounds = self.connection.execute(f'SELECT min(rowid), max(rowid), count(*) FROM "{table}"').fetchone()
-        if not bounds or not bounds[2]:
+        low, high, total = self.bounds.get(table) or (None, None, 0)
+        if not total or low is None or high is None:
             return []
-        low, high, total = bounds
         if high - low + 1 > 2 * total + _CHUNK_ROWS:
             # Row ids far sparser than the rows (a damaged page can make max(rowid) ~2**62): one range, not billions.
             return [(low, high)]
