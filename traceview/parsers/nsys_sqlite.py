@@ -341,7 +341,9 @@ class _Reader:
                     part = pl.from_arrow(cursor.fetch_arrow_table())
                 assert isinstance(part, pl.DataFrame)
                 part.columns = list(schema.keys())
-                return part.cast(dict(schema))  # type: ignore[arg-type]
+                # ADBC hands over record batches of about a thousand rows: thousands of chunks per table make every
+                # later polars operation pay per chunk, so each range becomes one chunk here, while it is small.
+                return part.cast(dict(schema)).rechunk()  # type: ignore[arg-type]
             except _read_errors():
                 pass  # the driver infers a column's type from its first rows; read this range with declared types instead
         with closing(_connect(self.path)) as own:
