@@ -80,6 +80,14 @@ def test_a_fullwidth_digit_in_tegrastats(realdata_file, tmp_path):
     assert outcome(path)["telemetry"]["samples"] >= 14
 
 
+def test_a_unit_separator_byte_in_tegrastats(realdata_file, tmp_path):
+    # Lines are split by a one-column CSV reader on \x1f: a stray one (damage) in the first line made it see two
+    # columns and stop. Now the line ends there and the rest of the log reads as before.
+    path = planted(realdata_file, tmp_path, "tegrastats/agx_orin64_jp6_ts_Hanner123_a.log", " SWAP ", " SWAP\x1f ")
+    data = outcome(path)
+    assert data is not None and data["telemetry"]["samples"] == 15
+
+
 @pytest.mark.parametrize("new", ['"nan"', '"inf"', '"1e400"'])
 def test_non_finite_counts_in_llama_bench_csv(realdata_file, tmp_path, new):
     path = planted(realdata_file, tmp_path, "llama_cpp/llama_bench_readme_rtx3090ti_i9-13900k.csv", '"512"', new)

@@ -433,3 +433,28 @@ def test_a_clicked_kernel_on_the_timeline_shows_its_totals_and_advice(realdata_f
     text = str(event_detail(analysis, kernel["kernel_name"]))
     assert f"{kernel['launches']:,} launches" in text and "What to do:" in text
     assert "Event: cudaMemcpyAsync" in str(event_detail(analysis, "cudaMemcpyAsync"))  # not a kernel: its name alone
+
+
+def test_launch_records_match_process_and_correlation_id_first_call_wins():
+    # The join is a binary search over the calls ordered by (process, correlation id): the same answer as a hash
+    # join of the first call per key, including duplicates, missing ids and ids no call has.
+    import polars as pl
+
+    from traceview.analyzer.whole_run import launch_records
+
+    kernels = pl.DataFrame({
+        "device_id": [0, 0, 1, 1, 0], "start_ns": [100, 200, 300, 400, 500], "end_ns": [150, 250, 350, 450, 550],
+        "graph_node_id": [None, None, None, 7, None], "name_id": [1, 2, 3, 4, 5],
+        "correlation_id": [10, 11, 10, None, 99], "pid": [1, 1, 2, 2, 1],
+    }, schema_overrides={"graph_node_id": pl.Int64})
+    api = pl.DataFrame({
+        "start_ns": [5, 6, 7, 8, 9], "end_ns": [15, 16, 17, 18, 19], "name": ["a", "b", "c", "d", "e"],
+        "correlation_id": [11, 10, 10, 10, None], "tid": [101, 102, 103, 201, 202], "pid": [1, 1, 1, 2, 2],
+    })
+    joined = launch_records(kernels, api)
+    assert joined["name_id"].to_list() == [1, 2, 3]  # kernel order; no call for a missing or unknown id
+    assert joined["call_start_ns"].to_list() == [6, 5, 8]  # pid 1 id 10: the first of two calls (6, not 7)
+    assert joined["tid"].to_list() == [102, 101, 201]
+    # Without process ids in the API table, the correlation id alone decides.
+    alone = launch_records(kernels, api.with_columns(pl.lit(None, dtype=pl.Int64).alias("pid")))
+    assert alone["call_start_ns"].to_list() == [6, 5, 6]

@@ -81,10 +81,10 @@ def _thread_order(tids: np.ndarray, starts: np.ndarray, ends: np.ndarray | None 
 
 def range_table(nvtx: pl.DataFrame, launches: pl.DataFrame) -> pl.DataFrame:
     """Return every NVTX range (marks excluded) with its group name, depth, parent group, and the kernels it launched:
-    start_ns, end_ns, tid, group, depth, parent, kernels, gpu_ns."""
+    start_ns, end_ns, group, depth, parent, kernels, gpu_ns, ordered by thread and start."""
     ranges = nvtx.filter((pl.col("kind") != "Mark") & pl.col("end_ns").is_not_null() & (pl.col("end_ns") >= pl.col("start_ns")))
-    empty = pl.DataFrame(schema={"start_ns": pl.Int64, "end_ns": pl.Int64, "tid": pl.Int64, "group": pl.String, "depth": pl.Int64,
-                                 "parent": pl.String, "kernels": pl.Int64, "gpu_ns": pl.Int64})
+    empty = pl.DataFrame(schema={"start_ns": pl.Int64, "end_ns": pl.Int64, "group": pl.String, "depth": pl.Int32,
+                                 "parent": pl.String, "kernels": pl.Int32, "gpu_ns": pl.Int64})
     if ranges.height == 0:
         return empty
     # Names repeat millions of times but are few: each distinct name is normalised once, and a range carries the
@@ -101,9 +101,12 @@ def range_table(nvtx: pl.DataFrame, launches: pl.DataFrame) -> pl.DataFrame:
     starts, ends, tids = ranges["start_ns"].to_numpy(), ranges["end_ns"].to_numpy(), ranges["tid"].fill_null(-1).to_numpy()
     order = _thread_order(tids, starts, ends)
     starts, ends, tids, codes = starts[order], ends[order], tids[order], codes[order]
-    depth = np.zeros(len(starts), dtype=np.int64)
-    parent = np.full(len(starts), -1, dtype=np.int64)
-    kernels = np.zeros(len(starts), dtype=np.int64)
+    del order
+    # Ten million ranges: 32-bit depths, parents and counts where they fit keep the analysis' peak memory down.
+    index_type = np.int32 if len(starts) < 2**31 else np.int64
+    depth = np.zeros(len(starts), dtype=index_type)
+    parent = np.full(len(starts), -1, dtype=index_type)
+    kernels = np.zeros(len(starts), dtype=index_type)
     gpu = np.zeros(len(starts), dtype=np.int64)
     call_tids, call_starts, call_time = np.array([], dtype=np.int64), np.array([], dtype=np.int64), np.zeros(1, dtype=np.int64)
     if launches.height:
@@ -124,12 +127,15 @@ def range_table(nvtx: pl.DataFrame, launches: pl.DataFrame) -> pl.DataFrame:
             low = np.searchsorted(t, starts[first:last], side="left") + low_call
             high = np.searchsorted(t, ends[first:last], side="right") + low_call
             kernels[first:last], gpu[first:last] = high - low, call_time[high] - call_time[low]
+    del tids
     groups = pl.Series(group_names, dtype=pl.Enum(group_names))
-    parent_code = codes[np.clip(parent, 0, None)]
-    return pl.DataFrame({"start_ns": starts, "end_ns": ends, "tid": tids}, schema={"start_ns": pl.Int64, "end_ns": pl.Int64, "tid": pl.Int64}).with_columns(
+    has_parent = parent >= 0
+    parent_code = codes[np.where(has_parent, parent, 0)]
+    del parent
+    return pl.DataFrame({"start_ns": starts, "end_ns": ends}, schema={"start_ns": pl.Int64, "end_ns": pl.Int64}).with_columns(
         groups.gather(codes).alias("group"), pl.Series("depth", depth),
-        pl.when(pl.Series(parent) >= 0).then(groups.gather(parent_code)).alias("parent"),
-        pl.Series("kernels", kernels, dtype=pl.Int64), pl.Series("gpu_ns", gpu, dtype=pl.Int64))
+        pl.when(pl.Series(has_parent)).then(groups.gather(parent_code)).alias("parent"),
+        pl.Series("kernels", kernels), pl.Series("gpu_ns", gpu, dtype=pl.Int64))
 
 
 def group_summary(ranges: pl.DataFrame, top: int = 60) -> list[dict[str, Any]]:
@@ -139,7 +145,7 @@ def group_summary(ranges: pl.DataFrame, top: int = 60) -> list[dict[str, Any]]:
         return []
     grouped = ranges.with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("d")).group_by("group").agg(
         pl.len().alias("count"), pl.col("d").sum().alias("cpu_ns"), pl.col("d").mean().alias("mean_ns"),
-        pl.col("gpu_ns").sum().alias("gpu_ns"), pl.col("kernels").sum().alias("kernels"), pl.col("depth").min().alias("depth"),
+        pl.col("gpu_ns").sum().alias("gpu_ns"), pl.col("kernels").cast(pl.Int64).sum().alias("kernels"), pl.col("depth").min().alias("depth"),
         pl.col("parent").drop_nulls().mode().sort().first().alias("parent"),
     ).sort(["cpu_ns", "group"], descending=[True, False]).head(top)
     return [{"name": r["group"], "count": r["count"], "cpu_ns": int(r["cpu_ns"]), "mean_ns": float(r["mean_ns"]), "gpu_ns": int(r["gpu_ns"]),

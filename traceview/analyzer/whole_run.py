@@ -285,28 +285,35 @@ def _api_class(name: str) -> str:
     return "other_cuda_api"
 
 
+API_CLASS = pl.Enum(["module_load", "synchronization", "synchronous_copy", "memory_allocation", "launch", "other_cuda_api"])
+
+
 def api_classes(api: pl.DataFrame, first_launches: pl.DataFrame | None = None) -> pl.DataFrame:
-    """Return the API frame with a `class` column: module_load, synchronization, synchronous_copy, memory_allocation,
-    launch or other_cuda_api. A kernel's first launch call that takes a millisecond or more counts as module loading
-    (`first_launches`: pid, correlation_id of each kernel's first launch); later slow launches are a full queue."""
+    """Return each CUDA API call's start_ns, end_ns, pid and `class` (API_CLASS): module_load, synchronization,
+    synchronous_copy, memory_allocation, launch or other_cuda_api. A kernel's first launch call that takes a
+    millisecond or more counts as module loading (`first_launches`: pid, correlation_id of each kernel's first
+    launch); later slow launches are a full queue. Only these four columns, with the class as an Enum: millions of
+    calls are held through the gap analysis."""
     if api.height == 0:
-        return api.with_columns(pl.lit(None, dtype=pl.String).alias("class"))
+        return api.select("start_ns", "end_ns", "pid", pl.lit(None, dtype=API_CLASS).alias("class"))
     mapping = {name: _api_class(name) for name in api["name"].unique().drop_nulls().to_list()}
     named = pl.col("name").replace_strict(mapping, default="other_cuda_api", return_dtype=pl.String)
+    calls = api.lazy().select("start_ns", "end_ns", "pid", "correlation_id", named.alias("class"))
     if first_launches is not None and first_launches.height:
-        api = api.join(first_launches.select("pid", "correlation_id", pl.lit(True).alias("first_launch")), on=["pid", "correlation_id"],
-                       how="left", nulls_equal=True)
+        calls = calls.join(first_launches.lazy().select("pid", "correlation_id", pl.lit(True).alias("first_launch")),
+                           on=["pid", "correlation_id"], how="left", nulls_equal=True, maintain_order="left")
     else:
-        api = api.with_columns(pl.lit(False).alias("first_launch"))
-    slow_launch = (named == "launch") & ((pl.col("end_ns") - pl.col("start_ns")) >= SLOW_LAUNCH_CALL_NS) & pl.col("first_launch").fill_null(False)
-    return api.with_columns(pl.when(slow_launch).then(pl.lit("module_load")).otherwise(named).alias("class")).drop("first_launch")
+        calls = calls.with_columns(pl.lit(False).alias("first_launch"))
+    slow_launch = (pl.col("class") == "launch") & ((pl.col("end_ns") - pl.col("start_ns")) >= SLOW_LAUNCH_CALL_NS) & pl.col("first_launch").fill_null(False)
+    return calls.select("start_ns", "end_ns", "pid", pl.when(slow_launch).then(pl.lit("module_load")).otherwise(pl.col("class")).cast(API_CLASS).alias("class")).collect()
 
 
-def _host_for(frame: pl.DataFrame, pids: set[int]) -> pl.DataFrame:
-    """The rows of a host-side frame from the processes that own a device (all rows where the export has no pids)."""
+def _host_rows(frame: pl.DataFrame, pids: set[int]) -> pl.Expr:
+    """A filter for the rows of a host-side frame from the processes that own a device (every row where the export
+    has no pids). A filter, not the rows: each device would otherwise copy millions of NVTX and API rows."""
     if not pids or frame.height == 0 or frame["pid"].null_count() == frame.height:
-        return frame
-    return frame.filter(pl.col("pid").is_in(list(pids)))
+        return pl.lit(True)
+    return pl.col("pid").is_in(list(pids))
 
 
 def _coverage(frame: pl.DataFrame) -> Coverage:
@@ -319,23 +326,26 @@ _CAUSE_OF_CLASS = {"synchronization": "synchronization", "synchronous_copy": "sy
                    "launch": "launch_overhead"}
 
 
-def gap_causes(gaps: pl.DataFrame, classes: pl.DataFrame, nvtx: pl.DataFrame, queued_before: np.ndarray) -> pl.Series:
+def gap_causes(gaps: pl.DataFrame, classes: pl.DataFrame, nvtx: pl.DataFrame, queued_before: np.ndarray,
+               calls_host: pl.Expr | None = None, ranges_host: pl.Expr | None = None) -> pl.Series:
     """Return a cause (a CAUSES key) for each gap of one device, from the host activity of its processes.
 
-    `classes` is the API frame with api_classes' `class` column. In order: the next kernel was already queued when the gap began (GPU launch latency); JIT/module loading covers
-    half the gap; one class of CUDA call covers half of it; a data-loading NVTX range does; other CUDA calls do;
-    else host code.
+    `classes` is api_classes' frame; `calls_host` and `ranges_host` (_host_rows) keep the device's processes in it and
+    in `nvtx`. In order: the next kernel was already queued when the gap began (GPU launch latency); JIT/module loading
+    covers half the gap; one class of CUDA call covers half of it; a data-loading NVTX range does; other CUDA calls
+    do; else host code.
     """
     if gaps.height == 0:
         return pl.Series("cause", [], dtype=pl.String)
     a, b = gaps["start_ns"].to_numpy(), (gaps["start_ns"] + gaps["duration_ns"]).to_numpy()
     half = (b - a) / 2
-    ranges = nvtx.filter(pl.col("kind") != "Mark")
-    # Range names repeat millions of times but are few: match each distinct name once.
-    names = ranges["text"].unique().drop_nulls().cast(pl.String).to_list()
-    jit_ranges = ranges.filter(pl.col("text").is_in([n for n in names if JIT_RANGE.search(n)]))
-    data_ranges = ranges.filter(pl.col("text").is_in([n for n in names if DATA_RANGE.search(n)]))
-    of_class = classes.partition_by("class", as_dict=True)  # one pass over the calls, not one filter per class
+    # Range names repeat millions of times but are few: match each distinct name once, and take only the matching
+    # ranges out of the table.
+    names = nvtx["text"].unique().drop_nulls().cast(pl.String).to_list()
+    ranges = (pl.lit(True) if ranges_host is None else ranges_host) & (pl.col("kind") != "Mark")
+    jit_ranges = nvtx.filter(ranges & pl.col("text").is_in([n for n in names if JIT_RANGE.search(n)]))
+    data_ranges = nvtx.filter(ranges & pl.col("text").is_in([n for n in names if DATA_RANGE.search(n)]))
+    of_class = classes.filter(pl.lit(True) if calls_host is None else calls_host).partition_by("class", as_dict=True)  # one pass over the calls, not one filter per class
     empty = classes.head(0)
 
     def calls(label: str) -> pl.DataFrame:
@@ -357,8 +367,9 @@ def gap_causes(gaps: pl.DataFrame, classes: pl.DataFrame, nvtx: pl.DataFrame, qu
     return pl.Series("cause", codes, dtype=pl.Int64).replace_strict(dict(enumerate(CAUSE_CODES)), return_dtype=pl.String)
 
 
-def _overlapping_any(frame: pl.DataFrame, starts: np.ndarray, ends: np.ndarray) -> pl.DataFrame:
-    """Return the rows of a timed frame that overlap at least one of the (few, disjoint) intervals, in one pass."""
+def _overlapping_any(frame: pl.DataFrame, starts: np.ndarray, ends: np.ndarray, rows: pl.Expr | None = None) -> pl.DataFrame:
+    """Return the rows of a timed frame (those `rows` keeps) that overlap at least one of the (few, disjoint)
+    intervals, in one pass."""
     if frame.height == 0 or len(starts) == 0:
         return frame.head(0)
     order = np.argsort(starts)
@@ -370,7 +381,7 @@ def _overlapping_any(frame: pl.DataFrame, starts: np.ndarray, ends: np.ndarray) 
     inside = index < len(starts)
     hit = np.zeros(frame.height, dtype=bool)
     hit[inside] = starts[index[inside]] < row_end[inside]
-    return frame.filter(pl.Series(hit))
+    return frame.filter(pl.Series(hit) & (pl.lit(True) if rows is None else rows))
 
 
 def _gap_evidence(start: int, end: int, api: pl.DataFrame, nvtx: pl.DataFrame) -> dict[str, Any]:
@@ -398,17 +409,49 @@ def _gap_evidence(start: int, end: int, api: pl.DataFrame, nvtx: pl.DataFrame) -
 
 
 def launch_records(kernels: pl.DataFrame, api: pl.DataFrame) -> pl.DataFrame:
-    """Return kernels joined to the API call that launched them (same process and correlation id):
-    device_id, start_ns, end_ns, graph_node_id, call_start_ns, call_end_ns, call."""
+    """Return kernels joined to the API call that launched them (same process and correlation id; the first such
+    call): device_id, start_ns, end_ns, graph_node_id, name_id, call_start_ns, call_end_ns, tid, in kernel order."""
+    columns = {"device_id": pl.Int64, "start_ns": pl.Int64, "end_ns": pl.Int64, "graph_node_id": pl.Int64, "name_id": pl.Int64,
+               "call_start_ns": pl.Int64, "call_end_ns": pl.Int64, "tid": pl.Int64}
     if api.height == 0 or kernels.height == 0 or kernels["correlation_id"].null_count() == kernels.height:
-        return pl.DataFrame(schema={"device_id": pl.Int64, "start_ns": pl.Int64, "end_ns": pl.Int64, "graph_node_id": pl.Int64,
-                                    "name_id": pl.Int64, "call_start_ns": pl.Int64, "call_end_ns": pl.Int64, "call": pl.String, "tid": pl.Int64})
-    calls = api.select("pid", "correlation_id", pl.col("start_ns").alias("call_start_ns"), pl.col("end_ns").alias("call_end_ns"),
-                       pl.col("name").alias("call"), "tid").unique(["pid", "correlation_id"], keep="first")
-    keys = ["pid", "correlation_id"] if kernels["pid"].null_count() < kernels.height and api["pid"].null_count() < api.height else ["correlation_id"]
-    joined = kernels.select("device_id", "start_ns", "end_ns", "graph_node_id", "name_id", "pid", "correlation_id").join(
-        calls.drop("pid") if keys == ["correlation_id"] else calls, on=keys, how="inner")
-    return joined.select("device_id", "start_ns", "end_ns", "graph_node_id", "name_id", "call_start_ns", "call_end_ns", "call", "tid")
+        return pl.DataFrame(schema=columns)
+    by_pid = kernels["pid"].null_count() < kernels.height and api["pid"].null_count() < api.height
+    kernel_key, api_key = _call_key(kernels, by_pid), _call_key(api, by_pid)
+    # A call is found by binary search in the calls ordered by key (two stable sorts: correlation ids come nearly
+    # sorted, processes are few), which holds a few integer arrays where a hash join of millions of calls held
+    # several hundred MB more at the analysis' peak.
+    order = np.flatnonzero(api_key[2])  # calls without a usable key launch nothing
+    order = order[np.argsort(api_key[1][order], kind="stable")]
+    order = order[np.argsort(api_key[0][order], kind="stable")]
+    process, correlation = api_key[0][order], api_key[1][order]
+    # Both keys in one sortable number: the process rank above the 32-bit correlation id.
+    combined = process.astype(np.int64) * 2**32 + correlation
+    wanted = kernel_key[0].astype(np.int64) * 2**32 + kernel_key[1]
+    index = np.searchsorted(combined, wanted, side="left")
+    found = index < len(combined)
+    found[found] = combined[index[found]] == wanted[found]
+    found &= kernel_key[2]
+    call = order[index[found]]
+    frame = kernels.select("device_id", "start_ns", "end_ns", "graph_node_id", "name_id").filter(pl.Series(found))
+    return frame.with_columns(
+        api["start_ns"].gather(call).alias("call_start_ns"), api["end_ns"].gather(call).alias("call_end_ns"), api["tid"].gather(call).alias("tid"),
+    ).select(list(columns))
+
+
+def _call_key(frame: pl.DataFrame, by_pid: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Return per row (process rank, correlation id, whether the row has a usable key) as numpy arrays. Correlation
+    ids are CUPTI's 32-bit counters; a row whose id is outside that range (a damaged cell) matches nothing."""
+    correlation = frame["correlation_id"]
+    usable = correlation.is_not_null() & (correlation >= 0) & (correlation < 2**32)
+    if by_pid:
+        usable &= frame["pid"].is_not_null()
+        process = frame["pid"].fill_null(-1)
+    else:
+        process = pl.Series([0] * frame.height, dtype=pl.Int64)
+    # Ranks among the processes of both frames would need both; a process's own id, offset to stay non-negative and
+    # clipped into 31 bits, sorts the same way, and ids that collide after clipping belong to damaged rows only.
+    process = (process.clip(-1, 2**31 - 2) + 1).cast(pl.Int64)
+    return process.to_numpy(), correlation.fill_null(-1).clip(-1, 2**32 - 1).to_numpy().astype(np.int64), usable.fill_null(False).to_numpy()
 
 
 def _quantile(series: pl.Series, q: float) -> float | None:
@@ -568,26 +611,26 @@ def analyze_whole_run(
         device["verdict_message"] = verdict_sentence(device["exposed_pct"], device["verdict"], f"GPU {device['device_id']}'s span") if device["verdict"] else None
     launches = launch_records(kernels, api) if launches is None else launches
     first = pl.col("start_ns").arg_min()
-    first_launches = kernels.filter(pl.col("correlation_id").is_not_null()).group_by("name_id").agg(
-        pl.col("pid").gather(first).first(), pl.col("correlation_id").gather(first).first()).select("pid", "correlation_id")
+    first_launches = kernels.lazy().filter(pl.col("correlation_id").is_not_null()).group_by("name_id").agg(
+        pl.col("pid").gather(first).first(), pl.col("correlation_id").gather(first).first()).select("pid", "correlation_id").collect()
 
     # Gaps: the idle pieces of the sweep, with a cause from the host activity of the device's own processes.
     owners = pl.concat([kernels.select("device_id", "pid"), memops.select("device_id", "pid")]).drop_nulls().unique()
     pids_of = {device: set(group["pid"].to_list()) for (device,), group in owners.group_by("device_id")}
     all_gaps: list[dict[str, Any]] = []
     idle_by_cause: dict[str, int] = {}
-    classified = api_classes(api, first_launches) if devices else api
+    classified = api_classes(api, first_launches)
     for device in devices:
         device_id = device["device_id"]
         gaps = pieces.filter((pl.col("device_id") == device_id) & (pl.col("mask") == 0)).select("start_ns", "duration_ns")
         pids = pids_of.get(device_id, set())
-        host_api, host_nvtx = _host_for(api, pids), _host_for(nvtx, pids)
+        api_rows, nvtx_rows = _host_rows(api, pids), _host_rows(nvtx, pids)
         # The kernel that ends each gap: was its launch call already over when the gap began?
         own_launches = launches.filter(pl.col("device_id") == device_id).select("start_ns", "call_end_ns")
         ends = gaps.with_columns((pl.col("start_ns") + pl.col("duration_ns")).alias("next_start"))
         queued = ends.join(own_launches.unique("start_ns"), left_on="next_start", right_on="start_ns", how="left").select(
             (pl.col("call_end_ns") <= pl.col("start_ns")).fill_null(False)).to_series().to_numpy()
-        causes = gap_causes(gaps, _host_for(classified, pids), host_nvtx, queued)
+        causes = gap_causes(gaps, classified, nvtx, queued, _host_rows(classified, pids), nvtx_rows)
         device["gap_count"] = gaps.height
         with_causes = gaps.with_columns(causes)
         totals = with_causes.group_by("cause").agg(pl.col("duration_ns").sum()).sort("duration_ns", descending=True)
@@ -598,8 +641,8 @@ def analyze_whole_run(
         # Only the rows around the listed gaps, found in one pass, are searched gap by gap.
         gap_starts = ranked["start_ns"].to_numpy()
         gap_ends = gap_starts + ranked["duration_ns"].to_numpy()
-        near_api = _overlapping_any(host_api, gap_starts, gap_ends)
-        near_nvtx = _overlapping_any(host_nvtx, gap_starts, gap_ends)
+        near_api = _overlapping_any(api, gap_starts, gap_ends, api_rows)
+        near_nvtx = _overlapping_any(nvtx, gap_starts, gap_ends, nvtx_rows)
         for gap in ranked.iter_rows(named=True):
             start, end = gap["start_ns"], gap["start_ns"] + gap["duration_ns"]
             evidence = _gap_evidence(start, end, near_api, near_nvtx)

@@ -55,7 +55,9 @@ class ParseReport:
 def _line_blocks(path: Path) -> Iterator[pl.DataFrame]:
     """Yield (line_number, line) frames of the file's lines, blank lines null, in batches, read by polars' CSV reader
     as one column with no quoting: a Python loop over a day-long log costs several times the parse itself."""
-    lines = pl.scan_csv(path, has_header=False, separator="\x1f", quote_char=None, infer_schema=False, new_columns=["line"],
+    # The one column is declared, not inferred: a stray \x1f (damage) in the first line would otherwise make two, and
+    # ends a line there (the rest of such a line is not read).
+    lines = pl.scan_csv(path, has_header=False, separator="\x1f", quote_char=None, schema={"line": pl.String}, extra_columns="ignore",
                         encoding="utf8-lossy", raise_if_empty=False, truncate_ragged_lines=True, glob=False)
     yield from lines.with_row_index("line_number", offset=1).collect_batches(chunk_size=_BATCH_LINES)
 
