@@ -458,3 +458,20 @@ def test_launch_records_match_process_and_correlation_id_first_call_wins():
     # Without process ids in the API table, the correlation id alone decides.
     alone = launch_records(kernels, api.with_columns(pl.lit(None, dtype=pl.Int64).alias("pid")))
     assert alone["call_start_ns"].to_list() == [6, 5, 6]
+
+
+def test_a_slow_first_launch_is_module_loading_a_slow_later_one_is_not():
+    import polars as pl
+
+    from traceview.analyzer.whole_run import api_classes
+
+    api = pl.DataFrame({
+        "start_ns": [0, 10, 5_000_000, 9_000_000], "end_ns": [2_000_000, 20, 7_000_000, 9_000_010],
+        "name": ["cudaLaunchKernel", "cudaLaunchKernel", "cudaLaunchKernel", "cudaStreamSynchronize"],
+        "correlation_id": [1, 2, 3, 4], "tid": [7, 7, 7, 7], "pid": [None, 5, 5, 5],
+    }, schema_overrides={"pid": pl.Int64})
+    # Each kernel's first launch call: (pid null, id 1) is slow; (5, 2) is fast; (5, 3) is slow but not a first.
+    firsts = pl.DataFrame({"pid": [None, 5], "correlation_id": [1, 2]}, schema={"pid": pl.Int64, "correlation_id": pl.Int64})
+    classes = api_classes(api, firsts)
+    assert classes.columns == ["start_ns", "end_ns", "pid", "class"]
+    assert classes["class"].cast(pl.String).to_list() == ["module_load", "launch", "launch", "synchronization"]

@@ -9,7 +9,9 @@ Depth and parent assume ranges on one thread nest (push/pop ranges always do; st
 
 from __future__ import annotations
 
+import os
 import re
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -115,9 +117,11 @@ def range_table(nvtx: pl.DataFrame, launches: pl.DataFrame) -> pl.DataFrame:
         call_order = _thread_order(call_tids, call_starts)
         call_tids, call_starts = call_tids[call_order], call_starts[call_order]
         call_time = np.concatenate([[0], np.cumsum(calls["d"].to_numpy()[call_order])])
-    # One thread's ranges at a time: a contiguous slice after the sort, no copies.
+    # One thread's ranges at a time: a contiguous slice after the sort, no copies. Threads are independent and numpy
+    # releases the GIL in its sorts and searches, so they run on a thread pool, each writing its own slices.
     bounds = np.concatenate([[0], np.flatnonzero(np.diff(tids)) + 1, [len(tids)]])
-    for first, last in zip(bounds[:-1], bounds[1:], strict=True):
+
+    def one_thread(first: int, last: int, tids: np.ndarray = tids, parent: np.ndarray = parent) -> None:
         own_depth, own_parent = _depth_and_parent(starts[first:last], ends[first:last])
         depth[first:last] = own_depth
         parent[first:last] = np.where(own_parent >= 0, own_parent + first, -1)
@@ -127,6 +131,14 @@ def range_table(nvtx: pl.DataFrame, launches: pl.DataFrame) -> pl.DataFrame:
             low = np.searchsorted(t, starts[first:last], side="left") + low_call
             high = np.searchsorted(t, ends[first:last], side="right") + low_call
             kernels[first:last], gpu[first:last] = high - low, call_time[high] - call_time[low]
+
+    slices = list(zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True))
+    if len(slices) > 1 and len(starts) > 100_000:
+        with ThreadPoolExecutor(min(len(slices), os.cpu_count() or 1)) as pool:
+            list(pool.map(lambda bound: one_thread(*bound), slices))
+    else:
+        for first, last in slices:
+            one_thread(first, last)
     del tids
     groups = pl.Series(group_names, dtype=pl.Enum(group_names))
     has_parent = parent >= 0

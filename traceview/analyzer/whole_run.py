@@ -143,8 +143,11 @@ def _sweep(intervals: pl.DataFrame) -> pl.DataFrame:
     order = order[np.argsort(rank[order], kind="stable")]
     times, delta, device = times[order], delta[order], device[order]
     mask = np.zeros(len(times), dtype=np.int64)
-    for bit in (COMPUTE, COMMUNICATION, COPY, UNIFIED):
-        mask |= (np.cumsum(np.where(np.abs(delta) == bit, np.sign(delta), 0)) > 0).astype(np.int64) * bit
+    present = set(intervals["category"].unique().to_list())
+    for bit in (bit for bit in (COMPUTE, COMMUNICATION, COPY, UNIFIED) if bit in present):
+        # +1 where an interval of this category starts, -1 where one ends: the running sum is how many are active.
+        step = (delta == bit).astype(np.int32) - (delta == -bit)
+        mask |= (np.cumsum(step) > 0).astype(np.int64) * bit
     duration = np.empty(len(times), dtype=np.int64)
     duration[:-1] = times[1:] - times[:-1]
     duration[-1] = 0
@@ -298,14 +301,12 @@ def api_classes(api: pl.DataFrame, first_launches: pl.DataFrame | None = None) -
         return api.select("start_ns", "end_ns", "pid", pl.lit(None, dtype=API_CLASS).alias("class"))
     mapping = {name: _api_class(name) for name in api["name"].unique().drop_nulls().to_list()}
     named = pl.col("name").replace_strict(mapping, default="other_cuda_api", return_dtype=pl.String)
-    calls = api.lazy().select("start_ns", "end_ns", "pid", "correlation_id", named.alias("class"))
-    if first_launches is not None and first_launches.height:
-        calls = calls.join(first_launches.lazy().select("pid", "correlation_id", pl.lit(True).alias("first_launch")),
-                           on=["pid", "correlation_id"], how="left", nulls_equal=True, maintain_order="left")
-    else:
-        calls = calls.with_columns(pl.lit(False).alias("first_launch"))
-    slow_launch = (pl.col("class") == "launch") & ((pl.col("end_ns") - pl.col("start_ns")) >= SLOW_LAUNCH_CALL_NS) & pl.col("first_launch").fill_null(False)
-    return calls.select("start_ns", "end_ns", "pid", pl.when(slow_launch).then(pl.lit("module_load")).otherwise(pl.col("class")).cast(API_CLASS).alias("class")).collect()
+    # A first launch is found by its (process, correlation id) in the few first launches, as one number: a join
+    # would hash millions of calls to mark a few hundred.
+    key = (pl.col("pid").fill_null(-1).cast(pl.Int64) + 1) * 2**32 + pl.col("correlation_id").cast(pl.Int64)
+    firsts = first_launches.select(key).to_series().drop_nulls() if first_launches is not None and first_launches.height else pl.Series([], dtype=pl.Int64)
+    slow_launch = (named == "launch") & ((pl.col("end_ns") - pl.col("start_ns")) >= SLOW_LAUNCH_CALL_NS) & key.is_in(firsts.implode()).fill_null(False)
+    return api.select("start_ns", "end_ns", "pid", pl.when(slow_launch).then(pl.lit("module_load")).otherwise(named).cast(API_CLASS).alias("class"))
 
 
 def _host_rows(frame: pl.DataFrame, pids: set[int]) -> pl.Expr:
@@ -326,8 +327,16 @@ _CAUSE_OF_CLASS = {"synchronization": "synchronization", "synchronous_copy": "sy
                    "launch": "launch_overhead"}
 
 
+def range_names_matching(nvtx: pl.DataFrame) -> tuple[list[str], list[str]]:
+    """Return the NVTX range names that say JIT/module loading and those that say data loading. Names repeat millions
+    of times but are few: each distinct one is matched once, for every device."""
+    names = nvtx["text"].unique().drop_nulls().cast(pl.String).to_list()
+    return [n for n in names if JIT_RANGE.search(n)], [n for n in names if DATA_RANGE.search(n)]
+
+
 def gap_causes(gaps: pl.DataFrame, classes: pl.DataFrame, nvtx: pl.DataFrame, queued_before: np.ndarray,
-               calls_host: pl.Expr | None = None, ranges_host: pl.Expr | None = None) -> pl.Series:
+               calls_host: pl.Expr | None = None, ranges_host: pl.Expr | None = None,
+               matching: tuple[list[str], list[str]] | None = None) -> pl.Series:
     """Return a cause (a CAUSES key) for each gap of one device, from the host activity of its processes.
 
     `classes` is api_classes' frame; `calls_host` and `ranges_host` (_host_rows) keep the device's processes in it and
@@ -339,12 +348,11 @@ def gap_causes(gaps: pl.DataFrame, classes: pl.DataFrame, nvtx: pl.DataFrame, qu
         return pl.Series("cause", [], dtype=pl.String)
     a, b = gaps["start_ns"].to_numpy(), (gaps["start_ns"] + gaps["duration_ns"]).to_numpy()
     half = (b - a) / 2
-    # Range names repeat millions of times but are few: match each distinct name once, and take only the matching
-    # ranges out of the table.
-    names = nvtx["text"].unique().drop_nulls().cast(pl.String).to_list()
+    # Only the matching ranges are taken out of the table.
+    jit_names, data_names = matching or range_names_matching(nvtx)
     ranges = (pl.lit(True) if ranges_host is None else ranges_host) & (pl.col("kind") != "Mark")
-    jit_ranges = nvtx.filter(ranges & pl.col("text").is_in([n for n in names if JIT_RANGE.search(n)]))
-    data_ranges = nvtx.filter(ranges & pl.col("text").is_in([n for n in names if DATA_RANGE.search(n)]))
+    jit_ranges = nvtx.filter(ranges & pl.col("text").is_in(jit_names))
+    data_ranges = nvtx.filter(ranges & pl.col("text").is_in(data_names))
     of_class = classes.filter(pl.lit(True) if calls_host is None else calls_host).partition_by("class", as_dict=True)  # one pass over the calls, not one filter per class
     empty = classes.head(0)
 
@@ -620,6 +628,7 @@ def analyze_whole_run(
     all_gaps: list[dict[str, Any]] = []
     idle_by_cause: dict[str, int] = {}
     classified = api_classes(api, first_launches)
+    matching = range_names_matching(nvtx) if devices else ([], [])
     for device in devices:
         device_id = device["device_id"]
         gaps = pieces.filter((pl.col("device_id") == device_id) & (pl.col("mask") == 0)).select("start_ns", "duration_ns")
@@ -630,7 +639,7 @@ def analyze_whole_run(
         ends = gaps.with_columns((pl.col("start_ns") + pl.col("duration_ns")).alias("next_start"))
         queued = ends.join(own_launches.unique("start_ns"), left_on="next_start", right_on="start_ns", how="left").select(
             (pl.col("call_end_ns") <= pl.col("start_ns")).fill_null(False)).to_series().to_numpy()
-        causes = gap_causes(gaps, classified, nvtx, queued, _host_rows(classified, pids), nvtx_rows)
+        causes = gap_causes(gaps, classified, nvtx, queued, _host_rows(classified, pids), nvtx_rows, matching)
         device["gap_count"] = gaps.height
         with_causes = gaps.with_columns(causes)
         totals = with_causes.group_by("cause").agg(pl.col("duration_ns").sum()).sort("duration_ns", descending=True)
