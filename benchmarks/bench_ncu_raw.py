@@ -65,7 +65,7 @@ def main() -> None:
 
     def traceview() -> None:
         trace = load_trace(path)
-        analyze(trace.kernels, Source(str(path), trace.format.value, "", 0))
+        analyze(trace.data, Source(str(path), trace.format.value, "", 0))
 
     base = timed(baseline, args.repeats)
     ours = timed(traceview, args.repeats)

@@ -43,7 +43,7 @@ elif mode == "groupby":
         'FROM CUPTI_ACTIVITY_KIND_KERNEL GROUP BY demangledName').fetchall()
 else:
     trace = load_trace(path)
-    e = trace.nsys
+    e = trace.data
     analysis = analyze_nsys(e, Source(path, "nsys-sqlite", "", 0))
     extra["kernels"] = analysis.kernels.height
 elapsed = time.perf_counter() - start

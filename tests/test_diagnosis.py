@@ -148,7 +148,7 @@ def test_metrics_only_gemv_at_high_dram_throughput_is_memory_bound(realdata_file
         "gpu__time_duration.sum": ("sm__cycles_elapsed.avg", "cycle", "13,485"),
         "flop_count_hp.sum": ("sm__cycles_elapsed.avg.per_second", "Ghz", "1.99"),
     })
-    frame = load_trace(path).kernels
+    frame = load_trace(path).data
     assert frame["duration_ns"][0] == pytest.approx(13_485 / 1.99e9 * 1e9)
     analysis = analyze(frame, Source(str(path), "ncu-csv-details", "", 0))
     kernel = analysis.kernels.row(0, named=True)

@@ -44,7 +44,7 @@ def test_map_and_reduce_as_functions(ranks_dir):
     summaries = []
     for rank in (0, 1, 2, 3):
         path = ranks_dir / f"job_rank{rank}.sqlite"
-        analysis = analyze_nsys(load_trace(path).nsys, Source(str(path), "nsys-sqlite", f"sha{rank}", path.stat().st_size))
+        analysis = analyze_nsys(load_trace(path).data, Source(str(path), "nsys-sqlite", f"sha{rank}", path.stat().st_size))
         summaries.append(summarize(analysis, rank_from_name(str(path), None)))
     assert set(summaries[0]) == {"meta", "kernels", "devices", "nvtx"}
     assert summaries[0]["devices"].height == 2 and summaries[0]["meta"]["rank"][0] == 0

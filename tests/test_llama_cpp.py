@@ -26,11 +26,11 @@ FILES = {
 
 def analysis_of(path, **kwargs):
     trace = load_trace(path)
-    return analyze_llama(trace.runs, Source(str(path), trace.format.value, "", 0), **kwargs)
+    return analyze_llama(trace.data, Source(str(path), trace.format.value, "", 0), **kwargs)
 
 
 def rows(path):
-    return list(load_trace(path).runs.iter_rows(named=True))
+    return list(load_trace(path).data.iter_rows(named=True))
 
 
 @pytest.mark.parametrize("name", sorted(FILES))
@@ -38,7 +38,7 @@ def test_every_file_parses(realdata_file, name):
     path = realdata_file(f"llama_cpp/{name}")
     fmt, count = FILES[name]
     assert detect_format(path) is fmt
-    runs = load_trace(path).runs
+    runs = load_trace(path).data
     assert dict(runs.schema) == dict(LLAMA_RUNS)
     assert runs.height == count
     result = CliRunner().invoke(app, ["analyze", str(path), "-f", "json"])

@@ -26,7 +26,7 @@ def test_both_generations_are_detected_by_content(realdata_file):
 
 def test_l4_capture_gives_its_three_kernels_with_sections_and_rules(realdata_file):
     trace = load_trace(realdata_file(L4))
-    frame = trace.kernels
+    frame = trace.data
     assert frame.schema == KERNELS
     assert frame["short_name"].to_list() == ["mma_A_Bt", "softmax", "mma_A_B"]
     assert frame["duration_ns"].to_list() == pytest.approx([6.14e6, 2.20e6, 5.30e6])
@@ -48,7 +48,7 @@ def test_l4_capture_gives_its_three_kernels_with_sections_and_rules(realdata_fil
 
 def test_2022_capture_with_timestamps_and_wrapped_warnings(realdata_file):
     trace = load_trace(realdata_file(A100))
-    frame = trace.kernels
+    frame = trace.data
     assert frame.height == 31
     counts = dict(frame.group_by("short_name").len().iter_rows())
     assert counts == {"distribution_elementwise_grid_stride_kernel": 1, "vectorized_layer_norm_kernel": 17, "kernel1": 13}
@@ -93,7 +93,7 @@ def test_console_reads_as_the_csv_of_the_same_numbers(realdata_file, tmp_path, r
     path = realdata_file(relative)
     as_csv = tmp_path / "same_numbers.csv"
     as_csv.write_text(_console_as_details_csv(path.read_text()))
-    from_console, from_csv = load_trace(path).kernels, load_trace(as_csv).kernels
+    from_console, from_csv = load_trace(path).data, load_trace(as_csv).data
     assert from_console.height == from_csv.height
     assert from_console["kernel_name"].to_list() == from_csv["kernel_name"].to_list()
     assert from_console["duration_ns"].to_list() == pytest.approx(from_csv["duration_ns"].to_list())
@@ -111,7 +111,7 @@ def test_failed_launch_is_reported_as_failed(realdata_file, tmp_path):
     block = re.sub(r"(?m)^(    (?!Metric Name|Section:|OPT|INF|WRN|ERR)[A-Za-z#].*?\s{2,}\S*\s+)\S+$", r"\1(!) nan", text[start:end])
     damaged = tmp_path / "failed.txt"
     damaged.write_text(text[:start] + block + text[end:])
-    frame = load_trace(damaged).kernels
+    frame = load_trace(damaged).data
     assert frame["launch_failed"].to_list() == [False, True, False]
     verdicts = analyze(frame, Source(str(damaged), "ncu-console", "", 0)).launches
     assert verdicts["label"][1] == "launch failed"
@@ -135,4 +135,4 @@ def test_results_after_a_long_profiling_preamble_are_found(realdata_file, tmp_pa
     path.write_text(preamble + "==PROF== Disconnected from process 1\n" + realdata_file(L4).read_text())
     assert path.stat().st_size > 200_000
     assert detect_format(path) is TraceFormat.NCU_CONSOLE
-    assert load_trace(path).kernels.height == 3
+    assert load_trace(path).data.height == 3

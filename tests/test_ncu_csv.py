@@ -24,7 +24,7 @@ def test_details_pages_match_the_files(realdata_file, relative):
     path = realdata_file(relative)
     truth = details_truth(path)
     trace = load_trace(path)
-    frame = trace.kernels
+    frame = trace.data
     assert trace.format is TraceFormat.NCU_DETAILS
     assert frame.schema == KERNELS
     assert frame.height == truth["launches"]
@@ -37,7 +37,7 @@ def test_raw_page_matches_the_file(realdata_file):
     path = realdata_file("ncu_raw/mudock_gtx1650_full_raw.csv")
     truth = raw_truth(path)
     trace = load_trace(path)
-    frame = trace.kernels
+    frame = trace.data
     assert trace.format is TraceFormat.NCU_RAW
     assert frame.height == truth["launches"] == 6
     assert dict(frame.group_by("kernel_name").len().iter_rows()) == dict(truth["names"])
@@ -61,7 +61,7 @@ def test_raw_page_matches_the_file(realdata_file):
 
 
 def test_2025_details_units_and_rules(realdata_file):
-    frame = load_trace(realdata_file("ncu_details/ncu2025.1_cc120_gemv_details_llmperfopt.csv")).kernels
+    frame = load_trace(realdata_file("ncu_details/ncu2025.1_cc120_gemv_details_llmperfopt.csv")).data
     row = frame.row(0, named=True)
     assert row["duration_ns"] == pytest.approx(6750)  # "gpu__time_duration.sum","us","6.75"
     assert row["sm_clock_hz"] == pytest.approx(2.0e9, rel=0.01)  # Ghz
@@ -74,13 +74,13 @@ def test_2025_details_units_and_rules(realdata_file):
 
 
 def test_2025_auto_scaled_byte_units(realdata_file):
-    row = load_trace(realdata_file("ncu_details/ncu2025.1_cc120_elementwise_membound_details_llmperfopt.csv")).kernels.row(0, named=True)
+    row = load_trace(realdata_file("ncu_details/ncu2025.1_cc120_elementwise_membound_details_llmperfopt.csv")).data.row(0, named=True)
     assert row["dram_bytes"] == pytest.approx(17.23e6 + 1.28e3)  # read 17.23 Mbyte + write 1.28 Kbyte
     assert row["memory_throughput_pct"] == 93.99 and row["sm_throughput_pct"] == 12.07
 
 
 def test_2025_tensor_ops_and_dram_bytes(realdata_file):
-    row = load_trace(realdata_file("ncu_details/ncu2025.1_cc120_cutlass_gemm_details_llmperfopt.csv")).kernels.row(0, named=True)
+    row = load_trace(realdata_file("ncu_details/ncu2025.1_cc120_cutlass_gemm_details_llmperfopt.csv")).data.row(0, named=True)
     assert row["tensor_flop"] == 12_532_580_352
     assert row["tensor_dtype"] == "bf16_dst_fp32"
     assert row["dram_bytes"] == pytest.approx(17.50e6)  # read 17.50 Mbyte + write 0 byte
@@ -88,7 +88,7 @@ def test_2025_tensor_ops_and_dram_bytes(realdata_file):
 
 
 def test_roofline_chart_section_export_with_body_item_label(realdata_file):
-    frame = load_trace(realdata_file("ncu_details/ncu2025.1_cc120_cutlass_gemm_rooflinechart_section_llmperfopt.csv")).kernels
+    frame = load_trace(realdata_file("ncu_details/ncu2025.1_cc120_cutlass_gemm_rooflinechart_section_llmperfopt.csv")).data
     row = frame.row(0, named=True)
     assert frame.height == 1
     assert row["duration_ns"] is None  # the section export carries no duration
@@ -100,7 +100,7 @@ def test_roofline_chart_section_export_with_body_item_label(realdata_file):
 
 
 def test_2019_sizes_come_from_launch_statistics_rows(realdata_file):
-    frame = load_trace(realdata_file("ncu_details/ncu2019.5_v100_aws_bfs_small_xplacer.log")).kernels
+    frame = load_trace(realdata_file("ncu_details/ncu2019.5_v100_aws_bfs_small_xplacer.log")).data
     first = frame.row(0, named=True)
     assert first["block_size"] == "512" and first["grid_size"] == "8"
     assert first["waves_per_sm"] == 0.03
@@ -108,8 +108,8 @@ def test_2019_sizes_come_from_launch_statistics_rows(realdata_file):
 
 
 def test_thousands_separators_do_not_change_values(realdata_file):
-    plain = load_trace(realdata_file("ncu_details/ncu2019.5_v100_aws_cfd_stdout_mixed_xplacer.log")).kernels
-    grouped = load_trace(realdata_file("ncu_details/ncu2019.5_v100_aws_cfd_thousands_sep_xplacer.log")).kernels
+    plain = load_trace(realdata_file("ncu_details/ncu2019.5_v100_aws_cfd_stdout_mixed_xplacer.log")).data
+    grouped = load_trace(realdata_file("ncu_details/ncu2019.5_v100_aws_cfd_thousands_sep_xplacer.log")).data
     assert plain["dram_clock_hz"][0] == pytest.approx(768_683_274.02)
     assert grouped["dram_clock_hz"][0] == pytest.approx(795_373_665.48)
     assert grouped["sm_clock_hz"][0] == pytest.approx(1_177_954_478.05)
@@ -121,7 +121,7 @@ def test_bundled_samples_parse(sample):
 
     path = SAMPLES / "ncu" / sample
     assert detect_format(path) in (TraceFormat.NCU_DETAILS, TraceFormat.NCU_RAW)
-    assert load_trace(path).kernels.height > 0
+    assert load_trace(path).data.height > 0
 
 
 @pytest.mark.parametrize(

@@ -59,7 +59,7 @@ def test_kernel_counts_and_time_per_device_match_sql(realdata_file, name):
     per_device = {}
     for kernel in data["kernels"]:
         assert kernel["bound"] == "unknown" and "--ncu" in kernel["reason"]
-    export = load_trace(path).nsys
+    export = load_trace(path).data
     for device, group in export.kernels.group_by("device_id"):
         per_device[device[0]] = (group.height, int((group["end_ns"] - group["start_ns"]).sum()))
     assert per_device == expected
@@ -112,7 +112,7 @@ def test_nvtx_ranges_and_latin1_strings(realdata_file):
     path = realdata_file("nsys_sqlite/nsys2022.1_gtx1060maxq_windows_extrap.sqlite")
     with pytest.raises(sqlite3.OperationalError, match="UTF-8"):  # the quirk is real: strict decoding fails
         sqlite3.connect(f"file:{path}?mode=ro", uri=True).execute("SELECT value FROM EXPORT_META_DATA").fetchall()
-    windows = load_trace(path).nsys
+    windows = load_trace(path).data
     assert windows.product_version == "2022.1.1.61" and windows.schema_version == "2.9.1"
 
 

@@ -30,7 +30,7 @@ COUNTS = {
 
 def load(realdata_file, name):
     trace = load_trace(realdata_file(f"tegrastats/{name}"))
-    return trace.samples, trace.skipped
+    return trace.data.samples, trace.data.report
 
 
 @pytest.mark.parametrize("name", sorted(COUNTS))
@@ -110,7 +110,7 @@ def test_date_header_gives_timestamps(realdata_file):
 
 def run(realdata_file, name, **kwargs):
     trace = load_trace(realdata_file(f"tegrastats/{name}"))
-    return analyze_samples(trace.samples, Source(name, "tegrastats", "", 0), **kwargs).telemetry
+    return analyze_samples(trace.data.samples, Source(name, "tegrastats", "", 0), **kwargs).telemetry
 
 
 def kinds(telemetry):
@@ -160,7 +160,7 @@ def test_memory_bound_and_thermal_findings_on_constructed_lines(tmp_path):
     path = tmp_path / "orin.log"
     path.write_text("\n".join(lines) + "\n")
     trace = load_trace(path)
-    telemetry = analyze_samples(trace.samples, Source(str(path), "tegrastats", "", 0), board=find_board("agx-orin-64gb")).telemetry
+    telemetry = analyze_samples(trace.data.samples, Source(str(path), "tegrastats", "", 0), board=find_board("agx-orin-64gb")).telemetry
     memory = [f for f in telemetry.findings if f.kind == "memory_bound"]
     assert len(memory) == 1
     assert (memory[0].start_s, memory[0].duration_s) == (2.0, 6.0)
@@ -171,7 +171,7 @@ def test_memory_bound_and_thermal_findings_on_constructed_lines(tmp_path):
 
 def test_interval_option_without_timestamps(realdata_file):
     trace = load_trace(realdata_file("tegrastats/nano_pom5v_iram_csc2231.txt"), interval_s=0.1)
-    assert trace.samples["time_s"][10] == pytest.approx(1.0)
+    assert trace.data.samples["time_s"][10] == pytest.approx(1.0)
 
 
 def test_no_samples_is_a_clear_error(tmp_path):

@@ -23,27 +23,19 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from traceview import __version__
-from traceview.analyzer.analysis import (
-    Analysis,
-    Source,
-    analyze,
-    analyze_llama,
-    analyze_nsys,
-    analyze_samples,
-    analyze_stats,
-)
-from traceview.analyzer.decode import decode_ceiling, kv_cache_bytes, parse_bytes, parse_count, parse_duration_ns
+from traceview.analyzer.analysis import Analysis, Source
+from traceview.analyzer.decode import decode_ceiling, kv_cache_bytes, parse_bytes, parse_count
 from traceview.analyzer.devices import GPUS, find_by_name, lookup_gpu
 from traceview.analyzer.diff import compare
 from traceview.analyzer.jetson import BOARDS, Board, find_board
-from traceview.analyzer.whole_run import DEFAULT_GAP_THRESHOLD_NS
 from traceview.app.fleet import sha256_of
 from traceview.app.formatting import format_rate, terminal_safe
+from traceview.app.inputs import AnalysisOptions, analyze_trace, check_options
 from traceview.app.reporters import REPORTERS, ReportOptions
 from traceview.app.reporters.decode_report import decode_record, render_decode_text
 from traceview.app.reporters.diff_report import render_diff
 from traceview.errors import TraceFormatError, TraceviewError, UsageError
-from traceview.parsers import Trace, TraceFormat, load_trace
+from traceview.parsers import TraceFormat, load_trace
 
 app = typer.Typer(
     name="traceview",
@@ -142,54 +134,14 @@ def _load_and_analyze(
     bar: _ProgressBar,
 ) -> Analysis:
     trace = load_trace(path, interval_s=interval_s, progress=bar.rows)
-    if ncu and trace.nsys is None and trace.stats is None:
-        raise UsageError("--ncu joins Nsight Compute results onto an Nsight Systems input (.sqlite or nsys stats CSV); this input is not one")
-    if gap_threshold is not None and trace.nsys is None:
-        raise UsageError("--gap-threshold applies to Nsight Systems SQLite exports; this input has no timeline")
-    if step_kernels is not None and trace.kernels is None:
-        raise UsageError("--step-kernels applies to Nsight Compute exports (kernels profiled one by one); this input is not one")
+    check_options(trace, {name for name, given in (("ncu", bool(ncu)), ("gap_threshold", gap_threshold is not None),
+                                                   ("step_kernels", step_kernels is not None)) if given})
     source = Source(str(path), trace.format.value, sha256_of(path), path.stat().st_size, trace.profiler)
-    analysis = _analyze_trace(trace, source, gpu, interval_s, tokens, weights, bandwidth, _joined_ncu(ncu, gpu) if ncu else None, gap_threshold,
+    options = AnalysisOptions(gpu, interval_s, tokens, weights, bandwidth, _joined_ncu(ncu, gpu) if ncu else None, gap_threshold,
                               step_kernels, bar.phase)
+    analysis = analyze_trace(trace, source, options)
     # What the reader noticed about the file itself (cut short, rows left out) comes first among the notes.
     return dataclasses.replace(analysis, notes=[*trace.notes, *analysis.notes]) if trace.notes else analysis
-
-
-def _analyze_trace(
-    trace: Trace,
-    source: Source,
-    gpu: str | None,
-    interval_s: float,
-    tokens: int | None,
-    weights: str | None,
-    bandwidth: str | None,
-    ncu_analysis: Analysis | None,
-    gap_threshold: str | None,
-    step_kernels: int | None = None,
-    phase: Callable[[str], None] | None = None,
-) -> Analysis:
-    """The analysis that fits the parsed input."""
-    if trace.nsys is not None:
-        return analyze_nsys(trace.nsys, source, gpu, ncu_analysis,
-                            parse_duration_ns(gap_threshold, "--gap-threshold") if gap_threshold else DEFAULT_GAP_THRESHOLD_NS,
-                            parse_bytes(weights, "weights") if weights else None, phase)
-    if trace.stats is not None:
-        return analyze_stats(trace.stats.reports, source, gpu, ncu_analysis, trace.stats.notes)
-    if trace.samples is not None:
-        board = find_board(gpu) if gpu else None
-        skipped = trace.skipped
-        return analyze_samples(
-            trace.samples, source, board, interval_s, tokens,
-            skipped.stray_lines if skipped else 0, skipped.stray_examples if skipped else None,
-        )
-    if trace.runs is not None:
-        return analyze_llama(
-            trace.runs, source, gpu,
-            parse_bytes(bandwidth, "bandwidth") if bandwidth else None,
-            parse_bytes(weights, "weights") if weights else None,
-        )
-    assert trace.kernels is not None
-    return analyze(trace.kernels, source, gpu=gpu, weight_bytes=parse_bytes(weights, "weights") if weights else None, step_kernels=step_kernels)
 
 
 def _joined_ncu(paths: list[Path], gpu: str | None) -> Analysis:

@@ -90,15 +90,13 @@ def expand_inputs(inputs: Iterable[str]) -> list[Path]:
 def summarize_file(path: str, sha256: str, options: MapOptions) -> dict[str, Any]:
     """Map step, run where the data is: parse and analyse one file, return its summary tables, or its failure."""
     from traceview.analyzer.fleet import summarize
-    from traceview.app.cli import (
-        _analyze_trace,  # the same choice of analysis as `analyze`; imported here, in the worker
-    )
+    from traceview.app.inputs import AnalysisOptions, analyze_trace  # the same choice of analysis as `analyze`
 
     file = Path(path)
     try:
         trace = load_trace(file)
         source = Source(path, trace.format.value, sha256, file.stat().st_size, trace.profiler)
-        analysis = _analyze_trace(trace, source, options.gpu, 1.0, None, None, None, None, None)
+        analysis = analyze_trace(trace, source, AnalysisOptions(gpu=options.gpu))
         return {"path": path, "tables": summarize(analysis, rank_from_name(path, options.rank_from))}
     except TraceFormatError as error:
         where = f"line {error.line}: " if error.line is not None else ""

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 
 import polars as pl
@@ -19,19 +21,28 @@ from traceview.parsers.sniff import TraceFormat, detect_format
 csv.field_size_limit(2**31 - 1)
 
 
+class InputKind(str, Enum):
+    """What a parsed input holds, which decides its analysis (one per kind, chosen by the app's registry)."""
+
+    KERNELS = "kernels"  # profiled launches, KERNELS: every Nsight Compute format
+    TELEMETRY = "telemetry"  # a tegrastats log: TegrastatsLog (TELEMETRY samples and what was skipped)
+    LLAMA_RUNS = "llama-runs"  # llama.cpp measurements, LLAMA_RUNS
+    NSYS_EXPORT = "nsys-export"  # an Nsight Systems SQLite export: NsysExport
+    NSYS_STATS = "nsys-stats"  # `nsys stats` reports: StatsReports
+
+
+TraceData = pl.DataFrame | tegrastats.TegrastatsLog | nsys_sqlite.NsysExport | nsys_stats.StatsReports
+
+
 @dataclass(frozen=True)
 class Trace:
-    """A parsed input: its detected format and its kernel launches (KERNELS) or telemetry samples (TELEMETRY)."""
+    """A parsed input: its detected format, what kind of data it holds, and that data."""
 
     path: Path
     format: TraceFormat
-    kernels: pl.DataFrame | None = None
+    kind: InputKind
+    data: TraceData
     profiler: str | None = None  # which profiler (and version, where known) wrote it
-    samples: pl.DataFrame | None = None
-    skipped: tegrastats.ParseReport | None = None
-    runs: pl.DataFrame | None = None  # llama.cpp measurements (LLAMA_RUNS)
-    nsys: nsys_sqlite.NsysExport | None = None  # Nsight Systems SQLite export
-    stats: nsys_stats.StatsReports | None = None  # nsys stats reports
     notes: tuple[str, ...] = ()  # what the reader noticed about the file itself (cut short, rows left out)
 
 
@@ -69,6 +80,80 @@ def _cut_note(line: int) -> str:
     return f"the file ends inside line {line} without a newline: it looks cut short, and that last line may be incomplete"
 
 
+@dataclass(frozen=True)
+class ReadOptions:
+    """What some readers need besides the file: tegrastats' sampling interval where the log has no timestamps
+    (seconds), and a progress callback (rows done, rows in all) for large Nsight Systems exports."""
+
+    interval_s: float = 1.0
+    progress: Callable[[int, int], None] | None = None
+
+
+def _read_nsys_sqlite(path: Path, fmt: TraceFormat, options: ReadOptions) -> Trace:
+    export = nsys_sqlite.parse(path, options.progress)
+    version = " ".join(v for v in (export.product_version, f"(schema {export.schema_version})" if export.schema_version else None) if v)
+    return Trace(path, fmt, InputKind.NSYS_EXPORT, export, f"Nsight Systems {version}".strip())
+
+
+def _read_nsys_stats(path: Path, fmt: TraceFormat, options: ReadOptions) -> Trace:
+    cut = _cut_short(path, fmt)
+    return Trace(path, fmt, InputKind.NSYS_STATS, nsys_stats.parse(path), "nsys stats", notes=(_cut_note(cut),) if cut else ())
+
+
+def _read_tegrastats(path: Path, fmt: TraceFormat, options: ReadOptions) -> Trace:
+    cut = _cut_short(path, fmt)
+    log = tegrastats.read(path, options.interval_s)
+    notes: tuple[str, ...] = ()
+    if cut and log.samples.height and log.samples["line_number"][-1] == cut:
+        # A sample cut mid-line would report its missing fields (EMC, rails) as absent: it is left out.
+        log = dataclasses.replace(log, samples=log.samples.head(log.samples.height - 1))
+        notes = (f"the log ends inside line {cut} without a newline: it looks cut short, and that partial sample was left out",)
+    elif cut:
+        notes = (_cut_note(cut),)
+    return Trace(path, fmt, InputKind.TELEMETRY, log, "tegrastats", notes=notes)
+
+
+def _read_ncu_rep(path: Path, fmt: TraceFormat, options: ReadOptions) -> Trace:
+    return Trace(path, fmt, InputKind.KERNELS, ncu_rep.parse(path), "Nsight Compute report (.ncu-rep, read with ncu-report)")
+
+
+def _read_llama(path: Path, fmt: TraceFormat, options: ReadOptions) -> Trace:
+    cut = _cut_short(path, fmt)
+    return Trace(path, fmt, InputKind.LLAMA_RUNS, llama_cpp.parse(path), "llama.cpp", notes=(_cut_note(cut),) if cut else ())
+
+
+def _read_ncu_console(path: Path, fmt: TraceFormat, options: ReadOptions) -> Trace:
+    cut = _cut_short(path, fmt)
+    notes = [_cut_note(cut)] if cut else []
+    kernels = ncu_console.parse(path, notes)
+    return Trace(path, fmt, InputKind.KERNELS, kernels, ncu_console.profiler_hint(path), notes=tuple(notes))
+
+
+def _read_ncu_csv(path: Path, fmt: TraceFormat, options: ReadOptions) -> Trace:
+    header = ncu_csv.find_header(path)
+    if header is None:  # detect_format found one, so the file changed underneath us
+        raise TraceFormatError(path, "the file changed while it was being read", "run the command again")
+    notes: list[str] = []
+    kernels = ncu_csv.parse(path, header, notes, cut_at_line=_cut_short(path, fmt))
+    return Trace(path, fmt, InputKind.KERNELS, kernels, ncu_csv.profiler_hint(header), notes=tuple(notes))
+
+
+# One entry per format: a new input format is a parser module and a line here.
+READERS: dict[TraceFormat, Callable[[Path, TraceFormat, ReadOptions], Trace]] = {
+    TraceFormat.NCU_DETAILS: _read_ncu_csv,
+    TraceFormat.NCU_RAW: _read_ncu_csv,
+    TraceFormat.NCU_CONSOLE: _read_ncu_console,
+    TraceFormat.NCU_REP: _read_ncu_rep,
+    TraceFormat.NSYS_SQLITE: _read_nsys_sqlite,
+    TraceFormat.NSYS_STATS: _read_nsys_stats,
+    TraceFormat.TEGRASTATS: _read_tegrastats,
+    TraceFormat.LLAMA_BENCH_MD: _read_llama,
+    TraceFormat.LLAMA_BENCH_CSV: _read_llama,
+    TraceFormat.LLAMA_BENCH_JSON: _read_llama,
+    TraceFormat.LLAMA_TIMINGS: _read_llama,
+}
+
+
 def load_trace(path: str | Path, interval_s: float = 1.0, progress: Callable[[int, int], None] | None = None) -> Trace:
     """Return the parsed trace; raises TraceFormatError with a fix for anything unreadable.
 
@@ -77,38 +162,10 @@ def load_trace(path: str | Path, interval_s: float = 1.0, progress: Callable[[in
     """
     path = Path(path)
     fmt = detect_format(path)
-    if fmt is TraceFormat.NSYS_SQLITE:
-        export = nsys_sqlite.parse(path, progress)
-        version = " ".join(v for v in (export.product_version, f"(schema {export.schema_version})" if export.schema_version else None) if v)
-        return Trace(path, fmt, profiler=f"Nsight Systems {version}".strip(), nsys=export)
-    cut = None if fmt in (TraceFormat.NSYS_SQLITE, TraceFormat.NCU_REP) else _cut_short(path, fmt)
-    if fmt is TraceFormat.NSYS_STATS:
-        return Trace(path, fmt, profiler="nsys stats", stats=nsys_stats.parse(path), notes=(_cut_note(cut),) if cut else ())
-    if fmt is TraceFormat.TEGRASTATS:
-        samples, report = tegrastats.parse(path, interval_s)
-        notes: tuple[str, ...] = ()
-        if cut and samples.height and samples["line_number"][-1] == cut:
-            # A sample cut mid-line would report its missing fields (EMC, rails) as absent: it is left out.
-            samples = samples.head(samples.height - 1)
-            notes = (f"the log ends inside line {cut} without a newline: it looks cut short, and that partial sample was left out",)
-        elif cut:
-            notes = (_cut_note(cut),)
-        return Trace(path, fmt, profiler="tegrastats", samples=samples, skipped=report, notes=notes)
-    if fmt is TraceFormat.NCU_REP:
-        return Trace(path, fmt, ncu_rep.parse(path), "Nsight Compute report (.ncu-rep, read with ncu-report)")
-    if fmt.value.startswith("llama-"):
-        return Trace(path, fmt, profiler="llama.cpp", runs=llama_cpp.parse(path), notes=(_cut_note(cut),) if cut else ())
-    if fmt is TraceFormat.NCU_CONSOLE:
-        console_notes = [_cut_note(cut)] if cut else []
-        return Trace(path, fmt, ncu_console.parse(path, console_notes), ncu_console.profiler_hint(path), notes=tuple(console_notes))
-    if fmt in (TraceFormat.NCU_DETAILS, TraceFormat.NCU_RAW):
-        header = ncu_csv.find_header(path)
-        if header is None:  # detect_format found one, so the file changed underneath us
-            raise TraceFormatError(path, "the file changed while it was being read", "run the command again")
-        notes: list[str] = []
-        kernels = ncu_csv.parse(path, header, notes, cut_at_line=cut)
-        return Trace(path, fmt, kernels, ncu_csv.profiler_hint(header), notes=tuple(notes))
-    raise TraceFormatError(path, f"no reader for {fmt.value}", "this is a bug: please report it")
+    reader = READERS.get(fmt)
+    if reader is None:
+        raise TraceFormatError(path, f"no reader for {fmt.value}", "this is a bug: please report it")
+    return reader(path, fmt, ReadOptions(interval_s, progress))
 
 
-__all__ = ["Trace", "TraceFormat", "detect_format", "load_trace"]
+__all__ = ["READERS", "InputKind", "ReadOptions", "Trace", "TraceData", "TraceFormat", "detect_format", "load_trace"]

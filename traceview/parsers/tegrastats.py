@@ -140,6 +140,14 @@ def _parse_batch(numbers: pl.Series, lines: pl.Series) -> pl.DataFrame:
     )
 
 
+@dataclass(frozen=True)
+class TegrastatsLog:
+    """A parsed log: one row per sample (TELEMETRY) and what the parser skipped."""
+
+    samples: pl.DataFrame
+    report: ParseReport
+
+
 def _parse_batches(batches: Iterator[tuple[pl.Series, pl.Series]]) -> list[pl.DataFrame]:
     """Parse the batches in order, a few at a time on threads (polars releases the GIL, and one batch keeps fewer
     than two cores busy); one more than the workers is in flight, so memory stays flat in the log's length."""
@@ -181,3 +189,9 @@ def parse(path: str | Path, interval_s: float = 1.0) -> tuple[pl.DataFrame, Pars
 def looks_like_tegrastats(head: bytes) -> bool:
     """Return True when the first bytes of a file hold a tegrastats sample line."""
     return bool(SAMPLE_MARKER.search(head)) and (b"CPU [" in head or b"cpu [" in head)
+
+
+def read(path: str | Path, interval_s: float = 1.0) -> TegrastatsLog:
+    """Return the parsed log: its samples (as parse returns them) and what was skipped."""
+    samples, report = parse(path, interval_s)
+    return TegrastatsLog(samples, report)
