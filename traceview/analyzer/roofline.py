@@ -73,38 +73,24 @@ class Verdict:
 
 
 def sol_bottleneck(sm_pct: float, memory_pct: float, waves_per_sm: float | None) -> tuple[Bound, str]:
-    """Return (bound, ncu label) from SOL compute and memory throughput %, as ncu's SOLBottleneck rule does."""
-    higher = Bound.COMPUTE if sm_pct >= memory_pct else Bound.MEMORY
-    if sm_pct >= HIGH_THRESHOLD_PCT or memory_pct >= HIGH_THRESHOLD_PCT:
-        return higher, "High Throughput"
-    if sm_pct < LATENCY_THRESHOLD_PCT and memory_pct < LATENCY_THRESHOLD_PCT:
-        if waves_per_sm is not None and waves_per_sm < WAVES_THRESHOLD:
-            return Bound.LATENCY, "Small Grid"
-        return Bound.LATENCY, "Latency Issue"
-    if abs(sm_pct - memory_pct) >= BALANCED_GAP_PCT:
-        return higher, "High Compute Throughput" if higher is Bound.COMPUTE else "High Memory Throughput"
-    return higher, "Balanced Throughput"
+    """Return (bound, ncu label) from SOL compute and memory throughput %, as ncu's SOLBottleneck rule does (the rule
+    classify_launches applies to every launch)."""
+    verdict = classify_launch({"sm_throughput_pct": sm_pct, "memory_throughput_pct": memory_pct, "waves_per_sm": waves_per_sm}, {})
+    return verdict.bound, verdict.label
 
 
-def attainable(peak_flop_per_s: float, intensity: float, peak_bytes_per_s: float) -> float:
-    """Return the roofline ceiling at this intensity: min(peak compute, intensity × peak bandwidth), FLOP/s."""
+def attainable(peak_flop_per_s: Any, intensity: Any, peak_bytes_per_s: Any) -> Any:
+    """Return the roofline ceiling at this intensity: min(peak compute, intensity × peak bandwidth), FLOP/s (numbers,
+    or polars expressions for a column of launches)."""
+    if any(isinstance(v, pl.Expr) for v in (peak_flop_per_s, intensity, peak_bytes_per_s)):
+        return pl.min_horizontal(peak_flop_per_s, intensity * peak_bytes_per_s)
     return min(peak_flop_per_s, intensity * peak_bytes_per_s)
 
 
-def ridge_point(peak_flop_per_s: float, peak_bytes_per_s: float) -> float:
-    """Return the arithmetic intensity (FLOP/byte) where the memory roof meets the compute roof."""
+def ridge_point(peak_flop_per_s: Any, peak_bytes_per_s: Any) -> Any:
+    """Return the arithmetic intensity (FLOP/byte) where the memory roof meets the compute roof (numbers or
+    expressions)."""
     return peak_flop_per_s / peak_bytes_per_s
-
-
-def _value(row: Mapping[str, Any], key: str) -> float | None:
-    value = row.get(key)
-    if value is None:
-        return None
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return number if number == number else None  # NaN → None
 
 
 def pct_text(pct: float | None) -> str:
@@ -217,7 +203,7 @@ def classify_launches(launches: pl.DataFrame, peaks: Mapping[str, float | pl.Exp
     flops = col("achieved_flop_per_s")
     # Memory side: achieved / peak bandwidth per level present; with a compute side, only levels whose roofline
     # ceiling is usable (a damaged cell of 1e-320 bytes/s can underflow a ceiling to zero).
-    ceiling = {m: pl.min_horizontal(col("_best_top"), flops / col(f"_mrate_{m}") * col(f"_mtop_{m}")) for m in MEMORY_LEVELS}
+    ceiling = {m: attainable(col("_best_top"), flops / col(f"_mrate_{m}"), col(f"_mtop_{m}")) for m in MEMORY_LEVELS}
     present = {m: (col(f"_mrate_{m}") > 0) & col(f"_mtop_{m}").is_not_null() for m in MEMORY_LEVELS}
     stage = stage.with_columns(
         *[pl.when(has_best).then(ceiling[m]).alias(f"_ceiling_{m}") for m in MEMORY_LEVELS],
@@ -238,7 +224,7 @@ def classify_launches(launches: pl.DataFrame, peaks: Mapping[str, float | pl.Exp
     level_rate = _pick(col("_level"), {m: col(f"_mrate_{m}") for m in MEMORY_LEVELS})
     level_top = _pick(col("_level"), {m: col(f"_mtop_{m}") for m in MEMORY_LEVELS})
     both = has_best & col("_any_level")
-    ridge_side = pl.when(both).then(pl.when(flops / level_rate >= col("_best_top") / level_top).then(pl.lit(Bound.COMPUTE.value))
+    ridge_side = pl.when(both).then(pl.when(flops / level_rate >= ridge_point(col("_best_top"), level_top)).then(pl.lit(Bound.COMPUTE.value))
                                     .otherwise(pl.lit(Bound.MEMORY.value)))
     level_name = col("_level").replace_strict(LEVEL_NAMES, default=None, return_dtype=pl.String)
     compute_roof = pl.concat_str(col("precision"), pl.lit(" compute"))
