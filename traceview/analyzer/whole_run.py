@@ -131,29 +131,29 @@ def _sweep(intervals: pl.DataFrame) -> pl.DataFrame:
     time) and then by device (a radix sort on small integers): a general two-key sort of millions of events costs
     several times as much.
     """
-    devices = intervals["device_id"].to_numpy()
-    times = np.concatenate([intervals["start_ns"].to_numpy(), intervals["end_ns"].to_numpy()])
-    category = intervals["category"].to_numpy()
-    delta = np.concatenate([category, -category])
-    device = np.concatenate([devices, devices])
-    order = np.argsort(times, kind="stable")
-    # Each device as its rank among the few devices, so the second sort is on 16-bit keys.
+    # Small types where the values are small (categories are 4 bits, devices few): millions of events are held at once.
     ids = np.sort(intervals["device_id"].unique().to_numpy())
-    rank = np.searchsorted(ids, device).astype(np.int16 if len(ids) < 2**15 else np.int64)
-    order = order[np.argsort(rank[order], kind="stable")]
-    times, delta, device = times[order], delta[order], device[order]
-    mask = np.zeros(len(times), dtype=np.int64)
+    device_rank = np.searchsorted(ids, intervals["device_id"].to_numpy()).astype(np.int16 if len(ids) < 2**15 else np.int64)
+    rank = np.concatenate([device_rank, device_rank])
+    times = np.concatenate([intervals["start_ns"].to_numpy(), intervals["end_ns"].to_numpy()])
+    order = np.argsort(times, kind="stable")
+    order = order[np.argsort(rank[order], kind="stable")]  # each device as its rank: the second sort is on 16-bit keys
+    times, rank = times[order], rank[order]
+    category = intervals["category"].to_numpy().astype(np.int8)
+    delta = np.concatenate([category, -category])[order]
+    del order
+    mask = np.zeros(len(times), dtype=np.int8)
     present = set(intervals["category"].unique().to_list())
     for bit in (bit for bit in (COMPUTE, COMMUNICATION, COPY, UNIFIED) if bit in present):
         # +1 where an interval of this category starts, -1 where one ends: the running sum is how many are active.
-        step = (delta == bit).astype(np.int32) - (delta == -bit)
-        mask |= (np.cumsum(step) > 0).astype(np.int64) * bit
+        active = np.cumsum((delta == bit).astype(np.int32) - (delta == -bit)) > 0
+        mask |= active.astype(np.int8) * np.int8(bit)
     duration = np.empty(len(times), dtype=np.int64)
     duration[:-1] = times[1:] - times[:-1]
     duration[-1] = 0
     keep = duration > 0
-    keep[:-1] &= device[1:] == device[:-1]
-    return pl.DataFrame({"device_id": device[keep], "start_ns": times[keep], "duration_ns": duration[keep], "mask": mask[keep]},
+    keep[:-1] &= rank[1:] == rank[:-1]
+    return pl.DataFrame({"device_id": ids[rank[keep]], "start_ns": times[keep], "duration_ns": duration[keep], "mask": mask[keep].astype(np.int64)},
                         schema={"device_id": pl.Int64, "start_ns": pl.Int64, "duration_ns": pl.Int64, "mask": pl.Int64})
 
 
@@ -623,7 +623,7 @@ def analyze_whole_run(
         pl.col("pid").gather(first).first(), pl.col("correlation_id").gather(first).first()).select("pid", "correlation_id").collect()
 
     # Gaps: the idle pieces of the sweep, with a cause from the host activity of the device's own processes.
-    owners = pl.concat([kernels.select("device_id", "pid"), memops.select("device_id", "pid")]).drop_nulls().unique()
+    owners = pl.concat([kernels.lazy().select("device_id", "pid"), memops.lazy().select("device_id", "pid")]).drop_nulls().unique().collect()
     pids_of = {device: set(group["pid"].to_list()) for (device,), group in owners.group_by("device_id")}
     all_gaps: list[dict[str, Any]] = []
     idle_by_cause: dict[str, int] = {}
@@ -689,9 +689,12 @@ def analyze_whole_run(
         findings.append(utilisation)
     findings += api_rules(memops, api)
     launch = launch_statistics(launches, kernels, api)
-    idle_starts = pieces.filter(pl.col("mask") == 0).select("device_id", (pl.col("start_ns") + pl.col("duration_ns")).alias("start_ns"))
-    onto_idle = launches.filter(pl.col("graph_node_id").is_null()).join(idle_starts, on=["device_id", "start_ns"], how="inner")
-    latency = onto_idle["start_ns"] - onto_idle["call_start_ns"]
+    # One lazy plan over only the columns it needs: millions of launches are not copied to be filtered and joined.
+    idle_starts = pieces.lazy().filter(pl.col("mask") == 0).select("device_id", (pl.col("start_ns") + pl.col("duration_ns")).alias("start_ns"))
+    onto_idle = (launches.lazy().filter(pl.col("graph_node_id").is_null()).select("device_id", "start_ns", "call_start_ns")
+                 .join(idle_starts, on=["device_id", "start_ns"], how="inner").select((pl.col("start_ns") - pl.col("call_start_ns")).alias("latency"))
+                 .collect())
+    latency = onto_idle["latency"]
     launch["onto_idle_gpu"] = {"kernels": onto_idle.height,
                                "median_latency_ns": _quantile(latency, 0.5), "p99_latency_ns": _quantile(latency, 0.99)}
     launch["tiny_kernels"] = tiny_kernel_stretches(kernels)
