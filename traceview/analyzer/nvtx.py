@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from traceview.analyzer.ordering import grouped_time_order
+
 _VOLATILE = (
     (re.compile(r"\s*,?\s*\b(op_id|seq|sequence_number|seq_id|fwd_seq|bwd_seq)\s*[=:]\s*-?\d+"), ""),
     (re.compile(r"0x[0-9a-fA-F]+"), "0x…"),
@@ -61,26 +63,6 @@ def _depth_and_parent(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray,
     return depth.astype(np.int64), parent
 
 
-def _thread_order(tids: np.ndarray, starts: np.ndarray, ends: np.ndarray | None = None) -> np.ndarray:
-    """Return the permutation that orders rows by thread, then start, then longer first (end descending).
-
-    Exports write NVTX ranges and API calls nearly in start order, so a stable sort by start costs little; rows that
-    start at the same nanosecond are put longer-first among themselves only, and a stable sort by thread keeps the
-    rest. A general three-key sort of ten million rows costs ten times as much."""
-    order = np.argsort(starts, kind="stable")
-    if ends is not None and len(order) > 1:
-        ordered = starts[order]
-        tie = np.flatnonzero(ordered[1:] == ordered[:-1])
-        if len(tie):
-            member = np.zeros(len(order), dtype=bool)
-            member[tie] = member[tie + 1] = True
-            # The tied rows sit in start order: sorting them by (start, -end) and writing them back keeps each run
-            # of equal starts in its own places.
-            tied = order[member]
-            order[member] = tied[np.lexsort((-ends[tied], starts[tied]))]
-    return order[np.argsort(tids[order], kind="stable")]
-
-
 def range_table(nvtx: pl.DataFrame, launches: pl.DataFrame) -> pl.DataFrame:
     """Return every NVTX range (marks excluded) with its group name, depth, parent group, and the kernels it launched:
     start_ns, end_ns, group, depth, parent, kernels, gpu_ns, ordered by thread and start."""
@@ -101,7 +83,7 @@ def range_table(nvtx: pl.DataFrame, launches: pl.DataFrame) -> pl.DataFrame:
     lookup[physical] = [number[name] for name in names]
     codes = lookup[text.to_physical().fill_null(len(lookup) - 1).to_numpy()]
     starts, ends, tids = ranges["start_ns"].to_numpy(), ranges["end_ns"].to_numpy(), ranges["tid"].fill_null(-1).to_numpy()
-    order = _thread_order(tids, starts, ends)
+    order = grouped_time_order(tids, starts, ends)
     starts, ends, tids, codes = starts[order], ends[order], tids[order], codes[order]
     del order
     # Ten million ranges: 32-bit depths, parents and counts where they fit keep the analysis' peak memory down.
@@ -114,7 +96,7 @@ def range_table(nvtx: pl.DataFrame, launches: pl.DataFrame) -> pl.DataFrame:
     if launches.height:
         calls = launches.select(pl.col("tid").fill_null(-1), pl.col("call_start_ns").fill_null(-1), (pl.col("end_ns") - pl.col("start_ns")).alias("d"))
         call_tids, call_starts = calls["tid"].to_numpy(), calls["call_start_ns"].to_numpy()
-        call_order = _thread_order(call_tids, call_starts)
+        call_order = grouped_time_order(call_tids, call_starts)
         call_tids, call_starts = call_tids[call_order], call_starts[call_order]
         call_time = np.concatenate([[0], np.cumsum(calls["d"].to_numpy()[call_order])])
     # One thread's ranges at a time: a contiguous slice after the sort, no copies. Threads are independent and numpy

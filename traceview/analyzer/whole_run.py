@@ -27,6 +27,7 @@ import numpy as np
 import polars as pl
 
 from traceview.analyzer.kernel_kinds import is_communication
+from traceview.analyzer.ordering import group_ranks, grouped_time_order
 
 CATEGORIES = ("compute", "communication", "copy", "unified_memory")
 COMPUTE, COMMUNICATION, COPY, UNIFIED = (1 << i for i in range(len(CATEGORIES)))
@@ -127,17 +128,14 @@ def _sweep(intervals: pl.DataFrame) -> pl.DataFrame:
 
     The running counts need no per-device reset: events are ordered by device, and every interval of a device has
     ended before the next device's first event, so each count is back at zero at every device boundary. Events are
-    ordered by two stable sorts, by time (starts and ends each come nearly sorted, which timsort merges in linear
-    time) and then by device (a radix sort on small integers): a general two-key sort of millions of events costs
-    several times as much.
+    ordered by device and time with analyzer.ordering (two stable sorts; a general two-key sort of millions of events
+    costs several times as much).
     """
     # Small types where the values are small (categories are 4 bits, devices few): millions of events are held at once.
-    ids = np.sort(intervals["device_id"].unique().to_numpy())
-    device_rank = np.searchsorted(ids, intervals["device_id"].to_numpy()).astype(np.int16 if len(ids) < 2**15 else np.int64)
+    ids, device_rank = group_ranks(intervals["device_id"].to_numpy())
     rank = np.concatenate([device_rank, device_rank])
     times = np.concatenate([intervals["start_ns"].to_numpy(), intervals["end_ns"].to_numpy()])
-    order = np.argsort(times, kind="stable")
-    order = order[np.argsort(rank[order], kind="stable")]  # each device as its rank: the second sort is on 16-bit keys
+    order = grouped_time_order(rank, times)
     times, rank = times[order], rank[order]
     category = intervals["category"].to_numpy().astype(np.int8)
     delta = np.concatenate([category, -category])[order]
@@ -490,7 +488,8 @@ def tiny_kernel_stretches(kernels: pl.DataFrame) -> dict[str, Any]:
     10 us that wait longer before they start than they run, never counting kernels replayed from a CUDA graph."""
     if kernels.height == 0:
         return {"launches": 0, "stretches": 0, "stretch_ns": 0, "idle_in_stretches_ns": 0, "share_of_launches_pct": None}
-    frame = kernels.select("device_id", "start_ns", "end_ns", "graph_node_id").sort("device_id", "start_ns").with_columns(
+    order = grouped_time_order(kernels["device_id"].fill_null(-1).to_numpy(), kernels["start_ns"].to_numpy())
+    frame = kernels.select(pl.col("device_id", "start_ns", "end_ns", "graph_node_id").gather(order)).with_columns(
         (pl.col("end_ns") - pl.col("start_ns")).alias("d"),
         (pl.col("start_ns") - pl.col("end_ns").cum_max().shift(1).over("device_id")).clip(lower_bound=0).alias("gap_before"),
     ).with_columns(((pl.col("d") < TINY_KERNEL_NS) & pl.col("graph_node_id").is_null() & (pl.col("gap_before") >= pl.col("d"))).fill_null(False).alias("tiny"))
