@@ -321,7 +321,7 @@ def _reasons(stage: pl.DataFrame) -> tuple[list[str], list[float | None], list[s
     fractions: list[float | None] = []
     sources: list[str | None] = []
     for (bound, label, sol_label, roof, binding, intensity, compute, memory, sm, mem, from_units, one_sided, waves, known, speedup,
-         *pipes) in stage.select(columns).iter_rows():
+         *pipes) in stage.select(columns).rows():
         if not known:
             reasons.append("no FLOP or byte counts with known peaks and no SOL percentages in this export")
             fractions.append(None)
