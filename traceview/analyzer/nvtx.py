@@ -103,6 +103,7 @@ def range_table(nvtx: pl.DataFrame, launches: pl.DataFrame) -> pl.DataFrame:
     # releases the GIL in its sorts and searches, so they run on a thread pool, each writing its own slices.
     bounds = np.concatenate([[0], np.flatnonzero(np.diff(tids)) + 1, [len(tids)]])
 
+    # tids and parent come in as defaults, so that the names can be released below once the threads are done.
     def one_thread(first: int, last: int, tids: np.ndarray = tids, parent: np.ndarray = parent) -> None:
         own_depth, own_parent = _depth_and_parent(starts[first:last], ends[first:last])
         depth[first:last] = own_depth
