@@ -65,7 +65,12 @@ class Lane:
 
 
 def _lane(name: str, kind: str, device: int | None, frame: pl.DataFrame, label: str, names: dict[int, str] | None = None) -> Lane:
-    frame = frame.filter(pl.col("start_ns").is_not_null() & pl.col("end_ns").is_not_null() & (pl.col("end_ns") >= pl.col("start_ns"))).sort("start_ns")
+    frame = frame.lazy().filter(pl.col("start_ns").is_not_null() & pl.col("end_ns").is_not_null() & (pl.col("end_ns") >= pl.col("start_ns")))
+    frame = frame.select("start_ns", "end_ns", label).collect()
+    # Exports write activity in (or nearly in) start order: sorted starts are kept as they are, else a stable sort of
+    # the starts alone reorders the three columns a lane keeps.
+    if not frame["start_ns"].is_sorted():
+        frame = frame.select(pl.all().gather(np.argsort(frame["start_ns"].to_numpy(), kind="stable")))
     starts, ends = frame["start_ns"].to_numpy(), frame["end_ns"].to_numpy()
     return Lane(name, kind, device, starts, ends, frame[label], Coverage(starts, ends, presorted=True), names)
 
