@@ -301,7 +301,7 @@ def api_classes(api: pl.DataFrame, first_launches: pl.DataFrame | None = None) -
     named = pl.col("name").replace_strict(mapping, default="other_cuda_api", return_dtype=pl.String)
     # A first launch is found by its (process, correlation id) in the few first launches, as one number: a join
     # would hash millions of calls to mark a few hundred.
-    key = (pl.col("pid").fill_null(-1).cast(pl.Int64) + 1) * 2**32 + pl.col("correlation_id").cast(pl.Int64)
+    key = _call_number()
     firsts = first_launches.select(key).to_series().drop_nulls() if first_launches is not None and first_launches.height else pl.Series([], dtype=pl.Int64)
     slow_launch = (named == "launch") & ((pl.col("end_ns") - pl.col("start_ns")) >= SLOW_LAUNCH_CALL_NS) & key.is_in(firsts.implode()).fill_null(False)
     return api.select("start_ns", "end_ns", "pid", pl.when(slow_launch).then(pl.lit("module_load")).otherwise(named).cast(API_CLASS).alias("class"))
@@ -422,21 +422,18 @@ def launch_records(kernels: pl.DataFrame, api: pl.DataFrame) -> pl.DataFrame:
     if api.height == 0 or kernels.height == 0 or kernels["correlation_id"].null_count() == kernels.height:
         return pl.DataFrame(schema=columns)
     by_pid = kernels["pid"].null_count() < kernels.height and api["pid"].null_count() < api.height
-    kernel_key, api_key = _call_key(kernels, by_pid), _call_key(api, by_pid)
-    # A call is found by binary search in the calls ordered by key (two stable sorts: correlation ids come nearly
-    # sorted, processes are few), which holds a few integer arrays where a hash join of millions of calls held
-    # several hundred MB more at the analysis' peak.
-    order = np.flatnonzero(api_key[2])  # calls without a usable key launch nothing
-    order = order[np.argsort(api_key[1][order], kind="stable")]
-    order = order[np.argsort(api_key[0][order], kind="stable")]
-    process, correlation = api_key[0][order], api_key[1][order]
-    # Both keys in one sortable number: the process rank above the 32-bit correlation id.
-    combined = process.astype(np.int64) * 2**32 + correlation
-    wanted = kernel_key[0].astype(np.int64) * 2**32 + kernel_key[1]
-    index = np.searchsorted(combined, wanted, side="left")
-    found = index < len(combined)
-    found[found] = combined[index[found]] == wanted[found]
-    found &= kernel_key[2]
+    # Without a process id on a side, the correlation id alone decides; with them, a row lacking one matches nothing.
+    key = pl.when(pl.col("pid").is_not_null() if by_pid else pl.lit(True)).then(_call_number(by_pid)).fill_null(-1)
+    wanted, numbers = kernels.select(key).to_series().to_numpy(), api.select(key).to_series().to_numpy()
+    # A call is found by binary search in the calls ordered by number (ordered by process, then correlation id, which
+    # come nearly sorted), which holds a few integer arrays where a hash join of millions of calls held several
+    # hundred MB more at the analysis' peak. Calls without a usable number launch nothing.
+    usable = np.flatnonzero(numbers >= 0)
+    order = usable[grouped_time_order(numbers[usable] >> 32, numbers[usable] & (2**32 - 1))]
+    ordered = numbers[order]
+    index = np.searchsorted(ordered, wanted, side="left")
+    found = (wanted >= 0) & (index < len(ordered))
+    found[found] = ordered[index[found]] == wanted[found]
     call = order[index[found]]
     frame = kernels.select("device_id", "start_ns", "end_ns", "graph_node_id", "name_id").filter(pl.Series(found))
     return frame.with_columns(
@@ -444,20 +441,13 @@ def launch_records(kernels: pl.DataFrame, api: pl.DataFrame) -> pl.DataFrame:
     ).select(list(columns))
 
 
-def _call_key(frame: pl.DataFrame, by_pid: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Return per row (process rank, correlation id, whether the row has a usable key) as numpy arrays. Correlation
-    ids are CUPTI's 32-bit counters; a row whose id is outside that range (a damaged cell) matches nothing."""
-    correlation = frame["correlation_id"]
-    usable = correlation.is_not_null() & (correlation >= 0) & (correlation < 2**32)
-    if by_pid:
-        usable &= frame["pid"].is_not_null()
-        process = frame["pid"].fill_null(-1)
-    else:
-        process = pl.Series([0] * frame.height, dtype=pl.Int64)
-    # Ranks among the processes of both frames would need both; a process's own id, offset to stay non-negative and
-    # clipped into 31 bits, sorts the same way, and ids that collide after clipping belong to damaged rows only.
-    process = (process.clip(-1, 2**31 - 2) + 1).cast(pl.Int64)
-    return process.to_numpy(), correlation.fill_null(-1).clip(-1, 2**32 - 1).to_numpy().astype(np.int64), usable.fill_null(False).to_numpy()
+def _call_number(by_pid: bool = True) -> pl.Expr:
+    """A CUDA call's (process, correlation id) as one Int64: the process id, offset by one (a missing one as 0) and
+    clipped into 31 bits, above CUPTI's 32-bit correlation id; null where the id is missing or outside 32 bits (a
+    damaged cell). Process ids clipped together belong to damaged rows only."""
+    correlation = pl.col("correlation_id").cast(pl.Int64)
+    process = (pl.col("pid").fill_null(-1).clip(-1, 2**31 - 2).cast(pl.Int64) + 1) if by_pid else pl.lit(0, dtype=pl.Int64)
+    return pl.when(correlation.is_between(0, 2**32 - 1)).then(process * 2**32 + correlation)
 
 
 def _quantile(series: pl.Series, q: float) -> float | None:
