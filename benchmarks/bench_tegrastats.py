@@ -30,7 +30,7 @@ if mode == "bare":
         count = sum(1 for _ in handle)
 else:
     from traceview.parsers import tegrastats
-    frame, report = tegrastats.parse(path)
+    frame = tegrastats.parse(path).samples
     count = frame.height
     size = frame.estimated_size("mb")
 elapsed = time.perf_counter() - start

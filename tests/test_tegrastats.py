@@ -208,7 +208,7 @@ def test_oldest_grammar_tx1_l4t_28_1():
 
     from traceview.parsers.tegrastats import parse
 
-    frame, _ = parse(Path(__file__).parent / "fixtures" / "tegrastats_l4t28.1_tx1_oldest_grammar.log")
+    frame = parse(Path(__file__).parent / "fixtures" / "tegrastats_l4t28.1_tx1_oldest_grammar.log").samples
     assert frame["cpu_load_pct"].to_list() == [[12.0, 0.0, 0.0, 0.0], [52.0, 10.0, 3.0, 0.0]]
     assert frame["cpu_mhz"].to_list() == [[408.0] * 4, [1734.0] * 4]
     assert frame["emc_pct"].to_list() == [1.0, 12.0] and frame["emc_mhz"].to_list() == [1600.0, 1600.0]
@@ -250,11 +250,12 @@ def test_batches_keep_line_numbers_order_and_counts(realdata_file, tmp_path, mon
             lines.append(b"nvidia@tx2:~$ sudo tegrastats")
     path = tmp_path / "crlf.log"
     path.write_bytes(b"\r\n".join(lines) + b"\r\n")
-    whole, whole_report = tegrastats.parse(path)
+    whole = tegrastats.parse(path)
     monkeypatch.setattr(tegrastats, "_BATCH_LINES", 7)
-    batched, report = tegrastats.parse(path)
-    assert batched.equals(whole) and report == whole_report
+    batched = tegrastats.parse(path)
+    samples, report = batched.samples, batched.report
+    assert samples.equals(whole.samples) and report == whole.report
     sample_lines = [number for number, line in enumerate(lines, start=1) if b"RAM " in line]
-    assert batched["line_number"].to_list() == sample_lines
+    assert samples["line_number"].to_list() == sample_lines
     assert (report.blank_lines, report.stray_lines, report.total_lines) == (14, 6, len(lines))
-    assert str(batched["timestamp"][0]) == "2021-01-26 18:22:31"
+    assert str(samples["timestamp"][0]) == "2021-01-26 18:22:31"

@@ -102,7 +102,7 @@ def _read_nsys_stats(path: Path, fmt: TraceFormat, options: ReadOptions) -> Trac
 
 def _read_tegrastats(path: Path, fmt: TraceFormat, options: ReadOptions) -> Trace:
     cut = _cut_short(path, fmt)
-    log = tegrastats.read(path, options.interval_s)
+    log = tegrastats.parse(path, options.interval_s)
     notes: tuple[str, ...] = ()
     if cut and log.samples.height and log.samples["line_number"][-1] == cut:
         # A sample cut mid-line would report its missing fields (EMC, rails) as absent: it is left out.

@@ -163,8 +163,9 @@ def _parse_batches(batches: Iterator[tuple[pl.Series, pl.Series]]) -> list[pl.Da
     return parts
 
 
-def parse(path: str | Path, interval_s: float = 1.0) -> tuple[pl.DataFrame, ParseReport]:
-    """Return one row per sample (TELEMETRY schema; time_s from the timestamps, else index × interval_s)."""
+def parse(path: str | Path, interval_s: float = 1.0) -> TegrastatsLog:
+    """Return the log: one row per sample (TELEMETRY schema; time_s from the timestamps, else index × interval_s) and
+    what was skipped."""
     path = Path(path)
     report = ParseReport()
     parts = _parse_batches(_batches(path, report))
@@ -183,15 +184,10 @@ def parse(path: str | Path, interval_s: float = 1.0) -> tuple[pl.DataFrame, Pars
         if report.date_header is not None:
             frame = frame.with_columns(timestamp=pl.lit(report.date_header) + pl.duration(milliseconds=pl.col("sample") * int(interval_s * 1000)))
     frame = frame.with_columns(time_s.alias("time_s"), pl.col("sample").cast(pl.Int64))
-    return conform(frame, TELEMETRY), report
+    return TegrastatsLog(conform(frame, TELEMETRY), report)
 
 
 def looks_like_tegrastats(head: bytes) -> bool:
     """Return True when the first bytes of a file hold a tegrastats sample line."""
     return bool(SAMPLE_MARKER.search(head)) and (b"CPU [" in head or b"cpu [" in head)
 
-
-def read(path: str | Path, interval_s: float = 1.0) -> TegrastatsLog:
-    """Return the parsed log: its samples (as parse returns them) and what was skipped."""
-    samples, report = parse(path, interval_s)
-    return TegrastatsLog(samples, report)
