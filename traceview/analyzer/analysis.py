@@ -12,7 +12,7 @@ import polars as pl
 
 from traceview.analyzer.decode import decode_ceiling
 from traceview.analyzer.devices import GpuSpec, find_by_compute_capability, find_by_name, host_link, lookup_gpu
-from traceview.analyzer.diagnosis import diagnose_kernels, tensor_core_evidence
+from traceview.analyzer.diagnosis import diagnose_kernels, tensor_core_columns
 from traceview.analyzer.jetson import Board, Telemetry, analyze_telemetry
 from traceview.analyzer.llm import LlmAnalysis, analyze_runs
 from traceview.analyzer.ncu_steps import decode_steps
@@ -190,26 +190,10 @@ VERDICT_SCHEMA = {
 _FFMA_PRECISIONS = ("fp64", "fp32", "fp16")
 
 
-def _tensor_columns(kernels: pl.DataFrame) -> list[pl.Expr]:
-    """Per launch: whether it uses tensor cores and how we know (its tensor-pipe metrics, else its name), as
-    diagnosis.tensor_core_evidence says for one launch."""
-    measured = [pl.col(c).cast(pl.Float64) for c in ("tensor_flop", "tensor_inst", "tensor_pipe_pct") if c in kernels.columns]
-    measured = [pl.when(~value.is_nan()).then(value) for value in measured]
-    by_metrics = pl.any_horizontal([value.is_not_null() for value in measured]) if measured else pl.lit(False)
-    names = kernels["kernel_name"].unique().drop_nulls().to_list() if "kernel_name" in kernels.columns else []
-    by_name = (pl.col("kernel_name").replace_strict({n: tensor_core_evidence({"kernel_name": n})[0] is True for n in names},
-                                                    default=False, return_dtype=pl.Boolean) if names else pl.lit(False))
-    return [
-        pl.when(by_metrics).then(pl.any_horizontal([(value > 0).fill_null(False) for value in measured]) if measured else pl.lit(None))
-        .when(by_name).then(pl.lit(True)).alias("tensor_core"),
-        pl.when(by_metrics).then(pl.lit("tensor-pipe metrics")).when(by_name).then(pl.lit("kernel name")).alias("tensor_core_source"),
-    ]
-
-
 def _tensor_checked(verdicts: pl.DataFrame, kernels: pl.DataFrame) -> pl.DataFrame:
     """Return the verdicts with tensor-core evidence; a tensor-core kernel measured by FFMA counts alone gets precision
     `unknown` and a warning, and no roofline verdict (its FFMA roofline leaves its real work out)."""
-    verdicts = verdicts.with_columns(kernels.select(_tensor_columns(kernels)))
+    verdicts = verdicts.with_columns(kernels.select(tensor_core_columns(kernels)))
     tensor_flop = kernels["tensor_flop"] if "tensor_flop" in kernels.columns else pl.Series([None] * kernels.height, dtype=pl.Float64)
     verdicts = verdicts.with_columns(tensor_flop.alias("_tensor_flop"))
     ffma_only = (pl.col("tensor_core").fill_null(False) & ~(pl.col("_tensor_flop").fill_nan(0.0).fill_null(0.0) > 0)

@@ -89,15 +89,28 @@ _COVERED_RULES = {"SOLBottleneck", "TheoreticalOccupancy", "AchievedOccupancy", 
                   "SOLFPRoofline", "WarpStallSampling"}
 
 
+def tensor_core_columns(launches: pl.DataFrame) -> list[pl.Expr]:
+    """Per launch: whether it uses tensor cores (`tensor_core`) and how we know (`tensor_core_source`): its tensor
+    metrics (tensor_flop, tensor_inst, tensor_pipe_pct) where any is measured, else its name; null where neither says."""
+    measured = [pl.col(c).cast(pl.Float64) for c in ("tensor_flop", "tensor_inst", "tensor_pipe_pct") if c in launches.columns]
+    measured = [pl.when(~value.is_nan()).then(value) for value in measured]
+    by_metrics = pl.any_horizontal([value.is_not_null() for value in measured]) if measured else pl.lit(False)
+    names = launches["kernel_name"].unique().drop_nulls().to_list() if "kernel_name" in launches.columns else []
+    by_name = (pl.col("kernel_name").replace_strict({n: _tensor_by_name(n) for n in names}, default=False, return_dtype=pl.Boolean)
+               if names else pl.lit(False))
+    return [
+        pl.when(by_metrics).then(pl.any_horizontal([(value > 0).fill_null(False) for value in measured]) if measured else pl.lit(None))
+        .when(by_name).then(pl.lit(True)).alias("tensor_core"),
+        pl.when(by_metrics).then(pl.lit("tensor-pipe metrics")).when(by_name).then(pl.lit("kernel name")).alias("tensor_core_source"),
+    ]
+
+
 def tensor_core_evidence(row: dict[str, Any]) -> tuple[bool | None, str | None]:
-    """Return (uses tensor cores, how we know) for one launch: its tensor metrics, else its name, else (None, None)."""
-    measured = [row.get(name) for name in ("tensor_flop", "tensor_inst", "tensor_pipe_pct")]
-    present = [value for value in measured if value is not None and value == value]
-    if present:
-        return any(value > 0 for value in present), "tensor-pipe metrics"
-    if _tensor_by_name(row.get("kernel_name") or ""):
-        return True, "kernel name"
-    return None, None
+    """Return (uses tensor cores, how we know) for one launch, as tensor_core_columns says it for a frame of them."""
+    columns = ("kernel_name", "tensor_flop", "tensor_inst", "tensor_pipe_pct")
+    frame = pl.DataFrame({c: [row.get(c)] for c in columns if c in row},
+                         schema={c: (pl.String if c == "kernel_name" else pl.Float64) for c in columns if c in row}, strict=False)
+    return frame.select(tensor_core_columns(frame)).row(0)
 
 
 @functools.lru_cache(maxsize=4096)
