@@ -24,6 +24,8 @@ from traceview.errors import TraceFormatError
 KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
 GRAPH_TRACE_TABLE = "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"
 _CHUNK_ROWS = 500_000
+# Beyond this many row ids (a damaged page can make max(rowid) ~2**62) a table is read as one range, counted first.
+_MAX_ROWID_SPAN = 256 * _CHUNK_ROWS
 MAX_NAME_CHARS = 65_536  # kernel names of generated code reach tens of kilobytes, never megabytes
 MAX_API_NAME_CHARS = 256
 MAX_NVTX_TEXT_CHARS = 4096
@@ -153,6 +155,12 @@ def _optional(columns: set[str], name: str, expression: str | None = None, missi
     return (expression or f'"{name}"') if name in columns else missing
 
 
+def _pid_of_thread() -> pl.Expr:
+    """The process id inside a global thread id, as _PID takes it out of a global process id: computed here rather
+    than read as a second column, which would cost a tenth of the read of ten million NVTX rows."""
+    return ((pl.col("tid") // 16777216) % 16777216).alias("pid")
+
+
 def _device(columns: set[str]) -> str:
     # Tools that write nsys-compatible SQLite for one GPU may leave the device out: that is device 0.
     return _optional(columns, "deviceId", missing="0")
@@ -264,10 +272,9 @@ def _read(path: Path, connection: sqlite3.Connection, tables: set[str], progress
     api = pl.DataFrame(schema=NSYS_API)
     if "CUPTI_ACTIVITY_KIND_RUNTIME" in tables:
         columns = set(_columns(connection, "CUPTI_ACTIVITY_KIND_RUNTIME"))
-        sql = (f'start, "end", {_optional(columns, "nameId")}, {_optional(columns, "correlationId")}, {_optional(columns, "globalTid")}, '
-               f'{_optional(columns, "globalTid", _PID.format(column="globalTid"))}')
+        sql = f'start, "end", {_optional(columns, "nameId")}, {_optional(columns, "correlationId")}, {_optional(columns, "globalTid")}'
         frame = reader.read("CUPTI_ACTIVITY_KIND_RUNTIME", sql, pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "name_id": pl.Int64, "correlation_id": pl.Int64,
-                                                   "tid": pl.Int64, "pid": pl.Int64}))
+                                                   "tid": pl.Int64})).with_columns(_pid_of_thread())
         # Mapped once per row, so only the ids in use, and at API-name length: one huge string would be copied per call.
         api_names = {i: names.get(i, "?")[:MAX_API_NAME_CHARS] for i in frame["name_id"].unique().drop_nulls().to_list()}
         api = frame.select("start_ns", "end_ns", pl.col("name_id").replace_strict(api_names, default="?", return_dtype=pl.String).alias("name"),
@@ -277,10 +284,9 @@ def _read(path: Path, connection: sqlite3.Connection, tables: set[str], progress
         columns = set(_columns(connection, "NVTX_EVENTS"))
         # Without eventType (a trimmed export) a row with an end is a push/pop range and one without an end a mark.
         kind = _optional(columns, "eventType", missing='CASE WHEN "end" IS NULL THEN 34 ELSE 59 END')
-        sql = (f'start, "end", {kind}, {_optional(columns, "text")}, {_optional(columns, "textId")}, {_optional(columns, "globalTid")}, '
-               f'{_optional(columns, "globalTid", _PID.format(column="globalTid"))}')
+        sql = f'start, "end", {kind}, {_optional(columns, "text")}, {_optional(columns, "textId")}, {_optional(columns, "globalTid")}'
         frame = reader.read("NVTX_EVENTS", sql, pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "type": pl.Int64, "text": pl.Categorical(), "text_id": pl.Int64,
-                                                   "tid": pl.Int64, "pid": pl.Int64}), where=f"{kind} IN (59, 60, 34)")
+                                                   "tid": pl.Int64}), where=f"{kind} IN (59, 60, 34)").with_columns(_pid_of_thread())
         # Inline texts and StringIds texts are both cut and mapped per distinct value, then joined as categories.
         inline = frame["text"].unique().drop_nulls()
         by_id = frame["text_id"].unique().drop_nulls()
@@ -313,23 +319,32 @@ class _Reader:
 
     def __init__(self, path: Path, connection: sqlite3.Connection, progress: Callable[[int, int], None] | None, tables: list[str]):
         self.path, self.connection, self.progress, self.done = path, connection, progress, 0
-        # min(rowid) and max(rowid) asked alone are one b-tree descent each; asked together (or with count) SQLite
-        # scans the whole table, a second per ten million NVTX rows. The count is taken once, for progress too.
-        self.bounds = {table: tuple(connection.execute(f'SELECT {what} FROM "{table}"').fetchone()[0]
-                                    for what in ("min(rowid)", "max(rowid)", "count(*)")) for table in tables}
-        self.total = sum(count or 0 for _, _, count in self.bounds.values())
+        # min(rowid) and max(rowid) asked alone are one b-tree descent each, where count(*) (or both asked together)
+        # scans the whole table: a second per ten million NVTX rows. Nsight Systems numbers rows densely, so the row
+        # ids bound the row count well enough for progress; only a table whose ids are sparse is counted.
+        self.bounds = {table: tuple(connection.execute(f'SELECT {what} FROM "{table}"').fetchone()[0] for what in ("min(rowid)", "max(rowid)"))
+                       for table in tables}
+        self.rows = {table: self._estimated_rows(table, low, high) for table, (low, high) in self.bounds.items()}
+        self.total = sum(self.rows.values())
         try:
             import adbc_driver_sqlite.dbapi as adbc
         except ImportError:  # the standard library gives the same result, several times slower
             adbc = None
         self.adbc = adbc
 
+    def _estimated_rows(self, table: str, low: int | None, high: int | None) -> int:
+        if low is None or high is None:
+            return 0
+        if high - low + 1 > _MAX_ROWID_SPAN:
+            return int(self.connection.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0])
+        return high - low + 1
+
     def _ranges(self, table: str) -> list[tuple[int, int]]:
-        low, high, total = self.bounds.get(table) or (None, None, 0)
-        if not total or low is None or high is None:
+        low, high = self.bounds.get(table) or (None, None)
+        if low is None or high is None:
             return []
-        if high - low + 1 > 2 * total + _CHUNK_ROWS:
-            # Row ids far sparser than the rows (a damaged page can make max(rowid) ~2**62): one range, not billions.
+        if high - low + 1 > _MAX_ROWID_SPAN:
+            # Row ids far sparser than any real export's rows: one range, not billions.
             return [(low, high)]
         return [(first, min(first + _CHUNK_ROWS - 1, high)) for first in range(low, high + 1, _CHUNK_ROWS)]
 
@@ -360,7 +375,7 @@ class _Reader:
         with ThreadPoolExecutor(max_workers=min(2, len(queries))) as pool:
             for (low, high), part in zip(ranges, pool.map(lambda sql: self._chunk(sql, schema), queries), strict=True):
                 parts.append(part)
-                self.done += high - low + 1 if len(ranges) > 1 else part.height
+                self.done += high - low + 1 if len(ranges) > 1 else self.rows[table]
                 if self.progress is not None:
                     self.progress(min(self.done, self.total), self.total)
         return pl.concat(parts, rechunk=False)
