@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import json
 import shutil
 import sqlite3
@@ -475,3 +476,67 @@ def test_a_slow_first_launch_is_module_loading_a_slow_later_one_is_not():
     classes = api_classes(api, firsts)
     assert classes.columns == ["start_ns", "end_ns", "pid", "class"]
     assert classes["class"].cast(pl.String).to_list() == ["module_load", "launch", "launch", "synchronization"]
+
+
+def _stack_nesting(starts, ends, tids):
+    """Reference nesting: per thread, ranges by start (longer first on ties) pushed on a stack."""
+    depth, parent = [0] * len(starts), [-1] * len(starts)
+    for tid in set(tids):
+        rows = sorted((i for i in range(len(starts)) if tids[i] == tid), key=lambda i: (starts[i], -ends[i], i))
+        stack = []
+        for i in rows:
+            while stack and ends[stack[-1]] <= starts[i]:
+                stack.pop()
+            depth[i], parent[i] = len(stack), stack[-1] if stack else -1
+            stack.append(i)
+    return depth, parent
+
+
+@pytest.mark.parametrize("levels", [3, 70])  # shallow nesting is found level by level, deep nesting by a sort
+def test_nvtx_nesting_matches_a_stack_on_shuffled_threads(levels):
+    import polars as pl
+
+    from traceview.analyzer.nvtx import _depth_and_parent, nvtx_ranges
+    from traceview.analyzer.ordering import time_order
+
+    rng = np.random.default_rng(levels)
+    starts, ends, tids, names = [], [], [], []
+    for tid in (7, 3):
+        def push(start, level):
+            """Write properly nested ranges under [start, ...) and return where they end."""
+            now = start
+            for _ in range(int(rng.integers(1, 4)) if level < min(levels, 3) else 0):
+                now = push(now + int(rng.integers(0, 3)), level + 1)
+            end = now + int(rng.integers(0, 3))
+            starts.append(start), ends.append(end), tids.append(tid), names.append(f"op{level}, op_id = {len(starts)}")
+            return end
+        t = 0
+        for _ in range(3 if levels < 10 else 1):
+            t = push(t, 0) + 1
+        if levels > 10:  # one deep chain, so the nesting really is `levels` deep
+            chain = [(t + i, t + 2 * levels - i) for i in range(levels)]
+            for i, (a, b) in enumerate(chain):
+                starts.append(a), ends.append(b), tids.append(tid), names.append(f"chain{i}")
+    shuffle = rng.permutation(len(starts))
+    starts, ends, tids, names = ([values[i] for i in shuffle] for values in (starts, ends, tids, names))
+    depth, parent = _stack_nesting(starts, ends, tids)
+    group = [name.split(",")[0] for name in names]
+    # Per range, on each thread's ranges in time order.
+    for tid in (7, 3):
+        rows = np.array([i for i in range(len(starts)) if tids[i] == tid])
+        own_starts, own_ends = np.array(starts)[rows], np.array(ends)[rows]
+        order = time_order(own_starts, own_ends)
+        rows = rows if order is None else rows[order]
+        own_depth, own_parent = _depth_and_parent(np.array(starts)[rows], np.array(ends)[rows])
+        assert own_depth.tolist() == [depth[i] for i in rows]
+        assert [rows[p] if p >= 0 else -1 for p in own_parent] == [parent[i] for i in rows]
+    assert max(depth) >= (levels - 1 if levels > 10 else 1)
+    # Per group, through the whole table: the shallowest depth and the most frequent enclosing group.
+    nvtx = pl.DataFrame({"start_ns": starts, "end_ns": ends, "text": names, "kind": ["PushPop"] * len(starts), "tid": tids, "pid": [1] * len(starts)},
+                        schema_overrides={"text": pl.Categorical, "kind": pl.Categorical})
+    table = nvtx_ranges(nvtx, pl.DataFrame(schema={"tid": pl.Int64, "call_start_ns": pl.Int64, "start_ns": pl.Int64, "end_ns": pl.Int64}))
+    for row in table.groups.iter_rows(named=True):
+        own = [i for i in range(len(starts)) if group[i] == row["group"]]
+        enclosing = collections.Counter(group[parent[i]] for i in own if parent[i] >= 0)
+        assert row["count"] == len(own) and row["depth"] == min(depth[i] for i in own)
+        assert row["parent"] == (min(enclosing, key=lambda name: (-enclosing[name], name)) if enclosing else None)

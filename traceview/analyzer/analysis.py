@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,7 +17,7 @@ from traceview.analyzer.diagnosis import diagnose_kernels, tensor_core_columns
 from traceview.analyzer.jetson import Board, Telemetry, analyze_telemetry
 from traceview.analyzer.llm import LlmAnalysis, analyze_runs
 from traceview.analyzer.ncu_steps import decode_steps
-from traceview.analyzer.nvtx import group_summary, range_table, steps_from_kernels, steps_from_nvtx
+from traceview.analyzer.nvtx import group_summary, nvtx_ranges, steps_from_kernels, steps_from_nvtx
 from traceview.analyzer.ranking import rank_kernels
 from traceview.analyzer.roofline import RECOMMENDATIONS, Bound, classify_launches
 from traceview.analyzer.timeline import BLOCKING_API, Timeline, join_ncu, kernel_summary, stats_findings, sync_summary
@@ -360,14 +361,16 @@ def analyze_nsys(
     say("joining launch calls to kernels")
     launches = launch_records(kernels, export.api)
     mode = next((v for k, v in export.capture_options.items() if k.endswith("CUDA_GRAPH_TRACE_OPTIONS:MODE")), None)
-    say("where the time went, and idle gaps")
-    run = analyze_whole_run(kernels, export.names, export.memops, export.api, export.nvtx, export.graphs, links, gap_threshold_ns,
-                            graph_trace_mode=mode, launches=launches)
+    say("where the time went, idle gaps, NVTX ranges and steps")
+    # The NVTX nesting and the device sweep share nothing but the launches: on two cores they run side by side
+    # (numpy and polars release the GIL in their sorts, searches and joins).
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        nvtx_work = pool.submit(_nvtx_groups_and_steps, export.nvtx, launches, kernels, export.names)
+        run = analyze_whole_run(kernels, export.names, export.memops, export.api, export.nvtx, export.graphs, links, gap_threshold_ns,
+                                graph_trace_mode=mode, launches=launches)
+        nvtx_groups, steps = nvtx_work.result()
     for activity in run.devices:
         activity["name"] = device_names.get(activity["device_id"]) or (spec.name if gpu and spec else None)
-    say("NVTX ranges and steps")
-    ranges = range_table(export.nvtx, launches)
-    steps = steps_from_nvtx(ranges) or steps_from_kernels(kernels, export.names)
 
     how = f"chosen with --gpu {gpu}" if gpu else ("recorded in the export (TARGET_INFO_GPU)" if names_seen else
                                                   "the export records no GPU (no TARGET_INFO_GPU); use --gpu for peaks and the host link")
@@ -381,7 +384,7 @@ def analyze_nsys(
     display = (f"{len(names_seen)}× GPUs: " + ", ".join(names_seen)) if len(names_seen) > 1 else (names_seen[0] if names_seen else (spec.name if spec else None))
     cc = gpus["compute_capability"].drop_nulls().first() if gpus.height else None
     device = Device(display, cc or (spec.compute_capability if spec else None), spec, how, peaks)
-    timeline = Timeline(run.devices, run.copies, run.findings, group_summary(ranges), run.verdict, run.gaps, run.idle_by_cause, run.launch,
+    timeline = Timeline(run.devices, run.copies, run.findings, nvtx_groups, run.verdict, run.gaps, run.idle_by_cause, run.launch,
                         steps, sync_summary(export.sync, export.api), unmatched, matched, export=export)
     notes = list(export.notes) + run.notes
     if untimed:
@@ -390,6 +393,13 @@ def analyze_nsys(
         notes.append("the export has no CUDA kernel activity (CUDA tracing off?): only NVTX and API findings")
     notes += _join_notes(ncu, matched, summary.height, unmatched)
     return Analysis(source, device, _without_launches(device), ranked, notes, timeline=timeline)
+
+
+def _nvtx_groups_and_steps(nvtx: pl.DataFrame, launches: pl.DataFrame, kernels: pl.DataFrame, names: dict[int, str]
+                           ) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """Return the NVTX groups (group_summary) and the per-step times (from NVTX ranges, else the kernel sequence)."""
+    ranges = nvtx_ranges(nvtx, launches)
+    return group_summary(ranges), steps_from_nvtx(ranges) or steps_from_kernels(kernels, names)
 
 
 def _decode_from_steps(steps: dict[str, Any], weight_bytes: float, peak_bytes_per_s: float | None) -> dict[str, Any]:

@@ -9,15 +9,15 @@ Depth and parent assume ranges on one thread nest (push/pop ranges always do; st
 
 from __future__ import annotations
 
-import os
+import itertools
 import re
-from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import polars as pl
 
-from traceview.analyzer.ordering import grouped_time_order
+from traceview.analyzer.ordering import grouped_time_order, time_order
 
 _VOLATILE = (
     (re.compile(r"\s*,?\s*\b(op_id|seq|sequence_number|seq_id|fwd_seq|bwd_seq)\s*[=:]\s*-?\d+"), ""),
@@ -33,6 +33,7 @@ _FRAMEWORK_RANGE = re.compile(r"::")
 PHASE_PATTERNS = (("prefill", re.compile(r"(?i)prefill|prompt|context")), ("decode", re.compile(r"(?i)decode|generat|token")))
 MIN_STEPS = 3
 MAX_LISTED_STEPS = 1000
+_SHALLOW = 48  # nesting levels up to which each level's ranges are found with one pass, not a sort
 
 
 def normalise_range_name(text: str | None) -> str:
@@ -45,34 +46,76 @@ def normalise_range_name(text: str | None) -> str:
 
 
 def _depth_and_parent(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Return each range's nesting depth (0 = outermost) and the index of its parent (-1 for none), for one thread's
-    ranges ordered by start, longer first on ties (range_table sorts them so: millions of ranges, one sort)."""
-    rank = np.arange(len(starts))
-    # Ends come nearly sorted (ranges are short next to the run), which the stable sort (timsort) exploits.
-    depth = np.clip(rank - np.searchsorted(np.sort(ends, kind="stable"), starts, side="right"), 0, None)
-    parent = np.full(len(starts), -1, dtype=np.int64)
-    # Positions grouped by depth, each group in order: a range's parent is the last range one level up before it.
-    # Depths are small: as 16-bit integers numpy sorts them stably by radix, in linear time.
-    by_level = np.argsort(depth.astype(np.int16 if depth.max(initial=0) < 2**15 else np.int64), kind="stable")
-    level_bounds = np.searchsorted(depth[by_level], np.arange(int(depth.max(initial=0)) + 2))
-    for level in range(1, len(level_bounds) - 1):
-        above = by_level[level_bounds[level - 1]:level_bounds[level]]
-        here = by_level[level_bounds[level]:level_bounds[level + 1]]
+    """Return each range's nesting depth (0 = outermost) and the index of its parent (-1 for none), both int32, for
+    one thread's ranges ordered by start, longer first on ties (ordering.time_order)."""
+    # A range's depth is the number of ranges before it that are still open when it starts: those before it, less
+    # those that ended by then. Ends come nearly sorted (ranges are short next to the run), which the stable sort
+    # (timsort) exploits.
+    depth = np.arange(len(starts), dtype=np.int64)
+    depth -= np.searchsorted(np.sort(ends, kind="stable"), starts, side="right")
+    # That count of ended ranges also takes in zero-length ranges at the same start that come after (ties are ordered
+    # longer first, so they close each tie): each is given back to the ranges from its tie's first up to itself.
+    zero = np.flatnonzero(ends == starts)
+    if len(zero):
+        given_back = np.zeros(len(starts) + 1, dtype=np.int64)
+        np.add.at(given_back, np.searchsorted(starts, starts[zero], side="left"), 1)
+        np.add.at(given_back, zero + 1, -1)
+        depth += np.cumsum(given_back[:-1])
+    np.clip(depth, 0, None, out=depth)
+    depth = depth.astype(np.int32)  # millions of ranges on a thread: half the memory from here on
+    parent = np.full(len(starts), -1, dtype=np.int32)
+    # A range's parent is the last range one level up that starts before it. Nesting is shallow: the positions at
+    # each level, in order, come from one pass per level (a stable sort by level where it is deep).
+    deepest = int(depth.max(initial=0))
+    if deepest <= _SHALLOW:
+        levels = [np.flatnonzero(depth == level) for level in range(deepest + 1)]
+    else:
+        by_level = np.argsort(depth, kind="stable")
+        bounds = np.concatenate([[0], np.cumsum(np.bincount(depth))])
+        levels = [by_level[bounds[level]:bounds[level + 1]] for level in range(deepest + 1)]
+    for above, here in itertools.pairwise(levels):
         index = np.searchsorted(above, here) - 1
         parent[here] = np.where(index >= 0, above[np.clip(index, 0, None)], -1)
-    return depth.astype(np.int64), parent
+    return depth, parent
 
 
-def range_table(nvtx: pl.DataFrame, launches: pl.DataFrame) -> pl.DataFrame:
-    """Return every NVTX range (marks excluded) with its group name, depth, parent group, and the kernels it launched:
-    start_ns, end_ns, group, depth, parent, kernels, gpu_ns, ordered by thread and start."""
-    ranges = nvtx.filter((pl.col("kind") != "Mark") & pl.col("end_ns").is_not_null() & (pl.col("end_ns") >= pl.col("start_ns")))
-    empty = pl.DataFrame(schema={"start_ns": pl.Int64, "end_ns": pl.Int64, "group": pl.String, "depth": pl.Int32,
-                                 "parent": pl.String, "kernels": pl.Int32, "gpu_ns": pl.Int64})
+GROUP_TOTALS = pl.Schema({"group": pl.String, "count": pl.Int64, "cpu_ns": pl.Int64, "gpu_ns": pl.Int64, "kernels": pl.Int64,
+                          "depth": pl.Int32, "parent": pl.String})
+STEP_RANGES = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "group": pl.String, "gpu_ns": pl.Int64})
+_BLOCK_ROWS = 1 << 20  # ranges summed at a time: the per-range figures of ten million ranges are never held at once
+
+
+@dataclass(frozen=True)
+class NvtxRanges:
+    """The NVTX ranges of an export (marks left out), grouped by name.
+
+    `groups`: one row per group (GROUP_TOTALS): ranges, CPU time, GPU time and kernels they launched, the shallowest
+    depth, and the group that most often encloses it (ties: the first by name). `steps`: the ranges of the groups whose
+    names could mark steps or phases (STEP_RANGES, in the export's row order), for steps_from_nvtx.
+    """
+
+    groups: pl.DataFrame
+    steps: pl.DataFrame
+
+
+def _may_mark_steps(names: pl.Series) -> pl.Series:
+    """Whether each group name could mark steps or a phase (steps_from_nvtx's tests of the name alone)."""
+    frame = names.to_frame("group")
+    step = pl.col("group").str.contains(STEP_RANGE.pattern) & (~pl.col("group").str.contains(_FRAMEWORK_RANGE.pattern) | pl.col("group").str.contains("(?i)step"))
+    return frame.select(pl.any_horizontal(step, *(pl.col("group").str.contains(pattern.pattern) for _, pattern in PHASE_PATTERNS))).to_series()
+
+
+def nvtx_ranges(nvtx: pl.DataFrame, launches: pl.DataFrame) -> NvtxRanges:
+    """Return the export's NVTX ranges nested thread by thread, with the kernels each launched (launch_records'
+    frame), summed per group."""
+    is_range = ((pl.col("kind") != "Mark") & pl.col("end_ns").is_not_null() & (pl.col("end_ns") >= pl.col("start_ns"))).fill_null(False)
+    ranges = nvtx.select("start_ns", "end_ns", "text", "tid")
+    if ranges.height and not nvtx.select(is_range.all()).item():
+        ranges = ranges.filter(nvtx.select(is_range).to_series())  # only when some rows are not ranges: ten million rows are not copied
     if ranges.height == 0:
-        return empty
+        return NvtxRanges(pl.DataFrame(schema=GROUP_TOTALS), pl.DataFrame(schema=STEP_RANGES))
     # Names repeat millions of times but are few: each distinct name is normalised once, and a range carries the
-    # number of its group (an Enum), not the string, through the sort and the nesting.
+    # number of its group, not the string, through the nesting.
     text = ranges["text"] if ranges.schema["text"] == pl.Categorical else ranges["text"].cast(pl.String).cast(pl.Categorical)
     texts = text.unique().drop_nulls()
     names = [normalise_range_name(t) for t in texts.cast(pl.String).to_list()]
@@ -82,16 +125,8 @@ def range_table(nvtx: pl.DataFrame, launches: pl.DataFrame) -> pl.DataFrame:
     lookup = np.full(int(physical.max(initial=0)) + 2, number["<unnamed>"], dtype=np.uint32)  # the last entry: no text
     lookup[physical] = [number[name] for name in names]
     codes = lookup[text.to_physical().fill_null(len(lookup) - 1).to_numpy()]
-    starts, ends, tids = ranges["start_ns"].to_numpy(), ranges["end_ns"].to_numpy(), ranges["tid"].fill_null(-1).to_numpy()
-    order = grouped_time_order(tids, starts, ends)
-    starts, ends, tids, codes = starts[order], ends[order], tids[order], codes[order]
-    del order
-    # Ten million ranges: 32-bit depths, parents and counts where they fit keep the analysis' peak memory down.
-    index_type = np.int32 if len(starts) < 2**31 else np.int64
-    depth = np.zeros(len(starts), dtype=index_type)
-    parent = np.full(len(starts), -1, dtype=index_type)
-    kernels = np.zeros(len(starts), dtype=index_type)
-    gpu = np.zeros(len(starts), dtype=np.int64)
+    no_parent = len(group_names)
+    may_mark_steps = _may_mark_steps(pl.Series(group_names, dtype=pl.String)).to_numpy()
     call_tids, call_starts, call_time = np.array([], dtype=np.int64), np.array([], dtype=np.int64), np.zeros(1, dtype=np.int64)
     if launches.height:
         calls = launches.select(pl.col("tid").fill_null(-1), pl.col("call_start_ns").fill_null(-1), (pl.col("end_ns") - pl.col("start_ns")).alias("d"))
@@ -99,52 +134,59 @@ def range_table(nvtx: pl.DataFrame, launches: pl.DataFrame) -> pl.DataFrame:
         call_order = grouped_time_order(call_tids, call_starts)
         call_tids, call_starts = call_tids[call_order], call_starts[call_order]
         call_time = np.concatenate([[0], np.cumsum(calls["d"].to_numpy()[call_order])])
-    # One thread's ranges at a time: a contiguous slice after the sort, no copies. Threads are independent and numpy
-    # releases the GIL in its sorts and searches, so they run on a thread pool, each writing its own slices.
-    bounds = np.concatenate([[0], np.flatnonzero(np.diff(tids)) + 1, [len(tids)]])
+    totals, pairs, step_rows, step_gpu = [], [], [], []
+    tids = ranges["tid"].fill_null(-1)
+    for tid in tids.unique().sort().to_list():
+        # Depth and parent assume one thread's ranges nest: each thread's are nested apart, in time order.
+        rows = (tids == tid).arg_true()
+        starts, ends = ranges["start_ns"].gather(rows).to_numpy(), ranges["end_ns"].gather(rows).to_numpy()
+        rows = rows.to_numpy()
+        order = time_order(starts, ends)
+        if order is not None:
+            starts, ends, rows = starts[order], ends[order], rows[order]
+        del order
+        own_codes = codes[rows]
+        depth, parent = _depth_and_parent(starts, ends)
+        first_call, after_calls = np.searchsorted(call_tids, tid, "left"), np.searchsorted(call_tids, tid, "right")
+        own_calls = call_starts[first_call:after_calls]
+        # Summed a block at a time: what is kept is one row per group, and the ranges that could be steps.
+        for block in range(0, len(rows), _BLOCK_ROWS):
+            part = slice(block, block + _BLOCK_ROWS)
+            block_codes = own_codes[part]
+            low = np.searchsorted(own_calls, starts[part], side="left") + first_call
+            high = np.searchsorted(own_calls, ends[part], side="right") + first_call
+            gpu = call_time[high] - call_time[low]
+            own_parent = parent[part]
+            own = pl.DataFrame({"code": block_codes, "d": ends[part] - starts[part], "gpu_ns": gpu, "kernels": high - low, "depth": depth[part],
+                                "parent": np.where(own_parent >= 0, own_codes[np.clip(own_parent, 0, None)], no_parent).astype(np.uint32)})
+            totals.append(own.group_by("code").agg(pl.len().alias("count"), pl.col("d").sum().alias("cpu_ns"), pl.col("gpu_ns").sum(),
+                                                   pl.col("kernels").sum(), pl.col("depth").min()))
+            pairs.append(own.filter(pl.col("parent") != no_parent).group_by("code", "parent").len())
+            kept = np.flatnonzero(may_mark_steps[block_codes])
+            step_rows.append(rows[part][kept])
+            step_gpu.append(gpu[kept])
+    name_of: dict[int, str] = dict(enumerate(group_names))
+    # The enclosing group: the most frequent parent, the first by name on ties (codes are in name order).
+    parents = pl.concat(pairs).group_by("code", "parent").agg(pl.col("len").sum()).sort("code", "len", "parent", descending=[False, True, False]).unique(
+        "code", keep="first").select("code", pl.col("parent").alias("parent_code"))
+    groups = pl.concat(totals).group_by("code").agg(pl.col("count", "cpu_ns", "gpu_ns", "kernels").sum(), pl.col("depth").min()).join(
+        parents, on="code", how="left").with_columns(
+        pl.col("code").replace_strict(name_of, return_dtype=pl.String).alias("group"),
+        pl.col("parent_code").replace_strict(name_of, default=None, return_dtype=pl.String).alias("parent"))
+    kept_rows, kept_gpu = np.concatenate(step_rows), np.concatenate(step_gpu)
+    in_order = np.argsort(kept_rows, kind="stable")
+    kept_rows, kept_gpu = kept_rows[in_order], kept_gpu[in_order]
+    steps = ranges.select("start_ns", "end_ns")[kept_rows].with_columns(
+        pl.Series(codes[kept_rows]).replace_strict(name_of, return_dtype=pl.String).alias("group"), pl.Series("gpu_ns", kept_gpu, dtype=pl.Int64))
+    return NvtxRanges(groups.select(list(GROUP_TOTALS.keys())).cast(dict(GROUP_TOTALS)), steps)  # type: ignore[arg-type]
 
-    # tids and parent come in as defaults, so that the names can be released below once the threads are done.
-    def one_thread(first: int, last: int, tids: np.ndarray = tids, parent: np.ndarray = parent) -> None:
-        own_depth, own_parent = _depth_and_parent(starts[first:last], ends[first:last])
-        depth[first:last] = own_depth
-        parent[first:last] = np.where(own_parent >= 0, own_parent + first, -1)
-        low_call, high_call = np.searchsorted(call_tids, tids[first], "left"), np.searchsorted(call_tids, tids[first], "right")
-        if high_call > low_call:
-            t = call_starts[low_call:high_call]
-            low = np.searchsorted(t, starts[first:last], side="left") + low_call
-            high = np.searchsorted(t, ends[first:last], side="right") + low_call
-            kernels[first:last], gpu[first:last] = high - low, call_time[high] - call_time[low]
 
-    slices = list(zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True))
-    if len(slices) > 1 and len(starts) > 100_000:
-        with ThreadPoolExecutor(min(len(slices), os.cpu_count() or 1)) as pool:
-            list(pool.map(lambda bound: one_thread(*bound), slices))
-    else:
-        for first, last in slices:
-            one_thread(first, last)
-    del tids
-    groups = pl.Series(group_names, dtype=pl.Enum(group_names))
-    has_parent = parent >= 0
-    parent_code = codes[np.where(has_parent, parent, 0)]
-    del parent
-    return pl.DataFrame({"start_ns": starts, "end_ns": ends}, schema={"start_ns": pl.Int64, "end_ns": pl.Int64}).with_columns(
-        groups.gather(codes).alias("group"), pl.Series("depth", depth),
-        pl.when(pl.Series(has_parent)).then(groups.gather(parent_code)).alias("parent"),
-        pl.Series("kernels", kernels), pl.Series("gpu_ns", gpu, dtype=pl.Int64))
-
-
-def group_summary(ranges: pl.DataFrame, top: int = 60) -> list[dict[str, Any]]:
+def group_summary(ranges: NvtxRanges, top: int = 60) -> list[dict[str, Any]]:
     """Return NVTX groups by CPU time: name, count, cpu_ns, mean_ns, gpu_ns, kernels, depth, parent (the group that
     most often encloses it)."""
-    if ranges.height == 0:
-        return []
-    grouped = ranges.with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("d")).group_by("group").agg(
-        pl.len().alias("count"), pl.col("d").sum().alias("cpu_ns"), pl.col("d").mean().alias("mean_ns"),
-        pl.col("gpu_ns").sum().alias("gpu_ns"), pl.col("kernels").cast(pl.Int64).sum().alias("kernels"), pl.col("depth").min().alias("depth"),
-        pl.col("parent").drop_nulls().mode().sort().first().alias("parent"),
-    ).sort(["cpu_ns", "group"], descending=[True, False]).head(top)
-    return [{"name": r["group"], "count": r["count"], "cpu_ns": int(r["cpu_ns"]), "mean_ns": float(r["mean_ns"]), "gpu_ns": int(r["gpu_ns"]),
-             "kernels": int(r["kernels"]), "depth": int(r["depth"]), "parent": r["parent"]} for r in grouped.iter_rows(named=True)]
+    grouped = ranges.groups.sort(["cpu_ns", "group"], descending=[True, False]).head(top)
+    return [{"name": r["group"], "count": r["count"], "cpu_ns": r["cpu_ns"], "mean_ns": r["cpu_ns"] / r["count"], "gpu_ns": r["gpu_ns"],
+             "kernels": r["kernels"], "depth": r["depth"], "parent": r["parent"]} for r in grouped.iter_rows(named=True)]
 
 
 def _step_statistics(durations: np.ndarray, gpu: np.ndarray | None = None) -> dict[str, Any]:
@@ -167,26 +209,23 @@ def _step_statistics(durations: np.ndarray, gpu: np.ndarray | None = None) -> di
     return result
 
 
-def steps_from_nvtx(ranges: pl.DataFrame) -> dict[str, Any] | None:
+def steps_from_nvtx(ranges: NvtxRanges) -> dict[str, Any] | None:
     """Return per-step times from the outermost repeated NVTX range whose name says step/iteration/forward/decode
     (at least MIN_STEPS of them), with prefill and decode apart where range names tell them apart."""
-    if ranges.height == 0:
-        return None
-    counts = ranges.group_by("group").agg(pl.len().alias("n"), pl.col("depth").min().alias("depth"),
-                                          (pl.col("end_ns") - pl.col("start_ns")).sum().alias("cpu")).with_columns(pl.col("group").cast(pl.String))
+    counts = ranges.groups.select("group", pl.col("count").alias("n"), "depth", pl.col("cpu_ns").alias("cpu"))
     candidates = counts.filter((pl.col("n") >= MIN_STEPS) & pl.col("group").str.contains(STEP_RANGE.pattern)
                                & (~pl.col("group").str.contains(_FRAMEWORK_RANGE.pattern) | pl.col("group").str.contains("(?i)step")))
-    candidates = candidates.sort(["depth", "cpu"], descending=[False, True])
+    candidates = candidates.sort(["depth", "cpu", "group"], descending=[False, True, False])
     if candidates.height == 0:
         return None
     name = candidates["group"][0]
-    chosen = ranges.filter(pl.col("group") == name).sort("start_ns")
+    chosen = ranges.steps.filter(pl.col("group") == name).sort("start_ns")
     stats = _step_statistics((chosen["end_ns"] - chosen["start_ns"]).to_numpy(), chosen["gpu_ns"].to_numpy())
     phases = {}
     for phase, pattern in PHASE_PATTERNS:
-        named = counts.filter(pl.col("group").str.contains(pattern.pattern)).sort(["depth", "cpu"], descending=[False, True])
+        named = counts.filter(pl.col("group").str.contains(pattern.pattern)).sort(["depth", "cpu", "group"], descending=[False, True, False])
         if named.height:
-            own = ranges.filter(pl.col("group") == named["group"][0]).sort("start_ns")
+            own = ranges.steps.filter(pl.col("group") == named["group"][0]).sort("start_ns")
             phases[phase] = {"name": named["group"][0], **{k: v for k, v in _step_statistics((own["end_ns"] - own["start_ns"]).to_numpy()).items() if k != "durations_ns"}}
     return {"source": "nvtx", "name": name, **stats, "phases": phases if len(phases) == 2 else {}}
 
