@@ -344,7 +344,22 @@ def gap_causes(gaps: pl.DataFrame, classes: pl.DataFrame, nvtx: pl.DataFrame, qu
     """
     if gaps.height == 0:
         return pl.Series("cause", [], dtype=pl.String)
-    a, b = gaps["start_ns"].to_numpy(), (gaps["start_ns"] + gaps["duration_ns"]).to_numpy()
+    code = CAUSE_CODES.index
+    codes = np.full(gaps.height, code("gpu_launch_latency"), dtype=np.int64)
+    # A gap before an already queued kernel is launch latency whatever the host did: only the others are looked into
+    # (most gaps between millions of kernels are queued ones).
+    open_gaps = np.flatnonzero(~np.asarray(queued_before, dtype=bool))
+    if len(open_gaps):
+        starts, durations = gaps["start_ns"].to_numpy(), gaps["duration_ns"].to_numpy()
+        a = starts[open_gaps]
+        b = a + durations[open_gaps]
+        codes[open_gaps] = _host_cause(a, b, classes, nvtx, calls_host, ranges_host, matching)
+    return pl.Series("cause", codes, dtype=pl.Int64).replace_strict(dict(enumerate(CAUSE_CODES)), return_dtype=pl.String)
+
+
+def _host_cause(a: np.ndarray, b: np.ndarray, classes: pl.DataFrame, nvtx: pl.DataFrame, calls_host: pl.Expr | None,
+                ranges_host: pl.Expr | None, matching: tuple[list[str], list[str]] | None) -> np.ndarray:
+    """Return the CAUSE_CODES index of each gap [a, b) that no queued kernel explains, from gap_causes' host rules."""
     half = (b - a) / 2
     # Only the matching ranges are taken out of the table.
     jit_names, data_names = matching or range_names_matching(nvtx)
@@ -352,25 +367,30 @@ def gap_causes(gaps: pl.DataFrame, classes: pl.DataFrame, nvtx: pl.DataFrame, qu
     jit_ranges = nvtx.filter(ranges & pl.col("text").is_in(jit_names))
     data_ranges = nvtx.filter(ranges & pl.col("text").is_in(data_names))
     of_class = classes.filter(pl.lit(True) if calls_host is None else calls_host).partition_by("class", as_dict=True)  # one pass over the calls, not one filter per class
-    empty = classes.head(0)
 
-    def calls(label: str) -> pl.DataFrame:
-        return of_class.get((label,), empty)
+    def covered(label: str) -> np.ndarray:
+        calls = of_class.get((label,))
+        return np.zeros(len(a), dtype=np.int64) if calls is None else _coverage(calls).overlap(a, b)
 
-    jit = np.maximum(_coverage(jit_ranges).overlap(a, b), _coverage(calls("module_load")).overlap(a, b))
-    by_class = {label: _coverage(calls(label)).overlap(a, b) for label in _GAP_API_CLASSES}
-    other = _coverage(calls("other_cuda_api")).overlap(a, b)
-    data = _coverage(data_ranges).overlap(a, b)
-    # The same order as the docstring, one vectorised choice per gap, as indexes into CAUSE_CODES.
-    overlaps = np.vstack([by_class[label] for label in _GAP_API_CLASSES])
-    best_cause = np.array([CAUSE_CODES.index(_CAUSE_OF_CLASS[label]) for label in _GAP_API_CLASSES])[np.argmax(overlaps, axis=0)]
     code = CAUSE_CODES.index
-    codes = np.select(
-        [queued_before, jit >= half, overlaps.max(axis=0) >= half, data >= half, other >= half],
-        [code("gpu_launch_latency"), code("jit_compile"), best_cause, code("data_loading"), code("other_cuda_api")],
+    jit = np.maximum(_coverage(jit_ranges).overlap(a, b), covered("module_load"))
+    # The class of CUDA call that covers most of each gap (the first in _GAP_API_CLASSES on ties); a class with no
+    # calls covers nothing and can win no gap.
+    most = np.zeros(len(a), dtype=np.int64)
+    best_cause = np.full(len(a), code(_CAUSE_OF_CLASS[_GAP_API_CLASSES[0]]), dtype=np.int64)
+    for label in _GAP_API_CLASSES:
+        if (label,) in of_class:
+            overlap = covered(label)
+            best_cause[overlap > most] = code(_CAUSE_OF_CLASS[label])
+            np.maximum(most, overlap, out=most)
+    other = covered("other_cuda_api")
+    data = _coverage(data_ranges).overlap(a, b)
+    # The same order as gap_causes' docstring, one vectorised choice per gap.
+    return np.select(
+        [jit >= half, most >= half, data >= half, other >= half],
+        [code("jit_compile"), best_cause, code("data_loading"), code("other_cuda_api")],
         default=code("host_code"),
     )
-    return pl.Series("cause", codes, dtype=pl.Int64).replace_strict(dict(enumerate(CAUSE_CODES)), return_dtype=pl.String)
 
 
 def _overlapping_any(frame: pl.DataFrame, starts: np.ndarray, ends: np.ndarray, rows: pl.Expr | None = None) -> pl.DataFrame:
@@ -557,7 +577,7 @@ def time_util_rule(pieces: pl.DataFrame, devices: list[dict[str, Any]]) -> dict[
     cost = 0.0
     for device in devices:
         own = pieces.filter((pl.col("device_id") == device["device_id"]) & (pl.col("mask") != 0))
-        busy = Coverage(own["start_ns"].to_numpy(), (own["start_ns"] + own["duration_ns"]).to_numpy())
+        busy = Coverage(own["start_ns"].to_numpy(), (own["start_ns"] + own["duration_ns"]).to_numpy(), presorted=True)  # _sweep's pieces are in time order
         edges = np.linspace(device["first_ns"], device["first_ns"] + device["span_ns"], TIME_UTIL_CHUNKS + 1).astype(np.int64)
         used = busy.overlap(edges[:-1], edges[1:])
         for i, (a, b) in enumerate(itertools.pairwise(edges)):
