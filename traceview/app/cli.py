@@ -10,7 +10,9 @@ import re
 import shlex
 import sys
 import tempfile
+import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from enum import Enum
 from pathlib import Path
@@ -133,13 +135,23 @@ def _load_and_analyze(
     step_kernels: int | None,
     bar: _ProgressBar,
 ) -> Analysis:
-    trace = load_trace(path, interval_s=interval_s, progress=bar.rows)
-    check_options(trace, {name for name, given in (("ncu", bool(ncu)), ("gap_threshold", gap_threshold is not None),
-                                                   ("step_kernels", step_kernels is not None)) if given})
-    source = Source(str(path), trace.format.value, sha256_of(path), path.stat().st_size, trace.profiler)
-    options = AnalysisOptions(gpu, interval_s, tokens, weights, bandwidth, _joined_ncu(ncu, gpu) if ncu else None, gap_threshold,
-                              step_kernels, bar.phase)
-    analysis = analyze_trace(trace, source, options)
+    # The file's hash (for the report's provenance) is taken on a thread while the file is read and analysed:
+    # hashlib releases the GIL, and a gigabyte export takes a second to hash. A file that fails stops the hash.
+    stop = threading.Event()
+    pool = ThreadPoolExecutor(max_workers=1)
+    try:
+        digest = pool.submit(sha256_of, path, stop)
+        trace = load_trace(path, interval_s=interval_s, progress=bar.rows)
+        check_options(trace, {name for name, given in (("ncu", bool(ncu)), ("gap_threshold", gap_threshold is not None),
+                                                       ("step_kernels", step_kernels is not None)) if given})
+        source = Source(str(path), trace.format.value, "", path.stat().st_size, trace.profiler)
+        options = AnalysisOptions(gpu, interval_s, tokens, weights, bandwidth, _joined_ncu(ncu, gpu) if ncu else None, gap_threshold,
+                                  step_kernels, bar.phase)
+        analysis = analyze_trace(trace, source, options)
+        analysis = dataclasses.replace(analysis, source=dataclasses.replace(analysis.source, sha256=digest.result()))
+    finally:
+        stop.set()
+        pool.shutdown(wait=False)
     # What the reader noticed about the file itself (cut short, rows left out) comes first among the notes.
     return dataclasses.replace(analysis, notes=[*trace.notes, *analysis.notes]) if trace.notes else analysis
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import glob
 import hashlib
 import os
+import threading
 import traceback
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -40,11 +41,13 @@ class MapOptions:
         return hashlib.sha256(f"{__version__}|{self.gpu}".encode()).hexdigest()[:12]
 
 
-def sha256_of(path: Path) -> str:
-    """Return the file's sha256 (hex), read in 1 MiB blocks."""
+def sha256_of(path: Path, stop: threading.Event | None = None) -> str:
+    """Return the file's sha256 (hex), read in 1 MiB blocks; "" when `stop` is set before the end."""
     digest = hashlib.sha256()
     with path.open("rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
+            if stop is not None and stop.is_set():
+                return ""
             digest.update(block)
     return digest.hexdigest()
 
