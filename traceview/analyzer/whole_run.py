@@ -477,7 +477,7 @@ def launch_statistics(launches: pl.DataFrame, kernels: pl.DataFrame, api: pl.Dat
     direct = launches.filter(pl.col("graph_node_id").is_null())
     latency = (direct["start_ns"] - direct["call_start_ns"]).filter((direct["start_ns"] - direct["call_start_ns"]) >= 0)
     call = direct["call_end_ns"] - direct["call_start_ns"]
-    graph_calls = int(api["name"].str.contains(_GRAPH_LAUNCH.pattern).sum()) if api.height else 0
+    graph_calls = int(api["name"].is_in([n for n in api["name"].unique().drop_nulls().to_list() if _GRAPH_LAUNCH.search(n)]).sum()) if api.height else 0
     return {
         "kernels_joined": launches.height,
         "median_latency_ns": _quantile(latency, 0.5),
@@ -535,7 +535,12 @@ def api_rules(memops: pl.DataFrame, api: pl.DataFrame) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = []
     if api.height == 0:
         return found
-    calls = api.select("pid", "correlation_id", pl.col("name").alias("call"), (pl.col("end_ns") - pl.col("start_ns")).alias("call_ns"))
+    names = api["name"].unique().drop_nulls().to_list()
+    # Only calls that can make a copy rule (the patterns the filters below test) are joined to the copies: millions
+    # of launch calls are not copied with their names to be dropped again.
+    copy_calls = [n for n in names if _ASYNC.search(n) or _MEMCPY_API.search(n) or _MEMSET_API.search(n)]
+    calls = api.filter(pl.col("name").is_in(copy_calls)).select(
+        "pid", "correlation_id", pl.col("name").alias("call"), (pl.col("end_ns") - pl.col("start_ns")).alias("call_ns"))
     ops = memops.join(calls, on=["pid", "correlation_id"], how="inner") if memops.height else memops
     if ops.height:
         pageable = (pl.col("src_kind") == "Pageable") | (pl.col("dst_kind") == "Pageable")
@@ -559,7 +564,7 @@ def api_rules(memops: pl.DataFrame, api: pl.DataFrame) -> list[dict[str, Any]]:
             found.append(_finding("cuda_memset_sync", sync_sets["call_ns"].sum(),
                                   f"{sync_sets.height} synchronous memset calls blocked the host for {_ms(sync_sets['call_ns'].sum())}",
                                   "use cudaMemsetAsync on the work's stream", {"calls": sync_sets.height}))
-    syncs = api.filter(pl.col("name").str.contains(_API_CLASSES[1][1].pattern))
+    syncs = api.filter(pl.col("name").is_in([n for n in names if _API_CLASSES[1][1].search(n)]))
     if syncs.height:
         durations = syncs.with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("d"))
         by_name = durations.group_by("name").agg(pl.len().alias("count"), pl.col("d").sum().alias("ns")).sort("ns", descending=True)
