@@ -235,7 +235,8 @@ def steps_from_kernels(kernels: pl.DataFrame, names: dict[int, str]) -> dict[str
     fixed stride (every N launches) the fewest times (at least MIN_STEPS + 1) marks the start of each step."""
     if kernels.height < 2 * (MIN_STEPS + 1):
         return None
-    device = kernels.group_by("device_id").len().sort("len", descending=True)["device_id"][0]
+    # The busiest device; on a tie the first by id (a group_by comes in no fixed order).
+    device = kernels.group_by("device_id").len().sort(["len", "device_id"], descending=[True, False], nulls_last=True)["device_id"][0]
     ordered = kernels.filter(pl.col("device_id") == device).sort("start_ns").with_row_index("position")
     periodic = ordered.group_by("name_id").agg(
         pl.len().alias("n"), pl.col("position").min().alias("first"),

@@ -27,7 +27,7 @@ import numpy as np
 import polars as pl
 
 from traceview.analyzer.kernel_kinds import is_communication
-from traceview.analyzer.ordering import group_ranks, grouped_time_order
+from traceview.analyzer.ordering import group_ranks, grouped_time_order, time_order
 
 CATEGORIES = ("compute", "communication", "copy", "unified_memory")
 COMPUTE, COMMUNICATION, COPY, UNIFIED = (1 << i for i in range(len(CATEGORIES)))
@@ -250,8 +250,10 @@ class Coverage:
     """The union of a set of intervals, answering how much of [a, b) it covers for many (a, b) at once."""
 
     def __init__(self, starts: np.ndarray, ends: np.ndarray, presorted: bool = False) -> None:
-        if not presorted:  # `presorted`: the caller sorted by start already (millions of events: one sort, not two)
-            order = np.argsort(starts, kind="stable")
+        # `presorted`: the caller sorted by start already (millions of events: one sort, not two). Calls and ranges
+        # mostly come in time order already, which time_order sees in one pass.
+        order = None if presorted else time_order(starts, None)
+        if order is not None:
             starts, ends = starts[order], ends[order]
         if len(starts):
             running_end = np.maximum.accumulate(ends)
