@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -602,6 +603,39 @@ def time_util_rule(pieces: pl.DataFrame, devices: list[dict[str, Any]]) -> dict[
                     "see the idle gaps and their causes for those stretches", {"chunks": low_chunks[:60]})
 
 
+def _device_gaps(device: dict[str, Any], pieces: pl.DataFrame, launches: pl.DataFrame, pids: set[int], classified: pl.DataFrame,
+                 api: pl.DataFrame, nvtx: pl.DataFrame, matching: tuple[list[str], list[str]]) -> list[dict[str, Any]]:
+    """Return the device's largest idle gaps with their causes and evidence; add gap_count, idle_by_cause (ns per
+    cause, largest first) and largest_gap_ns to `device`."""
+    device_id = device["device_id"]
+    gaps = pieces.filter((pl.col("device_id") == device_id) & (pl.col("mask") == 0)).select("start_ns", "duration_ns")
+    api_rows, nvtx_rows = _host_rows(api, pids), _host_rows(nvtx, pids)
+    # The kernel that ends each gap: was its launch call already over when the gap began?
+    own_launches = launches.filter(pl.col("device_id") == device_id).select("start_ns", "call_end_ns")
+    ends = gaps.with_columns((pl.col("start_ns") + pl.col("duration_ns")).alias("next_start"))
+    queued = ends.join(own_launches.unique("start_ns"), left_on="next_start", right_on="start_ns", how="left").select(
+        (pl.col("call_end_ns") <= pl.col("start_ns")).fill_null(False)).to_series().to_numpy()
+    causes = gap_causes(gaps, classified, nvtx, queued, _host_rows(classified, pids), nvtx_rows, matching)
+    device["gap_count"] = gaps.height
+    with_causes = gaps.with_columns(causes)
+    totals = with_causes.group_by("cause").agg(pl.col("duration_ns").sum()).sort(["duration_ns", "cause"], descending=[True, False])
+    device["idle_by_cause"] = {row["cause"]: int(row["duration_ns"]) for row in totals.iter_rows(named=True)}
+    # The longest gaps; of equal ones the earliest, so that the list is the same on every run.
+    ranked = with_causes.top_k(LISTED_GAPS, by=["duration_ns", "start_ns"], reverse=[False, True]).sort(["duration_ns", "start_ns"], descending=[True, False])
+    # Only the rows around the listed gaps, found in one pass, are searched gap by gap.
+    gap_starts = ranked["start_ns"].to_numpy()
+    gap_ends = gap_starts + ranked["duration_ns"].to_numpy()
+    near_api = _overlapping_any(api, gap_starts, gap_ends, api_rows)
+    near_nvtx = _overlapping_any(nvtx, gap_starts, gap_ends, nvtx_rows)
+    listed = []
+    for gap in ranked.iter_rows(named=True):
+        start, end = gap["start_ns"], gap["start_ns"] + gap["duration_ns"]
+        listed.append({"device_id": device_id, "start_ns": int(start - device["first_ns"]), "duration_ns": int(gap["duration_ns"]),
+                       "cause": gap["cause"], "cause_text": CAUSES[gap["cause"]][0], "evidence": _gap_evidence(start, end, near_api, near_nvtx)})
+    device["largest_gap_ns"] = int(ranked["duration_ns"][0]) if ranked.height else 0
+    return listed
+
+
 def analyze_whole_run(
     kernels: pl.DataFrame,
     names: dict[int, str],
@@ -618,57 +652,42 @@ def analyze_whole_run(
 
     `launches` is launch_records(kernels, api) when the caller has it already; `graph_trace_mode` is the capture's
     CUDA graph trace mode (`Graph`, nsys's default, or `Node`), which matters only where graphs were launched."""
-    intervals = activity_intervals(kernels, memops, graphs, names)
-    notes: list[str] = []
-    dropped = kernels.height + memops.height + graphs.height - intervals.height
-    if dropped:
-        notes.append(f"{dropped} GPU activity row(s) with no device or an end before their start were left out")
-    spans = intervals.group_by("device_id").agg(pl.col("start_ns").min().alias("first_ns"), (pl.col("end_ns").max() - pl.col("start_ns").min()).alias("span_ns"))
-    pieces = _sweep(intervals) if intervals.height else pl.DataFrame(schema={"device_id": pl.Int64, "start_ns": pl.Int64, "duration_ns": pl.Int64, "mask": pl.Int64})
-    devices = device_breakdown(pieces, spans)
-    for device in devices:
-        device["verdict_message"] = verdict_sentence(device["exposed_pct"], device["verdict"], f"GPU {device['device_id']}'s span") if device["verdict"] else None
-    launches = launch_records(kernels, api) if launches is None else launches
-    first = pl.col("start_ns").arg_min()
-    first_launches = kernels.lazy().filter(pl.col("correlation_id").is_not_null()).group_by("name_id").agg(
-        pl.col("pid").gather(first).first(), pl.col("correlation_id").gather(first).first()).select("pid", "correlation_id").collect()
+    # Parts that need only the input run on a second thread beside the sweep and the gaps (numpy and polars release
+    # the GIL): on an export of kernels alone, the second core is otherwise idle.
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        tiny_work = pool.submit(tiny_kernel_stretches, kernels)
+        api_work = pool.submit(api_rules, memops, api)
+        intervals = activity_intervals(kernels, memops, graphs, names)
+        notes: list[str] = []
+        dropped = kernels.height + memops.height + graphs.height - intervals.height
+        if dropped:
+            notes.append(f"{dropped} GPU activity row(s) with no device or an end before their start were left out")
+        spans = intervals.group_by("device_id").agg(pl.col("start_ns").min().alias("first_ns"), (pl.col("end_ns").max() - pl.col("start_ns").min()).alias("span_ns"))
+        pieces = _sweep(intervals) if intervals.height else pl.DataFrame(schema={"device_id": pl.Int64, "start_ns": pl.Int64, "duration_ns": pl.Int64, "mask": pl.Int64})
+        del intervals
+        devices = device_breakdown(pieces, spans)
+        for device in devices:
+            device["verdict_message"] = verdict_sentence(device["exposed_pct"], device["verdict"], f"GPU {device['device_id']}'s span") if device["verdict"] else None
+        launches = launch_records(kernels, api) if launches is None else launches
+        first = pl.col("start_ns").arg_min()
+        first_launches = kernels.lazy().filter(pl.col("correlation_id").is_not_null()).group_by("name_id").agg(
+            pl.col("pid").gather(first).first(), pl.col("correlation_id").gather(first).first()).select("pid", "correlation_id").collect()
 
-    # Gaps: the idle pieces of the sweep, with a cause from the host activity of the device's own processes.
-    owners = pl.concat([kernels.lazy().select("device_id", "pid"), memops.lazy().select("device_id", "pid")]).drop_nulls().unique().collect()
-    pids_of = {device: set(group["pid"].to_list()) for (device,), group in owners.group_by("device_id")}
+        # Gaps: the idle pieces of the sweep, with a cause from the host activity of the device's own processes.
+        owners = pl.concat([kernels.lazy().select("device_id", "pid"), memops.lazy().select("device_id", "pid")]).drop_nulls().unique().collect()
+        pids_of = {device: set(group["pid"].to_list()) for (device,), group in owners.group_by("device_id")}
+        classified = api_classes(api, first_launches)
+        matching = range_names_matching(nvtx) if devices else ([], [])
+        # Devices are independent: one at a time on each thread, results taken in device order.
+        per_device = list(pool.map(lambda device: _device_gaps(device, pieces, launches, pids_of.get(device["device_id"], set()), classified, api, nvtx, matching),
+                                   devices))
+        tiny, found_by_api = tiny_work.result(), api_work.result()
     all_gaps: list[dict[str, Any]] = []
     idle_by_cause: dict[str, int] = {}
-    classified = api_classes(api, first_launches)
-    matching = range_names_matching(nvtx) if devices else ([], [])
-    for device in devices:
-        device_id = device["device_id"]
-        gaps = pieces.filter((pl.col("device_id") == device_id) & (pl.col("mask") == 0)).select("start_ns", "duration_ns")
-        pids = pids_of.get(device_id, set())
-        api_rows, nvtx_rows = _host_rows(api, pids), _host_rows(nvtx, pids)
-        # The kernel that ends each gap: was its launch call already over when the gap began?
-        own_launches = launches.filter(pl.col("device_id") == device_id).select("start_ns", "call_end_ns")
-        ends = gaps.with_columns((pl.col("start_ns") + pl.col("duration_ns")).alias("next_start"))
-        queued = ends.join(own_launches.unique("start_ns"), left_on="next_start", right_on="start_ns", how="left").select(
-            (pl.col("call_end_ns") <= pl.col("start_ns")).fill_null(False)).to_series().to_numpy()
-        causes = gap_causes(gaps, classified, nvtx, queued, _host_rows(classified, pids), nvtx_rows, matching)
-        device["gap_count"] = gaps.height
-        with_causes = gaps.with_columns(causes)
-        totals = with_causes.group_by("cause").agg(pl.col("duration_ns").sum()).sort("duration_ns", descending=True)
-        device["idle_by_cause"] = {row["cause"]: int(row["duration_ns"]) for row in totals.iter_rows(named=True)}
+    for device, gaps in zip(devices, per_device, strict=True):
         for cause, duration in device["idle_by_cause"].items():
             idle_by_cause[cause] = idle_by_cause.get(cause, 0) + duration
-        ranked = with_causes.top_k(LISTED_GAPS, by="duration_ns").sort("duration_ns", descending=True)
-        # Only the rows around the listed gaps, found in one pass, are searched gap by gap.
-        gap_starts = ranked["start_ns"].to_numpy()
-        gap_ends = gap_starts + ranked["duration_ns"].to_numpy()
-        near_api = _overlapping_any(api, gap_starts, gap_ends, api_rows)
-        near_nvtx = _overlapping_any(nvtx, gap_starts, gap_ends, nvtx_rows)
-        for gap in ranked.iter_rows(named=True):
-            start, end = gap["start_ns"], gap["start_ns"] + gap["duration_ns"]
-            evidence = _gap_evidence(start, end, near_api, near_nvtx)
-            all_gaps.append({"device_id": device_id, "start_ns": int(start - device["first_ns"]), "duration_ns": int(gap["duration_ns"]),
-                             "cause": gap["cause"], "cause_text": CAUSES[gap["cause"]][0], "evidence": evidence})
-        device["largest_gap_ns"] = int(ranked["duration_ns"][0]) if ranked.height else 0
+        all_gaps += gaps
     all_gaps.sort(key=lambda g: -g["duration_ns"])
     total_idle = sum(idle_by_cause.values())
     causes_list = [{"cause": cause, "idle_ns": ns, "share_of_idle_pct": _pct(ns, total_idle), "description": CAUSES[cause][0], "advice": CAUSES[cause][1]}
@@ -698,7 +717,7 @@ def analyze_whole_run(
     utilisation = time_util_rule(pieces, devices)
     if utilisation:
         findings.append(utilisation)
-    findings += api_rules(memops, api)
+    findings += found_by_api
     launch = launch_statistics(launches, kernels, api)
     # One lazy plan over only the columns it needs: millions of launches are not copied to be filtered and joined.
     idle_starts = pieces.lazy().filter(pl.col("mask") == 0).select("device_id", (pl.col("start_ns") + pl.col("duration_ns")).alias("start_ns"))
@@ -708,8 +727,7 @@ def analyze_whole_run(
     latency = onto_idle["latency"]
     launch["onto_idle_gpu"] = {"kernels": onto_idle.height,
                                "median_latency_ns": _quantile(latency, 0.5), "p99_latency_ns": _quantile(latency, 0.99)}
-    launch["tiny_kernels"] = tiny_kernel_stretches(kernels)
-    tiny = launch["tiny_kernels"]
+    launch["tiny_kernels"] = tiny
     if tiny["stretches"]:
         findings.append(_finding(
             "launch_bound", tiny["idle_in_stretches_ns"],
