@@ -177,9 +177,9 @@ def sync_summary(sync: pl.DataFrame, api: pl.DataFrame) -> dict[str, Any]:
     by_type = (sync.with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("d")).group_by("sync_type")
                .agg(pl.len().alias("count"), pl.col("d").sum().alias("duration_ns")).sort(["duration_ns", "sync_type"], descending=[True, False]).to_dicts())
     # Each distinct call name is matched once: millions of launch calls are not run through the pattern one by one.
-    blocking_names = [n for n in api["name"].unique().drop_nulls().to_list() if BLOCKING_API.search(n)]
+    blocking_names = [n for n in api["name"].unique().drop_nulls().cast(pl.String).to_list() if BLOCKING_API.search(n)]
     blocking = api.filter(pl.col("name").is_in(blocking_names)).with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("d"))
-    calls = blocking.group_by("name").agg(pl.len().alias("count"), pl.col("d").sum().alias("duration_ns")).sort(["duration_ns", "name"], descending=[True, False])
+    calls = blocking.group_by(pl.col("name").cast(pl.String)).agg(pl.len().alias("count"), pl.col("d").sum().alias("duration_ns")).sort(["duration_ns", "name"], descending=[True, False])
     return {
         "by_type": by_type,
         "blocking_api_count": blocking.height,

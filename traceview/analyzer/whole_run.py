@@ -300,8 +300,8 @@ def api_classes(api: pl.DataFrame, first_launches: pl.DataFrame | None = None) -
     calls are held through the gap analysis."""
     if api.height == 0:
         return api.select("start_ns", "end_ns", "pid", pl.lit(None, dtype=API_CLASS).alias("class"))
-    mapping = {name: _api_class(name) for name in api["name"].unique().drop_nulls().to_list()}
-    named = pl.col("name").replace_strict(mapping, default="other_cuda_api", return_dtype=pl.String)
+    mapping = {name: _api_class(name) for name in api["name"].unique().drop_nulls().cast(pl.String).to_list()}
+    named = pl.col("name").cast(pl.String).replace_strict(mapping, default="other_cuda_api", return_dtype=pl.String)
     # A first launch is found by its (process, correlation id) in the few first launches, as one number: a join
     # would hash millions of calls to mark a few hundred.
     key = _call_number()
@@ -420,7 +420,8 @@ def _gap_evidence(start: int, end: int, api: pl.DataFrame, nvtx: pl.DataFrame) -
     outermost = overlapping.sort("length", descending=True).row(0, named=True) if overlapping.height else None
     calls = api.filter((pl.col("start_ns") < end) & (pl.col("end_ns") > start)).with_columns(
         (pl.min_horizontal(pl.col("end_ns"), pl.lit(end)) - pl.max_horizontal(pl.col("start_ns"), pl.lit(start))).alias("overlap"))
-    top_calls = calls.group_by("name").agg(pl.len().alias("count"), pl.col("overlap").sum().alias("overlap_ns")).sort("overlap_ns", descending=True).head(3)
+    top_calls = calls.group_by(pl.col("name").cast(pl.String)).agg(pl.len().alias("count"), pl.col("overlap").sum().alias("overlap_ns")).sort(
+        ["overlap_ns", "name"], descending=[True, False]).head(3)
 
     def describe(row: dict[str, Any] | None) -> dict[str, Any] | None:
         return None if row is None else {"name": row["text"] or "<unnamed>", "duration_ns": int(row["length"]), "overlap_ns": int(row["overlap"])}
@@ -480,7 +481,7 @@ def launch_statistics(launches: pl.DataFrame, kernels: pl.DataFrame, api: pl.Dat
     direct = launches.filter(pl.col("graph_node_id").is_null())
     latency = (direct["start_ns"] - direct["call_start_ns"]).filter((direct["start_ns"] - direct["call_start_ns"]) >= 0)
     call = direct["call_end_ns"] - direct["call_start_ns"]
-    graph_calls = int(api["name"].is_in([n for n in api["name"].unique().drop_nulls().to_list() if _GRAPH_LAUNCH.search(n)]).sum()) if api.height else 0
+    graph_calls = int(api["name"].is_in([n for n in api["name"].unique().drop_nulls().cast(pl.String).to_list() if _GRAPH_LAUNCH.search(n)]).sum()) if api.height else 0
     return {
         "kernels_joined": launches.height,
         "median_latency_ns": _quantile(latency, 0.5),
@@ -538,12 +539,12 @@ def api_rules(memops: pl.DataFrame, api: pl.DataFrame) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = []
     if api.height == 0:
         return found
-    names = api["name"].unique().drop_nulls().to_list()
+    names = api["name"].unique().drop_nulls().cast(pl.String).to_list()
     # Only calls that can make a copy rule (the patterns the filters below test) are joined to the copies: millions
     # of launch calls are not copied with their names to be dropped again.
     copy_calls = [n for n in names if _ASYNC.search(n) or _MEMCPY_API.search(n) or _MEMSET_API.search(n)]
     calls = api.filter(pl.col("name").is_in(copy_calls)).select(
-        "pid", "correlation_id", pl.col("name").alias("call"), (pl.col("end_ns") - pl.col("start_ns")).alias("call_ns"))
+        "pid", "correlation_id", pl.col("name").cast(pl.String).alias("call"), (pl.col("end_ns") - pl.col("start_ns")).alias("call_ns"))
     ops = memops.join(calls, on=["pid", "correlation_id"], how="inner") if memops.height else memops
     if ops.height:
         pageable = (pl.col("src_kind") == "Pageable") | (pl.col("dst_kind") == "Pageable")
@@ -570,7 +571,8 @@ def api_rules(memops: pl.DataFrame, api: pl.DataFrame) -> list[dict[str, Any]]:
     syncs = api.filter(pl.col("name").is_in([n for n in names if _API_CLASSES[1][1].search(n)]))
     if syncs.height:
         durations = syncs.with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("d"))
-        by_name = durations.group_by("name").agg(pl.len().alias("count"), pl.col("d").sum().alias("ns")).sort("ns", descending=True)
+        by_name = durations.group_by(pl.col("name").cast(pl.String)).agg(pl.len().alias("count"), pl.col("d").sum().alias("ns")).sort(
+            ["ns", "name"], descending=[True, False])
         found.append(_finding(
             "cuda_api_sync", durations["d"].sum(),
             f"{syncs.height} synchronization calls blocked the host for {_ms(durations['d'].sum())} "

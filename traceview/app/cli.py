@@ -136,11 +136,12 @@ def _load_and_analyze(
     bar: _ProgressBar,
 ) -> Analysis:
     # The file's hash (for the report's provenance) is taken on a thread while the file is read and analysed:
-    # hashlib releases the GIL, and a gigabyte export takes a second to hash. A file that fails stops the hash.
+    # hashlib releases the GIL, and a gigabyte export takes a second to hash. A file that fails stops the hash. Only a
+    # regular file is opened before the reader has looked at it (opening a FIFO would wait for a writer).
     stop = threading.Event()
     pool = ThreadPoolExecutor(max_workers=1)
     try:
-        digest = pool.submit(sha256_of, path, stop)
+        digest = pool.submit(sha256_of, path, stop) if path.is_file() else None
         trace = load_trace(path, interval_s=interval_s, progress=bar.rows)
         check_options(trace, {name for name, given in (("ncu", bool(ncu)), ("gap_threshold", gap_threshold is not None),
                                                        ("step_kernels", step_kernels is not None)) if given})
@@ -148,7 +149,8 @@ def _load_and_analyze(
         options = AnalysisOptions(gpu, interval_s, tokens, weights, bandwidth, _joined_ncu(ncu, gpu) if ncu else None, gap_threshold,
                                   step_kernels, bar.phase)
         analysis = analyze_trace(trace, source, options)
-        analysis = dataclasses.replace(analysis, source=dataclasses.replace(analysis.source, sha256=digest.result()))
+        sha256 = digest.result() if digest is not None else sha256_of(path)
+        analysis = dataclasses.replace(analysis, source=dataclasses.replace(analysis.source, sha256=sha256))
     finally:
         stop.set()
         pool.shutdown(wait=False)

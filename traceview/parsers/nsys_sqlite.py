@@ -40,7 +40,8 @@ NSYS_MEMOPS = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": 
                          "correlation_id": pl.Int64, "pid": pl.Int64})
 NSYS_SYNC = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "sync_type": pl.String,
                        "correlation_id": pl.Int64, "pid": pl.Int64})
-NSYS_API = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "name": pl.String, "correlation_id": pl.Int64,
+# Call names repeat millions of times (a few dozen distinct ones): categorical, like the NVTX names.
+NSYS_API = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "name": pl.Categorical(), "correlation_id": pl.Int64,
                       "tid": pl.Int64, "pid": pl.Int64})
 # NVTX names repeat millions of times (one per op call): categorical keeps 10 M ranges in a tenth of the memory.
 NSYS_NVTX = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "text": pl.Categorical(), "kind": pl.Categorical(),
@@ -277,7 +278,7 @@ def _read(path: Path, connection: sqlite3.Connection, tables: set[str], progress
                                                    "tid": pl.Int64})).with_columns(_pid_of_thread())
         # Mapped once per row, so only the ids in use, and at API-name length: one huge string would be copied per call.
         api_names = {i: names.get(i, "?")[:MAX_API_NAME_CHARS] for i in frame["name_id"].unique().drop_nulls().to_list()}
-        api = frame.select("start_ns", "end_ns", pl.col("name_id").replace_strict(api_names, default="?", return_dtype=pl.String).alias("name"),
+        api = frame.select("start_ns", "end_ns", pl.col("name_id").replace_strict(api_names, default="?", return_dtype=pl.String).cast(pl.Categorical).alias("name"),
                            "correlation_id", "tid", "pid")
     nvtx = pl.DataFrame(schema=NSYS_NVTX)
     if "NVTX_EVENTS" in tables:
