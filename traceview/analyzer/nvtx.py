@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -136,35 +137,42 @@ def nvtx_ranges(nvtx: pl.DataFrame, launches: pl.DataFrame) -> NvtxRanges:
         call_time = np.concatenate([[0], np.cumsum(calls["d"].to_numpy()[call_order])])
     totals, pairs, step_rows, step_gpu = [], [], [], []
     tids = ranges["tid"].fill_null(-1)
-    for tid in tids.unique().sort().to_list():
-        # Depth and parent assume one thread's ranges nest: each thread's are nested apart, in time order.
-        rows = (tids == tid).arg_true()
-        starts, ends = ranges["start_ns"].gather(rows).to_numpy(), ranges["end_ns"].gather(rows).to_numpy()
-        rows = rows.to_numpy()
-        order = time_order(starts, ends)
-        if order is not None:
-            starts, ends, rows = starts[order], ends[order], rows[order]
-        del order
-        own_codes = codes[rows]
-        depth, parent = _depth_and_parent(starts, ends)
-        first_call, after_calls = np.searchsorted(call_tids, tid, "left"), np.searchsorted(call_tids, tid, "right")
-        own_calls = call_starts[first_call:after_calls]
-        # Summed a block at a time: what is kept is one row per group, and the ranges that could be steps.
-        for block in range(0, len(rows), _BLOCK_ROWS):
-            part = slice(block, block + _BLOCK_ROWS)
-            block_codes = own_codes[part]
-            low = np.searchsorted(own_calls, starts[part], side="left") + first_call
-            high = np.searchsorted(own_calls, ends[part], side="right") + first_call
-            gpu = call_time[high] - call_time[low]
-            own_parent = parent[part]
-            own = pl.DataFrame({"code": block_codes, "d": ends[part] - starts[part], "gpu_ns": gpu, "kernels": high - low, "depth": depth[part],
-                                "parent": np.where(own_parent >= 0, own_codes[np.clip(own_parent, 0, None)], no_parent).astype(np.uint32)})
-            totals.append(own.group_by("code").agg(pl.len().alias("count"), pl.col("d").sum().alias("cpu_ns"), pl.col("gpu_ns").sum(),
-                                                   pl.col("kernels").sum(), pl.col("depth").min()))
-            pairs.append(own.filter(pl.col("parent") != no_parent).group_by("code", "parent").len())
-            kept = np.flatnonzero(may_mark_steps[block_codes])
-            step_rows.append(rows[part][kept])
-            step_gpu.append(gpu[kept])
+    # Nesting and the launched kernels need only the starts and ends: the nesting runs on a second thread meanwhile
+    # (numpy releases the GIL in its sorts and searches).
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        for tid in tids.unique().sort().to_list():
+            # Depth and parent assume one thread's ranges nest: each thread's are nested apart, in time order.
+            rows = (tids == tid).arg_true()
+            starts, ends = ranges["start_ns"].gather(rows).to_numpy(), ranges["end_ns"].gather(rows).to_numpy()
+            rows = rows.to_numpy()
+            order = time_order(starts, ends)
+            if order is not None:
+                starts, ends, rows = starts[order], ends[order], rows[order]
+            del order
+            nesting = pool.submit(_depth_and_parent, starts, ends)
+            own_codes = codes[rows]
+            first_call, after_calls = np.searchsorted(call_tids, tid, "left"), np.searchsorted(call_tids, tid, "right")
+            own_calls = call_starts[first_call:after_calls]
+            blocks = [slice(block, block + _BLOCK_ROWS) for block in range(0, len(rows), _BLOCK_ROWS)]
+            launched = []
+            for part in blocks:
+                low = np.searchsorted(own_calls, starts[part], side="left") + first_call
+                high = np.searchsorted(own_calls, ends[part], side="right") + first_call
+                launched.append(((high - low).astype(np.int32), call_time[high] - call_time[low]))
+            depth, parent = nesting.result()
+            # Summed a block at a time: what is kept is one row per group, and the ranges that could be steps.
+            for part, (kernels, gpu) in zip(blocks, launched, strict=True):
+                block_codes = own_codes[part]
+                own_parent = parent[part]
+                own = pl.DataFrame({"code": block_codes, "d": ends[part] - starts[part], "gpu_ns": gpu, "kernels": kernels, "depth": depth[part],
+                                    "parent": np.where(own_parent >= 0, own_codes[np.clip(own_parent, 0, None)], no_parent).astype(np.uint32)})
+                totals.append(own.group_by("code").agg(pl.len().alias("count"), pl.col("d").sum().alias("cpu_ns"), pl.col("gpu_ns").sum(),
+                                                       pl.col("kernels").cast(pl.Int64).sum(), pl.col("depth").min()))
+                pairs.append(own.filter(pl.col("parent") != no_parent).group_by("code", "parent").len())
+                kept = np.flatnonzero(may_mark_steps[block_codes])
+                step_rows.append(rows[part][kept])
+                step_gpu.append(gpu[kept])
+            del launched, depth, parent
     name_of: dict[int, str] = dict(enumerate(group_names))
     # The enclosing group: the most frequent parent, the first by name on ties (codes are in name order).
     parents = pl.concat(pairs).group_by("code", "parent").agg(pl.col("len").sum()).sort("code", "len", "parent", descending=[False, True, False]).unique(
