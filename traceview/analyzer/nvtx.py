@@ -142,9 +142,11 @@ def nvtx_ranges(nvtx: pl.DataFrame, launches: pl.DataFrame) -> NvtxRanges:
     with ThreadPoolExecutor(max_workers=1) as pool:
         for tid in tids.unique().sort().to_list():
             # Depth and parent assume one thread's ranges nest: each thread's are nested apart, in time order.
-            rows = (tids == tid).arg_true()
-            starts, ends = ranges["start_ns"].gather(rows).to_numpy(), ranges["end_ns"].gather(rows).to_numpy()
-            rows = rows.to_numpy()
+            on_thread = tids == tid
+            rows = on_thread.arg_true().to_numpy()
+            # A filter reads the (chunked) columns in order, where a gather would look up every row.
+            starts, ends = ranges["start_ns"].filter(on_thread).to_numpy(), ranges["end_ns"].filter(on_thread).to_numpy()
+            del on_thread
             order = time_order(starts, ends)
             if order is not None:
                 starts, ends, rows = starts[order], ends[order], rows[order]
@@ -154,11 +156,15 @@ def nvtx_ranges(nvtx: pl.DataFrame, launches: pl.DataFrame) -> NvtxRanges:
             first_call, after_calls = np.searchsorted(call_tids, tid, "left"), np.searchsorted(call_tids, tid, "right")
             own_calls = call_starts[first_call:after_calls]
             blocks = [slice(block, block + _BLOCK_ROWS) for block in range(0, len(rows), _BLOCK_ROWS)]
+            # The calls before each range's start, counted from the calls' side (there are fewer calls than ranges,
+            # and the starts are in order): a call before k starts is before every start from the k-th on.
+            before_start = np.cumsum(np.bincount(np.searchsorted(starts, own_calls, side="right"), minlength=len(starts) + 1)[:len(starts)]) + first_call
             launched = []
             for part in blocks:
-                low = np.searchsorted(own_calls, starts[part], side="left") + first_call
+                low = before_start[part]
                 high = np.searchsorted(own_calls, ends[part], side="right") + first_call
                 launched.append(((high - low).astype(np.int32), call_time[high] - call_time[low]))
+            del before_start
             depth, parent = nesting.result()
             # Summed a block at a time: what is kept is one row per group, and the ranges that could be steps.
             for part, (kernels, gpu) in zip(blocks, launched, strict=True):
