@@ -552,3 +552,19 @@ def test_the_same_export_gives_the_same_answer_every_time(realdata_file):
         data["provenance"].pop("generated_at")
         answers.append(json.dumps(data, sort_keys=True))
     assert answers[0] == answers[1] == answers[2]
+
+
+def test_coverage_of_overlapping_intervals_matches_counting_every_nanosecond():
+    from traceview.analyzer.whole_run import Coverage
+
+    rng = np.random.default_rng(7)
+    for trial in range(200):
+        n = int(rng.integers(0, 40))
+        starts = rng.integers(0, 100, n)
+        if trial % 2:  # in time order (the sort is skipped) and not
+            starts = np.sort(starts)
+        ends = starts + rng.integers(0, 20, n)
+        a = rng.integers(0, 120, 25)
+        b = a + rng.integers(0, 30, 25)
+        covered = [sum(1 for t in range(x, y) if any(s <= t < e for s, e in zip(starts, ends, strict=True))) for x, y in zip(a, b, strict=True)]
+        assert Coverage(starts, ends).overlap(a, b).tolist() == covered

@@ -266,10 +266,10 @@ class Coverage:
             new_block = np.empty(len(starts), dtype=bool)
             new_block[0] = True
             new_block[1:] = starts[1:] > running_end[:-1]
-            block = np.cumsum(new_block) - 1
-            self.starts = starts[new_block]
-            self.ends = np.zeros(len(self.starts), dtype=np.int64)
-            np.maximum.at(self.ends, block, ends)
+            first = np.flatnonzero(new_block)
+            self.starts = starts[first]
+            # A block ends where the running end stands at its last interval (the one before the next block).
+            self.ends = running_end[np.append(first[1:] - 1, len(starts) - 1)].astype(np.int64)
         else:
             self.starts = self.ends = np.zeros(0, dtype=np.int64)
         self.before = np.concatenate([[0], np.cumsum(self.ends - self.starts)])
