@@ -568,3 +568,16 @@ def test_coverage_of_overlapping_intervals_matches_counting_every_nanosecond():
         b = a + rng.integers(0, 30, 25)
         covered = [sum(1 for t in range(x, y) if any(s <= t < e for s, e in zip(starts, ends, strict=True))) for x, y in zip(a, b, strict=True)]
         assert Coverage(starts, ends).overlap(a, b).tolist() == covered
+
+
+def test_threads_give_the_answer_of_one_thread(realdata_file, monkeypatch):
+    """Large exports run independent steps on threads, small ones in line: both ways agree on a real export."""
+    from traceview.analyzer import threads
+
+    path = realdata_file(H100)
+    inline = analyze_json(path)
+    monkeypatch.setattr(threads, "PARALLEL_ROWS", 0)
+    threaded = analyze_json(path)
+    for data in (inline, threaded):
+        data["provenance"].pop("generated_at")
+    assert json.dumps(threaded, sort_keys=True) == json.dumps(inline, sort_keys=True)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import itertools
 import re
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +18,7 @@ import numpy as np
 import polars as pl
 
 from traceview.analyzer.ordering import grouped_time_order, time_order
+from traceview.analyzer.threads import pool_for
 
 _VOLATILE = (
     (re.compile(r"\s*,?\s*\b(op_id|seq|sequence_number|seq_id|fwd_seq|bwd_seq)\s*[=:]\s*-?\d+"), ""),
@@ -139,7 +139,7 @@ def nvtx_ranges(nvtx: pl.DataFrame, launches: pl.DataFrame) -> NvtxRanges:
     tids = ranges["tid"].fill_null(-1)
     # Nesting and the launched kernels need only the starts and ends: the nesting runs on a second thread meanwhile
     # (numpy releases the GIL in its sorts and searches).
-    with ThreadPoolExecutor(max_workers=1) as pool:
+    with pool_for(ranges.height, workers=1) as pool:
         for tid in tids.unique().sort().to_list():
             # Depth and parent assume one thread's ranges nest: each thread's are nested apart, in time order.
             on_thread = tids == tid

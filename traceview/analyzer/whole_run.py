@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import itertools
 import re
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +28,7 @@ import polars as pl
 
 from traceview.analyzer.kernel_kinds import is_communication
 from traceview.analyzer.ordering import group_ranks, grouped_time_order, time_order
+from traceview.analyzer.threads import pool_for
 
 CATEGORIES = ("compute", "communication", "copy", "unified_memory")
 COMPUTE, COMMUNICATION, COPY, UNIFIED = (1 << i for i in range(len(CATEGORIES)))
@@ -660,8 +660,8 @@ def analyze_whole_run(
     `launches` is launch_records(kernels, api) when the caller has it already; `graph_trace_mode` is the capture's
     CUDA graph trace mode (`Graph`, nsys's default, or `Node`), which matters only where graphs were launched."""
     # Parts that need only the input run on a second thread beside the sweep and the gaps (numpy and polars release
-    # the GIL): on an export of kernels alone, the second core is otherwise idle.
-    with ThreadPoolExecutor(max_workers=2) as pool:
+    # the GIL): on a large export of kernels alone, the second core is otherwise idle.
+    with pool_for(kernels.height + memops.height + api.height, workers=2) as pool:
         tiny_work = pool.submit(tiny_kernel_stretches, kernels)
         api_work = pool.submit(api_rules, memops, api)
         intervals = activity_intervals(kernels, memops, graphs, names)
