@@ -492,8 +492,9 @@ def _stack_nesting(starts, ends, tids):
     return depth, parent
 
 
-@pytest.mark.parametrize("levels", [3, 70])  # shallow nesting is found level by level, deep nesting by a sort
-def test_nvtx_nesting_matches_a_stack_on_shuffled_threads(levels):
+# Shallow nesting is found level by level, deep nesting by a sort; few threads by a pass each, many by a sort.
+@pytest.mark.parametrize(("levels", "threads"), [(3, 2), (70, 2), (3, 40)])
+def test_nvtx_nesting_matches_a_stack_on_shuffled_threads(levels, threads):
     import polars as pl
 
     from traceview.analyzer.nvtx import _depth_and_parent, nvtx_ranges
@@ -501,7 +502,8 @@ def test_nvtx_nesting_matches_a_stack_on_shuffled_threads(levels):
 
     rng = np.random.default_rng(levels)
     starts, ends, tids, names = [], [], [], []
-    for tid in (7, 3):
+    thread_ids = [7, 3] + list(range(100, 100 + threads - 2))
+    for tid in thread_ids:
         def push(start, level):
             """Write properly nested ranges under [start, ...) and return where they end."""
             now = start
@@ -522,7 +524,7 @@ def test_nvtx_nesting_matches_a_stack_on_shuffled_threads(levels):
     depth, parent = _stack_nesting(starts, ends, tids)
     group = [name.split(",")[0] for name in names]
     # Per range, on each thread's ranges in time order.
-    for tid in (7, 3):
+    for tid in thread_ids:
         rows = np.array([i for i in range(len(starts)) if tids[i] == tid])
         own_starts, own_ends = np.array(starts)[rows], np.array(ends)[rows]
         order = time_order(own_starts, own_ends)

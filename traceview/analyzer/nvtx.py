@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +36,7 @@ PHASE_PATTERNS = (("prefill", re.compile(r"(?i)prefill|prompt|context")), ("deco
 MIN_STEPS = 3
 MAX_LISTED_STEPS = 1000
 _SHALLOW = 48  # nesting levels up to which each level's ranges are found with one pass, not a sort
+_FEW_THREADS = 32  # threads up to which each thread's ranges are found with one pass over all, not a sort
 
 
 def normalise_range_name(text: str | None) -> str:
@@ -106,6 +108,26 @@ def _may_mark_steps(names: pl.Series) -> pl.Series:
     return frame.select(pl.any_horizontal(step, *(pl.col("group").str.contains(pattern.pattern) for _, pattern in PHASE_PATTERNS))).to_series()
 
 
+def _thread_ranges(ranges: pl.DataFrame, tids: pl.Series) -> Iterator[tuple[int, np.ndarray, np.ndarray, np.ndarray]]:
+    """Yield each thread's id, row numbers (in row order), starts and ends, one thread at a time."""
+    threads = tids.unique().sort().to_list()
+    if len(threads) <= _FEW_THREADS:
+        for tid in threads:
+            on_thread = tids == tid
+            # A filter reads the (chunked) columns in order, where a gather would look up every row.
+            yield tid, on_thread.arg_true().to_numpy(), ranges["start_ns"].filter(on_thread).to_numpy(), ranges["end_ns"].filter(on_thread).to_numpy()
+        return
+    # Many threads: one stable sort by thread instead of a pass over every row per thread.
+    thread_of_row = tids.to_numpy()
+    by_thread = np.argsort(thread_of_row, kind="stable")
+    ordered = thread_of_row[by_thread]
+    del thread_of_row
+    bounds = np.concatenate([[0], np.flatnonzero(ordered[1:] != ordered[:-1]) + 1, [len(ordered)]])
+    for first, last in itertools.pairwise(bounds.tolist()):
+        rows = by_thread[first:last]
+        yield int(ordered[first]), rows, ranges["start_ns"].gather(rows).to_numpy(), ranges["end_ns"].gather(rows).to_numpy()
+
+
 def nvtx_ranges(nvtx: pl.DataFrame, launches: pl.DataFrame) -> NvtxRanges:
     """Return the export's NVTX ranges nested thread by thread, with the kernels each launched (launch_records'
     frame), summed per group."""
@@ -140,13 +162,8 @@ def nvtx_ranges(nvtx: pl.DataFrame, launches: pl.DataFrame) -> NvtxRanges:
     # Nesting and the launched kernels need only the starts and ends: the nesting runs on a second thread meanwhile
     # (numpy releases the GIL in its sorts and searches).
     with pool_for(ranges.height, workers=1) as pool:
-        for tid in tids.unique().sort().to_list():
+        for tid, rows, starts, ends in _thread_ranges(ranges, tids):
             # Depth and parent assume one thread's ranges nest: each thread's are nested apart, in time order.
-            on_thread = tids == tid
-            rows = on_thread.arg_true().to_numpy()
-            # A filter reads the (chunked) columns in order, where a gather would look up every row.
-            starts, ends = ranges["start_ns"].filter(on_thread).to_numpy(), ranges["end_ns"].filter(on_thread).to_numpy()
-            del on_thread
             order = time_order(starts, ends)
             if order is not None:
                 starts, ends, rows = starts[order], ends[order], rows[order]
