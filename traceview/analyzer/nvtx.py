@@ -101,11 +101,15 @@ class NvtxRanges:
     steps: pl.DataFrame
 
 
+def _names_a_step() -> pl.Expr:
+    """Whether a group's name says step/iteration/forward/decode, and is not a framework hook unless it says step."""
+    group = pl.col("group")
+    return group.str.contains(STEP_RANGE.pattern) & (~group.str.contains(_FRAMEWORK_RANGE.pattern) | group.str.contains("(?i)step"))
+
+
 def _may_mark_steps(names: pl.Series) -> pl.Series:
     """Whether each group name could mark steps or a phase (steps_from_nvtx's tests of the name alone)."""
-    frame = names.to_frame("group")
-    step = pl.col("group").str.contains(STEP_RANGE.pattern) & (~pl.col("group").str.contains(_FRAMEWORK_RANGE.pattern) | pl.col("group").str.contains("(?i)step"))
-    return frame.select(pl.any_horizontal(step, *(pl.col("group").str.contains(pattern.pattern) for _, pattern in PHASE_PATTERNS))).to_series()
+    return names.to_frame("group").select(pl.any_horizontal(_names_a_step(), *(pl.col("group").str.contains(pattern.pattern) for _, pattern in PHASE_PATTERNS))).to_series()
 
 
 def _thread_ranges(ranges: pl.DataFrame, tids: pl.Series) -> Iterator[tuple[int, np.ndarray, np.ndarray, np.ndarray]]:
@@ -244,8 +248,7 @@ def steps_from_nvtx(ranges: NvtxRanges) -> dict[str, Any] | None:
     """Return per-step times from the outermost repeated NVTX range whose name says step/iteration/forward/decode
     (at least MIN_STEPS of them), with prefill and decode apart where range names tell them apart."""
     counts = ranges.groups.select("group", pl.col("count").alias("n"), "depth", pl.col("cpu_ns").alias("cpu"))
-    candidates = counts.filter((pl.col("n") >= MIN_STEPS) & pl.col("group").str.contains(STEP_RANGE.pattern)
-                               & (~pl.col("group").str.contains(_FRAMEWORK_RANGE.pattern) | pl.col("group").str.contains("(?i)step")))
+    candidates = counts.filter((pl.col("n") >= MIN_STEPS) & _names_a_step())
     candidates = candidates.sort(["depth", "cpu", "group"], descending=[False, True, False])
     if candidates.height == 0:
         return None

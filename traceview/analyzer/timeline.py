@@ -17,7 +17,7 @@ import polars as pl
 from traceview.analyzer.kernel_kinds import display_names, kernel_kind, likely_bound
 from traceview.analyzer.names import normalise_kernel_name
 from traceview.analyzer.roofline import Bound
-from traceview.analyzer.whole_run import TINY_KERNEL_NS
+from traceview.analyzer.whole_run import TINY_KERNEL_NS, distinct_names
 from traceview.parsers.ncu_csv import short_kernel_name
 
 BLOCKING_API = re.compile(
@@ -177,7 +177,7 @@ def sync_summary(sync: pl.DataFrame, api: pl.DataFrame) -> dict[str, Any]:
     by_type = (sync.with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("d")).group_by("sync_type")
                .agg(pl.len().alias("count"), pl.col("d").sum().alias("duration_ns")).sort(["duration_ns", "sync_type"], descending=[True, False]).to_dicts())
     # Each distinct call name is matched once: millions of launch calls are not run through the pattern one by one.
-    blocking_names = [n for n in api["name"].unique().drop_nulls().cast(pl.String).to_list() if BLOCKING_API.search(n)]
+    blocking_names = [n for n in distinct_names(api["name"]) if BLOCKING_API.search(n)]
     blocking = api.filter(pl.col("name").is_in(blocking_names)).with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("d"))
     calls = blocking.group_by(pl.col("name").cast(pl.String)).agg(pl.len().alias("count"), pl.col("d").sum().alias("duration_ns")).sort(["duration_ns", "name"], descending=[True, False])
     return {

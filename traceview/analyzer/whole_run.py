@@ -287,6 +287,12 @@ class Coverage:
         return self.upto(b) - self.upto(a)
 
 
+def distinct_names(column: pl.Series) -> list[str]:
+    """Return the distinct names of a name column (CUDA calls, NVTX texts): millions of rows, a few distinct names,
+    each matched against patterns once rather than row by row."""
+    return column.unique().drop_nulls().cast(pl.String).to_list()
+
+
 def _api_class(name: str) -> str:
     for label, pattern in _API_CLASSES:
         if pattern.search(name):
@@ -305,7 +311,7 @@ def api_classes(api: pl.DataFrame, first_launches: pl.DataFrame | None = None) -
     calls are held through the gap analysis."""
     if api.height == 0:
         return api.select("start_ns", "end_ns", "pid", pl.lit(None, dtype=API_CLASS).alias("class"))
-    mapping = {name: _api_class(name) for name in api["name"].unique().drop_nulls().cast(pl.String).to_list()}
+    mapping = {name: _api_class(name) for name in distinct_names(api["name"])}
     named = pl.col("name").cast(pl.String).replace_strict(mapping, default="other_cuda_api", return_dtype=pl.String)
     # A first launch is found by its (process, correlation id) in the few first launches, as one number: a join
     # would hash millions of calls to mark a few hundred.
@@ -336,7 +342,7 @@ _CAUSE_OF_CLASS = {"synchronization": "synchronization", "synchronous_copy": "sy
 def range_names_matching(nvtx: pl.DataFrame) -> tuple[list[str], list[str]]:
     """Return the NVTX range names that say JIT/module loading and those that say data loading. Names repeat millions
     of times but are few: each distinct one is matched once, for every device."""
-    names = nvtx["text"].unique().drop_nulls().cast(pl.String).to_list()
+    names = distinct_names(nvtx["text"])
     return [n for n in names if JIT_RANGE.search(n)], [n for n in names if DATA_RANGE.search(n)]
 
 
@@ -486,7 +492,7 @@ def launch_statistics(launches: pl.DataFrame, kernels: pl.DataFrame, api: pl.Dat
     direct = launches.filter(pl.col("graph_node_id").is_null())
     latency = (direct["start_ns"] - direct["call_start_ns"]).filter((direct["start_ns"] - direct["call_start_ns"]) >= 0)
     call = direct["call_end_ns"] - direct["call_start_ns"]
-    graph_calls = int(api["name"].is_in([n for n in api["name"].unique().drop_nulls().cast(pl.String).to_list() if _GRAPH_LAUNCH.search(n)]).sum()) if api.height else 0
+    graph_calls = int(api["name"].is_in([n for n in distinct_names(api["name"]) if _GRAPH_LAUNCH.search(n)]).sum()) if api.height else 0
     return {
         "kernels_joined": launches.height,
         "median_latency_ns": _quantile(latency, 0.5),
@@ -544,7 +550,7 @@ def api_rules(memops: pl.DataFrame, api: pl.DataFrame) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = []
     if api.height == 0:
         return found
-    names = api["name"].unique().drop_nulls().cast(pl.String).to_list()
+    names = distinct_names(api["name"])
     # Only calls that can make a copy rule (the patterns the filters below test) are joined to the copies: millions
     # of launch calls are not copied with their names to be dropped again.
     copy_calls = [n for n in names if _ASYNC.search(n) or _MEMCPY_API.search(n) or _MEMSET_API.search(n)]
