@@ -17,9 +17,16 @@ _FEW_GROUPS = 32
 
 def group_ranks(groups: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Return (the distinct groups sorted, each row's rank among them), the rank 16-bit where the groups allow."""
-    ids = np.sort(pl.Series(groups).unique().to_numpy())
-    rank = np.searchsorted(ids, groups)
-    return ids, rank.astype(np.int16 if len(ids) < 2**15 else np.int64)
+    ids = _distinct(groups)
+    return ids, _ranks(ids, groups)
+
+
+def _distinct(groups: np.ndarray) -> np.ndarray:
+    return np.sort(pl.Series(groups).unique().to_numpy())
+
+
+def _ranks(ids: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    return np.searchsorted(ids, groups).astype(np.int16 if len(ids) < 2**15 else np.int64)
 
 
 def time_order(starts: np.ndarray, ends: np.ndarray | None) -> np.ndarray | None:
@@ -46,13 +53,13 @@ def grouped_time_order(groups: np.ndarray, starts: np.ndarray, ends: np.ndarray 
     """Return the permutation that orders rows by group, then start, then (with `ends`) longer first."""
     if len(starts) == 0:
         return np.zeros(0, dtype=np.int64)
-    ids = pl.Series(groups).unique()
+    ids = _distinct(groups)
     if len(ids) == 1:
         order = time_order(starts, ends)
         return np.arange(len(starts)) if order is None else order
     if len(ids) <= _FEW_GROUPS:
         parts = []
-        for group in np.sort(ids.to_numpy()):
+        for group in ids:
             rows = np.flatnonzero(groups == group)
             own = time_order(starts[rows], None if ends is None else ends[rows])
             parts.append(rows if own is None else rows[own])
@@ -60,5 +67,4 @@ def grouped_time_order(groups: np.ndarray, starts: np.ndarray, ends: np.ndarray 
     order = time_order(starts, ends)
     if order is None:
         order = np.arange(len(starts))
-    _, rank = group_ranks(groups)
-    return order[np.argsort(rank[order], kind="stable")]
+    return order[np.argsort(_ranks(ids, groups)[order], kind="stable")]
