@@ -35,7 +35,10 @@ FORMATS = {
     "llama-cpp": "llama_cpp/*",
     "nsys-sqlite": "nsys_sqlite/*.sqlite",
     "ncu-console": "ncu_console/*",
+    # Outputs found through the search index (console layouts, a decimal-comma locale, --print-summary), kept with the tests.
+    "ncu-found": "found:*.[ct][sx][vt]",
 }
+FOUND = Path(__file__).resolve().parent / "fixtures" / "found"
 DEADLINE_S = 30
 _NUMBER = re.compile(rb"-?\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _REPLACEMENTS = (b"nan", b"NaN", b"inf", b"-inf", b"-1", b"-5", b"0", b"0.0", b"1.8e308", b"1e400", b"1e-320", b"", b"-0", "\uff11".encode(),
@@ -44,7 +47,9 @@ _REPLACEMENTS = (b"nan", b"NaN", b"inf", b"-inf", b"-1", b"-5", b"0", b"0.0", b"
 
 def real_files(fmt: str) -> list[Path]:
     """Return the real files of one format (empty when ../shared/realdata is absent)."""
-    return sorted(p for p in REALDATA.glob(FORMATS[fmt]) if p.is_file())
+    pattern = FORMATS[fmt]
+    base, pattern = (FOUND, pattern.removeprefix("found:")) if pattern.startswith("found:") else (REALDATA, pattern)
+    return sorted(p for p in base.glob(pattern) if p.is_file())
 
 
 def mutate_text(data: bytes, rng: random.Random) -> tuple[str, bytes]:

@@ -103,7 +103,7 @@ def resolve_device(kernels: pl.DataFrame, gpu: str | None = None) -> Device:
             how = f"compute capability {cc} is not in the built-in table; use --gpu"
     else:
         spec = None
-        how = "the export names no device (ncu 2019.x prints neither name nor compute capability); use --gpu"
+        how = "the export names no device (older ncu CSV and console layouts print neither a name nor a compute capability); use --gpu"
     peaks: dict[str, Peak] = {}
     for key in PEAK_KEYS:
         measured = kernels[key].drop_nulls() if kernels.height else pl.Series([], dtype=pl.Float64)

@@ -106,6 +106,11 @@ def _spans(rule_line: str) -> list[tuple[int, int]]:
 
 def _cells(line: str, spans: list[tuple[int, int]]) -> tuple[str, str, str] | None:
     """Return (name, unit, value) of a metric row: the unit and value from their columns, the name before them."""
+    # Names start at the table's left edge. Some 2022 versions print the rows two columns right of the dashed rules
+    # (units and values right-aligned two past their rules' ends): the columns move with the rows.
+    shift = len(line) - len(line.lstrip()) - spans[0][0] if spans else 0
+    if shift > 0:
+        spans = [(start + shift, end + shift) for start, end in spans]
     if len(spans) >= 3:
         name = line[:spans[1][0]].strip()
         unit = line[spans[1][0]:spans[1][1]].strip()
@@ -125,14 +130,18 @@ def _clean_value(value: str, decimal_comma: bool) -> str:
     value = value.replace("(!)", "").strip()
     if re.fullmatch(r"-?\d{1,3}(?:[ \u00a0\u202f]\d{3})+(?:[.,]\d+)?", value):
         value = re.sub(r"[ \u00a0\u202f]", "", value)
-    if decimal_comma and re.fullmatch(r"-?\d+,\d+", value):
-        value = value.replace(",", ".")
+    if decimal_comma:
+        # Where the comma is the decimal mark a dot can only group thousands (`13.490.336`, `9.420.231,80`).
+        if re.fullmatch(r"-?\d{1,3}(?:\.\d{3})+(?:,\d+)?", value):
+            value = value.replace(".", "")
+        if re.fullmatch(r"-?\d+,\d+", value):
+            value = value.replace(",", ".")
     return value
 
 
 def _uses_decimal_comma(lines: list[str]) -> bool:
     """True when numbers are written with a decimal comma (a locale that groups thousands with spaces or dots)."""
-    return any(re.search(r"\s\d+,\d{1,2}\s*$|\s\d{1,3}(?: \d{3})+,\d+\s*$", line) for line in lines if not _LOG_LINE.match(line))
+    return any(re.search(r"\s\d+,\d{1,2}\s*$|\s\d{1,3}(?:[ .]\d{3})+,\d+\s*$", line) for line in lines if not _LOG_LINE.match(line))
 
 
 def parse(path: str | Path, notes: list[str] | None = None) -> pl.DataFrame:

@@ -500,12 +500,13 @@ _NON_NEGATIVE = [name for name, dtype in KERNELS.items() if dtype == pl.Float64]
 
 
 def _without_negatives(frame: pl.DataFrame, notes: list[str] | None = None) -> pl.DataFrame:
-    """Return the frame with negative (and NaN) quantities as null; how many were negative goes to `notes`."""
+    """Return the frame with negative, NaN and infinite quantities as null; how many were negative goes to `notes`."""
     if notes is not None and frame.height:
         negative = int(frame.select(pl.sum_horizontal([(pl.col(c) < 0).fill_null(False) for c in _NON_NEGATIVE]).sum()).item())
         if negative:
             notes.append(f"{negative} negative metric value(s) (a time, count, byte or rate below zero: a damaged cell) were read as unknown")
-    return frame.with_columns([pl.when(pl.col(c) >= 0).then(pl.col(c)).alias(c) for c in _NON_NEGATIVE])
+    # Infinite too: a quantity derived from a damaged one (cycles over a clock of 1e-320 Hz) is not a number either.
+    return frame.with_columns([pl.when((pl.col(c) >= 0) & pl.col(c).is_finite()).then(pl.col(c)).alias(c) for c in _NON_NEGATIVE])
 
 
 def _tensor_columns(long: pl.DataFrame, launch: list[str]) -> pl.DataFrame:
