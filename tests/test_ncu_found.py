@@ -1,20 +1,26 @@
 """Nsight Compute outputs found through the search index (tests/fixtures/found, PROVENANCE.md there): console rows
-printed right of their rules and a decimal-comma locale."""
+printed right of their rules, a decimal-comma locale, and `--print-summary` in its console and CSV forms."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from traceview.app.cli import app
-from traceview.parsers import load_trace
+from traceview.parsers import TraceFormat, detect_format, load_trace
 from traceview.parsers.ncu_console import _clean_value
+from traceview.parsers.schema import KERNELS
 
 FOUND = Path(__file__).parent / "fixtures" / "found"
 SHIFTED = FOUND / "ncu2022_console_rtx3070_shifted_rows_reductions.txt"
 SPANISH = FOUND / "ncu2023_console_es_locale_transpose.txt"
+PER_KERNEL = FOUND / "ncu2023_console_summary_per_kernel_transpose.txt"
+PER_GPU = FOUND / "ncu2023_console_summary_per_gpu_raytrace_excerpt.txt"
+THOR_CONSOLE = FOUND / "ncu2025_console_summary_per_kernel_thor_excerpt.txt"
+THOR_CSV = FOUND / "ncu2025_csv_summary_per_kernel_thor_excerpt.csv"
 runner = CliRunner()
 
 
@@ -41,6 +47,73 @@ def test_a_decimal_comma_locale_with_dots_grouping_thousands():
     assert _clean_value("13.490.336", True) == "13490336" and _clean_value("9.420.231,80", True) == "9420231.80"
     # Without a decimal comma a dot is the decimal point, and commas group thousands.
     assert _clean_value("13.490", False) == "13.490" and _clean_value("13,485", False) == "13,485"
+
+
+@pytest.mark.parametrize(("path", "fmt"), [(PER_KERNEL, TraceFormat.NCU_SUMMARY_CONSOLE), (PER_GPU, TraceFormat.NCU_SUMMARY_CONSOLE),
+                                           (THOR_CONSOLE, TraceFormat.NCU_SUMMARY_CONSOLE), (THOR_CSV, TraceFormat.NCU_SUMMARY_CSV)])
+def test_summaries_are_detected_by_content(path, fmt):
+    assert detect_format(path) is fmt
+
+
+def test_a_2023_per_kernel_summary_reads_its_raw_metric_averages():
+    trace = load_trace(PER_KERNEL)
+    frame = trace.data
+    assert frame.schema == KERNELS and frame.height == 1
+    row = frame.row(0, named=True)
+    assert (row["process_id"], row["kernel_name"], row["grid_size"], row["block_size"], row["device_index"]) == (
+        69642, "transpose_device(float *, float *, int, int)", "32", "256", 0)
+    assert row["duration_ns"] == pytest.approx(9_989_888)  # gpu__time_duration.sum  msecond  9.989888
+    assert row["sm_throughput_pct"] == pytest.approx(4.181825) and row["memory_throughput_pct"] == pytest.approx(44.233118)
+    assert any("--print-summary" in note for note in trace.notes)
+    assert "2022-2023" in (trace.profiler or "")
+
+
+def test_a_per_gpu_summary_takes_the_device_from_its_own_line():
+    row = load_trace(PER_GPU).data.row(0, named=True)
+    assert row["device_index"] == 0 and row["kernel_name"] == "PathTracer(int, Pixel *, int)"
+    assert row["duration_ns"] == pytest.approx(11.865617e9)  # `second`
+    assert row["sm_throughput_pct"] == pytest.approx(56.52006) and row["waves_per_sm"] == pytest.approx(25.283951)
+
+
+@pytest.mark.parametrize("path", [THOR_CONSOLE, THOR_CSV])
+def test_each_invocation_of_a_launch_shape_gets_the_shapes_averages(path):
+    frame = load_trace(path).data
+    assert frame.height == 28  # two shapes × 14 invocations
+    assert frame["launch_id"].to_list() == list(range(28))
+    by_shape = frame.group_by("block_size", maintain_order=True).agg("theoretical_occupancy_pct", "achieved_occupancy_pct")
+    assert by_shape["block_size"].to_list() == ["(256, 1, 1)", "(1, 1, 1)"]
+    achieved = (76.66, 29.84) if path == THOR_CONSOLE else (74.92, 28.52)
+    for (theoretical, measured), expected_theoretical, expected_achieved in zip(
+            by_shape.select("theoretical_occupancy_pct", "achieved_occupancy_pct").iter_rows(), (100.0, 50.0), achieved, strict=True):
+        assert theoretical == [expected_theoretical] * 14 and measured == pytest.approx([expected_achieved] * 14)
+    assert frame["compute_capability"].unique().to_list() == ["11.0"]
+
+
+def test_the_summary_analyses_and_says_what_it_is(tmp_path):
+    result = runner.invoke(app, ["analyze", str(PER_KERNEL), "--format", "json"])
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["source"]["format"] == "ncu-console-summary"
+    kernel = data["kernels"][0]
+    assert kernel["launches"] == 1 and kernel["bound"] == "latency"
+
+
+def test_a_damaged_invocation_count_is_one_clear_line(tmp_path):
+    damaged = tmp_path / "summary.txt"
+    damaged.write_text(PER_KERNEL.read_text().replace(", 1 invocations", ", 99999999999 invocations"))
+    result = runner.invoke(app, ["analyze", str(damaged)])
+    assert result.exit_code == 1
+    assert "invocations" in result.stderr and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_a_summary_cut_before_its_tables_is_one_clear_line(tmp_path):
+    cut = tmp_path / "summary.txt"
+    lines = PER_KERNEL.read_text().splitlines()
+    cut.write_text("\n".join(lines[:lines.index(next(line for line in lines if "Section:" in line)) + 1]) + "\n")
+    result = runner.invoke(app, ["analyze", str(cut)])
+    assert result.exit_code == 1
+    assert "no metric tables" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_a_duration_derived_from_a_damaged_clock_is_unknown_not_infinite(tmp_path):

@@ -101,7 +101,8 @@ class _ProgressBar:
             self.progress.stop()
 
 
-NCU_FORMATS = {TraceFormat.NCU_DETAILS.value, TraceFormat.NCU_RAW.value, TraceFormat.NCU_REP.value, TraceFormat.NCU_CONSOLE.value}
+NCU_FORMATS = {TraceFormat.NCU_DETAILS.value, TraceFormat.NCU_RAW.value, TraceFormat.NCU_REP.value, TraceFormat.NCU_CONSOLE.value,
+               TraceFormat.NCU_SUMMARY_CSV.value, TraceFormat.NCU_SUMMARY_CONSOLE.value}
 
 
 def run_analysis(

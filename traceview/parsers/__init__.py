@@ -13,7 +13,7 @@ from pathlib import Path
 import polars as pl
 
 from traceview.errors import TraceFormatError
-from traceview.parsers import llama_cpp, ncu_console, ncu_csv, ncu_rep, nsys_sqlite, nsys_stats, tegrastats
+from traceview.parsers import llama_cpp, ncu_console, ncu_csv, ncu_rep, ncu_summary, nsys_sqlite, nsys_stats, tegrastats
 from traceview.parsers.sniff import TraceFormat, detect_format
 
 # Real exports carry kernel names of hundreds of kilobytes (generated code, long template lists); the csv module's
@@ -52,6 +52,8 @@ _DATA_LINE = {
     TraceFormat.NCU_DETAILS: re.compile(r'^"'),
     TraceFormat.NCU_RAW: re.compile(r'^"'),
     TraceFormat.NCU_CONSOLE: re.compile(r"\S"),
+    TraceFormat.NCU_SUMMARY_CSV: re.compile(r'^"'),
+    TraceFormat.NCU_SUMMARY_CONSOLE: re.compile(r"\S"),
     TraceFormat.NSYS_STATS: re.compile(r"\d[\d,.]*\s*[,|]|^\s*\d[\d,.]*\s+\d"),
     TraceFormat.TEGRASTATS: re.compile(r"\bRAM \d"),
 }
@@ -138,11 +140,21 @@ def _read_ncu_csv(path: Path, fmt: TraceFormat, options: ReadOptions) -> Trace:
     return Trace(path, fmt, InputKind.KERNELS, kernels, ncu_csv.profiler_hint(header), notes=tuple(notes))
 
 
+def _read_ncu_summary(path: Path, fmt: TraceFormat, options: ReadOptions) -> Trace:
+    cut = _cut_short(path, fmt)
+    notes = [_cut_note(cut)] if cut else []
+    csv_export = fmt == TraceFormat.NCU_SUMMARY_CSV
+    kernels = ncu_summary.parse_csv(path, notes) if csv_export else ncu_summary.parse_console(path, notes)
+    return Trace(path, fmt, InputKind.KERNELS, kernels, ncu_summary.profiler_hint(path, csv_export), notes=tuple(notes))
+
+
 # One entry per format: a new input format is a parser module and a line here.
 READERS: dict[TraceFormat, Callable[[Path, TraceFormat, ReadOptions], Trace]] = {
     TraceFormat.NCU_DETAILS: _read_ncu_csv,
     TraceFormat.NCU_RAW: _read_ncu_csv,
     TraceFormat.NCU_CONSOLE: _read_ncu_console,
+    TraceFormat.NCU_SUMMARY_CSV: _read_ncu_summary,
+    TraceFormat.NCU_SUMMARY_CONSOLE: _read_ncu_summary,
     TraceFormat.NCU_REP: _read_ncu_rep,
     TraceFormat.NSYS_SQLITE: _read_nsys_sqlite,
     TraceFormat.NSYS_STATS: _read_nsys_stats,

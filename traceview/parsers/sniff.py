@@ -9,6 +9,7 @@ from traceview.errors import TraceFormatError, UnknownFormatError
 from traceview.parsers.llama_cpp import detect as detect_llama
 from traceview.parsers.ncu_console import looks_like_console
 from traceview.parsers.ncu_csv import find_header
+from traceview.parsers.ncu_summary import find_summary_header, looks_like_summary_console
 from traceview.parsers.nsys_stats import looks_like_stats
 from traceview.parsers.tegrastats import looks_like_tegrastats
 
@@ -22,6 +23,8 @@ class TraceFormat(str, Enum):
     NCU_DETAILS = "ncu-csv-details"
     NCU_RAW = "ncu-csv-raw"
     NCU_CONSOLE = "ncu-console"
+    NCU_SUMMARY_CSV = "ncu-csv-summary"
+    NCU_SUMMARY_CONSOLE = "ncu-console-summary"
     NCU_REP = "ncu-rep"
     NSYS_SQLITE = "nsys-sqlite"
     NSYS_STATS = "nsys-stats"
@@ -57,12 +60,16 @@ def _tail_has_llama_timings(path: Path) -> bool:
     return b"\x00" not in tail and detect_llama(tail.decode("utf-8", errors="replace")) == TraceFormat.LLAMA_TIMINGS.value
 
 
-def _console_further_in(path: Path) -> bool:
-    """True when Nsight Compute console results start after the first 64 KB (a long `==PROF==` preamble)."""
+def _console_further_in(path: Path) -> TraceFormat | None:
+    """Return the console format when Nsight Compute console results start after the first 64 KB (a long
+    `==PROF==` preamble), else None."""
     with path.open("rb") as handle:
         text = handle.read(_CONSOLE_SNIFF_BYTES).decode("utf-8", errors="replace")
     start = max(0, text.rfind("==PROF==") - 1)
-    return looks_like_console(text[start:start + _SNIFF_BYTES * 4])
+    results = text[start:start + _SNIFF_BYTES * 4]
+    if looks_like_console(results):
+        return TraceFormat.NCU_CONSOLE
+    return TraceFormat.NCU_SUMMARY_CONSOLE if looks_like_summary_console(results) else None
 
 
 def detect_format(path: str | Path) -> TraceFormat:
@@ -84,13 +91,18 @@ def detect_format(path: str | Path) -> TraceFormat:
             return TraceFormat(llama)
         if looks_like_console(text):
             return TraceFormat.NCU_CONSOLE
+        if looks_like_summary_console(text):
+            return TraceFormat.NCU_SUMMARY_CONSOLE
         if looks_like_stats(text):
             return TraceFormat.NSYS_STATS
         header = find_header(path)
         if header is not None:
             return TraceFormat.NCU_RAW if header.page == "raw" else TraceFormat.NCU_DETAILS
-        if "==PROF==" in text and _console_further_in(path):
-            return TraceFormat.NCU_CONSOLE
+        if find_summary_header(path) is not None:
+            return TraceFormat.NCU_SUMMARY_CSV
+        console = _console_further_in(path) if "==PROF==" in text else None
+        if console is not None:
+            return console
         # A full llama.cpp log prints its timing lines last, after the model dump and the generated text.
         if _tail_has_llama_timings(path):
             return TraceFormat.LLAMA_TIMINGS
