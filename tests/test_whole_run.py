@@ -7,6 +7,7 @@ import json
 import shutil
 import sqlite3
 import statistics
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -583,3 +584,30 @@ def test_threads_give_the_answer_of_one_thread(realdata_file, monkeypatch):
     for data in (inline, threaded):
         data["provenance"].pop("generated_at")
     assert json.dumps(threaded, sort_keys=True) == json.dumps(inline, sort_keys=True)
+
+
+FOUND = Path(__file__).parent / "fixtures" / "found"
+
+
+def test_managed_memory_moved_on_demand_is_named_with_its_migrations():
+    # cudaMallocManaged, no prefetch (tests/fixtures/found/PROVENANCE.md): the GPU idles while the host faults the
+    # pages back, which is not 'host code' but the managed memory.
+    path = FOUND / "nsys2022.1_rtx3070_managed_memory_demand_paging.sqlite"
+    run = analyze_json(path)["timeline"]
+    [to_gpu] = sql(path, 'SELECT count(*), sum(bytes), sum("end" - start) FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE copyKind = 11')
+    [to_host] = sql(path, "SELECT count(*), sum(bytes) FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE copyKind = 12")
+    paging = next(f for f in run["findings"] if f["rule"] == "unified_memory_paging")
+    # Every migration to the GPU ran inside the one kernel: their whole time is time the kernel stalled.
+    assert paging["evidence"]["to_gpu"] == {"migrations": to_gpu[0], "bytes": to_gpu[1], "during_kernels_ns": to_gpu[2]}
+    assert paging["evidence"]["to_host"]["migrations"] == to_host[0] and paging["evidence"]["to_host"]["bytes"] == to_host[1]
+    causes = {c["cause"]: c["share_of_idle_pct"] for c in run["idle_by_cause"]}
+    assert causes["unified_memory"] > 99
+    assert "cudaMemPrefetchAsync" in paging["advice"]
+    assert run["findings"][0]["rule"] == "unified_memory_paging"
+
+
+def test_prefetched_managed_memory_is_not_called_demand_paging():
+    # The same program with cudaMemPrefetchAsync: 64 migrations of 2 MB each way, no faults.
+    run = analyze_json(FOUND / "nsys2022.1_rtx3070_managed_memory_prefetched.sqlite")["timeline"]
+    assert not [f for f in run["findings"] if f["rule"] == "unified_memory_paging"]
+    assert "unified_memory" not in {c["cause"] for c in run["idle_by_cause"]}

@@ -83,6 +83,9 @@ CAUSES = {
                      "overlap loading with compute: more DataLoader workers, pinned memory and prefetching"),
     "other_cuda_api": ("other CUDA API calls",
                        "see the calls listed in the evidence; move them out of the hot loop"),
+    "unified_memory": ("the host touching managed (unified) memory: its page faults moved the data back page by page",
+                       "prefetch managed memory to where it is used next: cudaMemPrefetchAsync(ptr, bytes, cudaCpuDeviceId) before the "
+                       "host reads it (and to the device before the kernels), or use cudaMalloc and one cudaMemcpyAsync"),
     "host_code": ("host code with no CUDA call (Python, CPU work)",
                   "profile the host in that range (nsys --sample=cpu, py-spy) and overlap the CPU work with GPU work or move it off the critical path"),
 }
@@ -348,13 +351,14 @@ def range_names_matching(nvtx: pl.DataFrame) -> tuple[list[str], list[str]]:
 
 def gap_causes(gaps: pl.DataFrame, classes: pl.DataFrame, nvtx: pl.DataFrame, queued_before: np.ndarray,
                calls_host: pl.Expr | None = None, ranges_host: pl.Expr | None = None,
-               matching: tuple[list[str], list[str]] | None = None) -> pl.Series:
+               matching: tuple[list[str], list[str]] | None = None, between_migrations: np.ndarray | None = None) -> pl.Series:
     """Return a cause (a CAUSES key) for each gap of one device, from the host activity of its processes.
 
     `classes` is api_classes' frame; `calls_host` and `ranges_host` (_host_rows) keep the device's processes in it and
-    in `nvtx`. In order: the next kernel was already queued when the gap began (GPU launch latency); JIT/module loading
-    covers half the gap; one class of CUDA call covers half of it; a data-loading NVTX range does; other CUDA calls
-    do; else host code.
+    in `nvtx`; `between_migrations` marks the gaps with a unified-memory migration on each side. In order: the next
+    kernel was already queued when the gap began (GPU launch latency); JIT/module loading covers half the gap; one
+    class of CUDA call covers half of it; a data-loading NVTX range does; other CUDA calls do; migrations on both sides
+    (the host faulting managed memory back); else host code.
     """
     if gaps.height == 0:
         return pl.Series("cause", [], dtype=pl.String)
@@ -368,6 +372,9 @@ def gap_causes(gaps: pl.DataFrame, classes: pl.DataFrame, nvtx: pl.DataFrame, qu
         a = starts[open_gaps]
         b = a + durations[open_gaps]
         codes[open_gaps] = _host_cause(a, b, classes, nvtx, calls_host, ranges_host, matching)
+    if between_migrations is not None:
+        # Host code between page migrations is the host touching managed memory: each fault moves the next pages.
+        codes[(codes == code("host_code")) & np.asarray(between_migrations, dtype=bool)] = code("unified_memory")
     return pl.Series("cause", codes, dtype=pl.Int64).replace_strict(dict(enumerate(CAUSE_CODES)), return_dtype=pl.String)
 
 
@@ -617,18 +624,28 @@ def time_util_rule(pieces: pl.DataFrame, devices: list[dict[str, Any]]) -> dict[
 
 
 def _device_gaps(device: dict[str, Any], pieces: pl.DataFrame, launches: pl.DataFrame, pids: set[int], classified: pl.DataFrame,
-                 api: pl.DataFrame, nvtx: pl.DataFrame, matching: tuple[list[str], list[str]]) -> list[dict[str, Any]]:
+                 api: pl.DataFrame, nvtx: pl.DataFrame, matching: tuple[list[str], list[str]], migrations: bool = False) -> list[dict[str, Any]]:
     """Return the device's largest idle gaps with their causes and evidence; add gap_count, idle_by_cause (ns per
-    cause, largest first) and largest_gap_ns to `device`."""
+    cause, largest first) and largest_gap_ns to `device`. `migrations`: the export has unified-memory migrations."""
     device_id = device["device_id"]
-    gaps = pieces.filter((pl.col("device_id") == device_id) & (pl.col("mask") == 0)).select("start_ns", "duration_ns")
+    between = None
+    if migrations:
+        # The sweep's pieces are in time order: the pieces either side of an idle one are what the GPU did around it.
+        mask = pl.col("mask")
+        around = pieces.filter(pl.col("device_id") == device_id).select(
+            "start_ns", "duration_ns", mask, ((mask.shift(1) & UNIFIED) != 0).alias("after"), ((mask.shift(-1) & UNIFIED) != 0).alias("before"))
+        gaps = around.filter(mask == 0)
+        between = (gaps["after"] & gaps["before"]).fill_null(False).to_numpy()
+        gaps = gaps.select("start_ns", "duration_ns")
+    else:
+        gaps = pieces.filter((pl.col("device_id") == device_id) & (pl.col("mask") == 0)).select("start_ns", "duration_ns")
     api_rows, nvtx_rows = _host_rows(api, pids), _host_rows(nvtx, pids)
     # The kernel that ends each gap: was its launch call already over when the gap began?
     own_launches = launches.filter(pl.col("device_id") == device_id).select("start_ns", "call_end_ns")
     ends = gaps.with_columns((pl.col("start_ns") + pl.col("duration_ns")).alias("next_start"))
     queued = ends.join(own_launches.unique("start_ns"), left_on="next_start", right_on="start_ns", how="left").select(
         (pl.col("call_end_ns") <= pl.col("start_ns")).fill_null(False)).to_series().to_numpy()
-    causes = gap_causes(gaps, classified, nvtx, queued, _host_rows(classified, pids), nvtx_rows, matching)
+    causes = gap_causes(gaps, classified, nvtx, queued, _host_rows(classified, pids), nvtx_rows, matching, between)
     device["gap_count"] = gaps.height
     with_causes = gaps.with_columns(causes)
     totals = with_causes.group_by("cause").agg(pl.col("duration_ns").sum()).sort(["duration_ns", "cause"], descending=[True, False])
@@ -692,7 +709,9 @@ def analyze_whole_run(
         classified = api_classes(api, first_launches)
         matching = range_names_matching(nvtx) if devices else ([], [])
         # Devices are independent: one at a time on each thread, results taken in device order.
-        per_device = list(pool.map(lambda device: _device_gaps(device, pieces, launches, pids_of.get(device["device_id"], set()), classified, api, nvtx, matching),
+        migrations = bool(memops.height) and bool(memops.select(pl.col("copy_kind").is_in(UNIFIED_KINDS).any()).item())
+        per_device = list(pool.map(lambda device: _device_gaps(device, pieces, launches, pids_of.get(device["device_id"], set()), classified, api, nvtx, matching,
+                                                               migrations),
                                    devices))
         tiny, found_by_api = tiny_work.result(), api_work.result()
     all_gaps: list[dict[str, Any]] = []
@@ -710,6 +729,8 @@ def analyze_whole_run(
     verdict = run_verdict(devices)
     copies = copy_summary(memops, link_peaks)
     findings += _breakdown_findings(devices, copies, causes_list)
+    if migrations:
+        findings += unified_memory_findings(memops, kernels, devices)
     big = [g for g in all_gaps if g["duration_ns"] >= gap_threshold_ns]
     if big:
         top = big[0]
@@ -758,6 +779,53 @@ def analyze_whole_run(
                      "from the export; profile with --cuda-graph-trace=node")
     findings.sort(key=lambda f: -f["cost_ns"])
     return WholeRun(verdict, devices, copies, all_gaps, causes_list, launch, findings, notes)
+
+
+# Faults move managed memory in pages of 4-64 kB (up to a few hundred kB when the driver groups them); prefetches and
+# evictions move 2 MB blocks. Many small migrations are demand paging.
+DEMAND_PAGING_MIN_MIGRATIONS = 32
+DEMAND_PAGING_MAX_MEAN_BYTES = 256 * 1024
+
+
+def _size(count: float) -> str:
+    return f"{count / 1e9:.2f} GB" if count >= 1e9 else f"{count / 1e6:.1f} MB" if count >= 1e6 else f"{count / 1e3:.1f} kB"
+
+
+def unified_memory_findings(memops: pl.DataFrame, kernels: pl.DataFrame, devices: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Return a finding per device whose managed memory moved on demand: many small unified-memory migrations to the
+    GPU while its kernels ran (the kernels stalled on page faults) or back to the host with the GPU idle between them.
+
+    Its cost is the kernel time with migrations running plus the idle time put down to the host faulting pages back:
+    what prefetching would mostly give back (the bytes still move, in far fewer and larger transfers)."""
+    migrations = memops.filter(pl.col("copy_kind").is_in(UNIFIED_KINDS) & (pl.col("end_ns") >= pl.col("start_ns")))
+    found = []
+    for device in devices:
+        own = migrations.filter(pl.col("device_id") == device["device_id"])
+        to_gpu, to_host = (own.filter(pl.col("copy_kind") == kind) for kind in (11, 12))
+
+        def paged(frame: pl.DataFrame) -> bool:
+            return frame.height >= DEMAND_PAGING_MIN_MIGRATIONS and (frame["bytes"].mean() or 0) < DEMAND_PAGING_MAX_MEAN_BYTES  # type: ignore[operator]
+
+        if not (paged(to_gpu) or paged(to_host)):
+            continue
+        parts, evidence, stalled = [], {}, 0
+        idle = device.get("idle_by_cause", {}).get("unified_memory", 0)
+        if paged(to_gpu):
+            ran = kernels.filter(pl.col("device_id") == device["device_id"])
+            stalled = int(_coverage(ran).overlap(to_gpu["start_ns"].to_numpy(), to_gpu["end_ns"].to_numpy()).sum()) if ran.height else 0
+            size = int(to_gpu["bytes"].sum() or 0)
+            parts.append(f"{to_gpu.height:,} page migrations to the GPU ({_size(size)}, {_size(size / to_gpu.height)} each)"
+                         + (f" ran while its kernels did, for {_ms(stalled)}: the kernels stalled on page faults" if stalled else ""))
+            evidence["to_gpu"] = {"migrations": to_gpu.height, "bytes": size, "during_kernels_ns": stalled}
+        if paged(to_host):
+            size = int(to_host["bytes"].sum() or 0)
+            parts.append(f"{to_host.height:,} back to the host ({_size(size)}, {_size(size / to_host.height)} each)"
+                         + (f", the GPU idle {_ms(idle)} between them while the host touched the data" if idle else ""))
+            evidence["to_host"] = {"migrations": to_host.height, "bytes": size, "idle_between_ns": idle}
+        found.append(_finding(
+            "unified_memory_paging", stalled + idle, f"GPU {device['device_id']} moves managed memory on demand: " + "; ".join(parts),
+            CAUSES["unified_memory"][1] + "; cudaMemAdvise (SetPreferredLocation, SetReadMostly) for data that stays where it is", evidence))
+    return found
 
 
 def _breakdown_findings(devices: list[dict[str, Any]], copies: list[dict[str, Any]], causes: list[dict[str, Any]]) -> list[dict[str, Any]]:
