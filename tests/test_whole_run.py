@@ -14,6 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from traceview.app.cli import app
+from traceview.parsers import load_trace
 
 runner = CliRunner()
 H100 = "nsys_sqlite/nsys2026.2_h100x2_sliced_nsys-ai.sqlite"
@@ -611,3 +612,14 @@ def test_prefetched_managed_memory_is_not_called_demand_paging():
     run = analyze_json(FOUND / "nsys2022.1_rtx3070_managed_memory_prefetched.sqlite")["timeline"]
     assert not [f for f in run["findings"] if f["rule"] == "unified_memory_paging"]
     assert "unified_memory" not in {c["cause"] for c in run["idle_by_cause"]}
+
+
+def test_a_2020_export_keys_its_gpus_by_device_id_and_a_misread_bandwidth_is_not_used():
+    # nsys 2020: TARGET_INFO_CUDA_GPU has deviceId (no cudaId) and records 4.03 TB/s for a 672 GB/s Quadro RTX 8000.
+    path = FOUND / "nsys2020_quadro_rtx8000x2_cupy_nvtx.sqlite"
+    gpus = load_trace(path).data.gpus
+    assert gpus["device_id"].to_list() == [0, 1] and gpus["name"].unique().to_list() == ["Quadro RTX 8000"]
+    data = analyze_json(path)
+    assert data["device"]["peaks"]["dram_bytes_per_s"]["value"] is None
+    assert any("4,027 GB/s" in note and "compute capability 7.5" in note for note in data["notes"])
+    assert sum(k["launches"] for k in data["kernels"]) == sql(path, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL")[0][0]

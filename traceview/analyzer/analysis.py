@@ -11,7 +11,14 @@ from typing import Any
 import polars as pl
 
 from traceview.analyzer.decode import decode_ceiling
-from traceview.analyzer.devices import GpuSpec, find_by_compute_capability, find_by_name, host_link, lookup_gpu
+from traceview.analyzer.devices import (
+    GpuSpec,
+    find_by_compute_capability,
+    find_by_name,
+    host_link,
+    lookup_gpu,
+    plausible_bandwidth,
+)
 from traceview.analyzer.diagnosis import diagnose_kernels, tensor_core_columns
 from traceview.analyzer.jetson import Board, Telemetry, analyze_telemetry
 from traceview.analyzer.llm import LlmAnalysis, analyze_runs
@@ -377,7 +384,9 @@ def analyze_nsys(
     how = f"chosen with --gpu {gpu}" if gpu else ("recorded in the export (TARGET_INFO_GPU)" if names_seen else
                                                   "the export records no GPU (no TARGET_INFO_GPU); use --gpu for peaks and the host link")
     peaks = _table_peaks(spec)
-    bandwidth = gpus["memory_bandwidth_bytes_per_s"].drop_nulls()
+    recorded = gpus.filter(pl.col("memory_bandwidth_bytes_per_s").is_not_null())
+    implausible = [row for row in recorded.iter_rows(named=True) if not plausible_bandwidth(row["memory_bandwidth_bytes_per_s"], row["compute_capability"])]
+    bandwidth = recorded.filter(~pl.col("device_id").is_in([row["device_id"] for row in implausible]))["memory_bandwidth_bytes_per_s"]
     if bandwidth.len() and not gpu:
         peaks["peak_dram_bytes_per_s"] = Peak(float(bandwidth.max()), "profile")  # type: ignore[arg-type]
     peaks = _with_ncu_peaks(peaks, ncu)
@@ -389,6 +398,10 @@ def analyze_nsys(
     timeline = Timeline(run.devices, run.copies, run.findings, nvtx_groups, run.verdict, run.gaps, run.idle_by_cause, run.launch,
                         steps, sync_summary(export.sync, export.api), unmatched, matched, export=export)
     notes = list(export.notes) + run.notes
+    for row in implausible[:1]:
+        notes.append(f"the export records {row['memory_bandwidth_bytes_per_s'] / 1e9:,.0f} GB/s of memory bandwidth for {row['name'] or 'GPU ' + str(row['device_id'])}, "
+                     f"more than any GPU of compute capability {row['compute_capability']} has: a misread field, not used"
+                     + ("" if peaks["peak_dram_bytes_per_s"].value else "; pass --gpu for the datasheet peak"))
     if untimed:
         notes.append(f"{untimed} kernel or copy row(s) with no start or end time, or an end before the start, were left out (a damaged export?)")
     if kernels.height == 0:

@@ -89,6 +89,24 @@ GPUS: tuple[GpuSpec, ...] = (
 )
 
 
+# The highest DRAM bandwidth of any product of each compute capability, GB/s (datasheets): K40/Titan Black, Titan X
+# (Maxwell), TX1, P100, Titan Xp, TX2, V100S, Xavier, Quadro RTX 8000, A100 80GB, RTX 3090 Ti, AGX Orin, RTX 4090,
+# H200/GH200, B200/B300, Thor, RTX 5090, DGX Spark. A bandwidth an export records above its generation's ceiling is
+# a damaged or misread field (nsys 2020 wrote 4.03 TB/s for a Quadro RTX 8000), not a measurement.
+MAX_DRAM_GB_S_BY_CC = {
+    "3.5": 336, "3.7": 240, "5.0": 86.4, "5.2": 336.5, "5.3": 25.6, "6.0": 732, "6.1": 547.6, "6.2": 59.7, "7.0": 1134, "7.2": 136.5,
+    "7.5": 672, "8.0": 2039, "8.6": 1008, "8.7": 204.8, "8.9": 1008, "9.0": 4900, "10.0": 8000, "10.3": 8000, "11.0": 273, "12.0": 1792,
+    "12.1": 273,
+}
+
+
+def plausible_bandwidth(bytes_per_s: float, compute_capability: str | None) -> bool:
+    """True unless the DRAM bandwidth (bytes/s) is over 10% above the fastest product of its compute capability;
+    an unknown compute capability is not judged."""
+    ceiling = MAX_DRAM_GB_S_BY_CC.get(compute_capability or "")
+    return ceiling is None or bytes_per_s <= ceiling * GIGA * 1.1
+
+
 def normalise_device_name(name: str) -> str:
     """Return a lower-case device name without vendor words and punctuation, for matching."""
     text = name.lower()

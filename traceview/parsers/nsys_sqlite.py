@@ -432,7 +432,8 @@ def _read_gpus(connection: sqlite3.Connection, tables: set[str]) -> pl.DataFrame
         columns = set(_columns(connection, "TARGET_INFO_CUDA_GPU"))
         name = "name" if "name" in columns else "NULL"
         cc = "computeCapabilityMajor || '.' || computeCapabilityMinor" if {"computeCapabilityMajor", "computeCapabilityMinor"} <= columns else "NULL"
-        device = "cudaId" if "cudaId" in columns else ("id" if "id" in columns else "0")
+        # The CUDA device id: `cudaId` (2021-2022), `deviceId` (2020-2021: every row was device 0 without it).
+        device = next((c for c in ("cudaId", "deviceId", "id") if c in columns), "0")
         # Pre-2022 units: kHz and kB/s.
         frame = _frame(connection, f"SELECT {device}, {name}, numMultiprocessors, coreClockRate * 1000.0, globalMemoryBandwidth * 1000.0, {cc} FROM TARGET_INFO_CUDA_GPU", NSYS_GPUS)
         return frame
