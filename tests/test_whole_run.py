@@ -623,3 +623,12 @@ def test_a_2020_export_keys_its_gpus_by_device_id_and_a_misread_bandwidth_is_not
     assert data["device"]["peaks"]["dram_bytes_per_s"]["value"] is None
     assert any("4,027 GB/s" in note and "compute capability 7.5" in note for note in data["notes"])
     assert sum(k["launches"] for k in data["kernels"]) == sql(path, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL")[0][0]
+
+
+def test_nsys_warnings_about_the_gpu_trace_become_a_note(realdata_file):
+    # nsys 2026.1 on an RTX 3080 could not trace unified memory; the H200 capture's only warning is about CPU sampling.
+    notes = analyze_json(realdata_file("nsys_sqlite/nsys2026.1_rtx3080_torch_zeros_nsys-ai.sqlite"))["notes"]
+    warned = [note for note in notes if note.startswith("nsys warned about the GPU trace")]
+    assert len(warned) == 1 and "Unified Memory cannot be traced" in warned[0]
+    notes = analyze_json(realdata_file(H200))["notes"]
+    assert not [note for note in notes if note.startswith("nsys warned")]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import re
 import sqlite3
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -222,6 +223,8 @@ def _read(path: Path, connection: sqlite3.Connection, tables: set[str], progress
     notes: list[str] = []
     if long_names:
         notes.append(f"{len(long_names)} string(s) longer than {MAX_NAME_CHARS:,} characters were cut (a damaged export?)")
+    if "DIAGNOSTIC_EVENT" in tables:
+        notes += _trace_warnings(connection, names)
 
     memops = pl.DataFrame(schema=NSYS_MEMOPS)
     untimed = [t for t in ("CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
@@ -313,6 +316,35 @@ def _read(path: Path, connection: sqlite3.Connection, tables: set[str], progress
         graphs = reader.read(GRAPH_TRACE_TABLE, sql, NSYS_GRAPHS, where="start > 0")
     return NsysExport(path, meta.get("EXPORT_PRODUCT_VERSION"), meta.get("EXPORT_SCHEMA_VERSION"), _read_gpus(connection, tables),
                       kernels, names, memops, sync, api, nvtx, tables, graphs, capture, notes)
+
+
+# What nsys says about the GPU side of the capture (CUDA, CUPTI, NVTX, unified memory): events it lost or could not
+# trace explain an export that looks idle or empty. Not its notes about other APIs (OpenGL, OS runtime, CPU sampling).
+_TRACE_WARNING = re.compile(r"CUDA|CUPTI|Unified Memory|\bGPU\b|NVTX|NCCL|cuBLAS|cuDNN")
+_NOT_USED = re.compile(r"Does the process use (?!CUDA)")
+
+
+def _trace_warnings(connection: sqlite3.Connection, names: dict[int, str]) -> list[str]:
+    """Return one note with nsys's own warnings and errors about the GPU trace (DIAGNOSTIC_EVENT, severity 2-3), each
+    distinct text once with how often it came; none when it had nothing to say."""
+    columns = set(_columns(connection, "DIAGNOSTIC_EVENT"))
+    if not {"severity", "text"} <= columns:
+        return []
+    counts: dict[str, int] = {}
+    errors: set[str] = set()
+    for severity, text in connection.execute("SELECT severity, text FROM DIAGNOSTIC_EVENT WHERE severity IN (2, 3)"):
+        message = names.get(text, "") if isinstance(text, int) else _text(text) or ""
+        message = " ".join(message.split())[:200]
+        if message and _TRACE_WARNING.search(message) and not _NOT_USED.search(message):
+            counts[message] = counts.get(message, 0) + 1
+            if severity == 3:
+                errors.add(message)
+    if not counts:
+        return []
+    first = sorted(counts, key=lambda message: message not in errors)  # errors first, then in the order nsys wrote them
+    listed = [f"“{message}”" + (f" ({counts[message]}×)" if counts[message] > 1 else "") for message in first[:5]]
+    more = f" and {len(counts) - 5} more" if len(counts) > 5 else ""
+    return ["nsys warned about the GPU trace: " + "; ".join(listed) + more]
 
 
 class _Reader:
