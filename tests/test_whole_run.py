@@ -382,6 +382,22 @@ def test_cudnn_convolutions_are_convolutions_not_gemms():
     assert kernel_kind("ampere_sgemm_128x64_tn") == "gemm"
 
 
+def test_kernel_kinds_read_the_function_name_before_its_arguments():
+    from traceview.analyzer.kernel_kinds import kernel_kind
+
+    # TensorRT on an RTX 3090 (a report1.sqlite found through the search index): convolutions are implicit GEMMs,
+    # pooling kernels are xmma kernels, and a copy's parameter list mentions `ReducedDivisors`.
+    assert kernel_kind("sm80_xmma_fprop_implicit_gemm_f16f16_f16f16_f16_nhwckrsc_nhwc_tilesize256x64x32_stage3_warpsize4x1x1_g1_tensor16x8x16"
+                       "_t1r3s3_execute_kernel_trt") == "convolution"
+    assert kernel_kind("sm50_xmma_pooling_coalescedC_NHWC_kMAX_3_False_execute_kernel_trt") == "reduction"
+    assert kernel_kind("void genericReformat::copyVectorizedKernel<double, __half, __half, (bool)1, (bool)0, (int)1>(unsigned int, const void *, "
+                       "genericReformat::ArrayN<T6>, genericReformat::ArrayNWithReducedDivisors<T6>)") == "copy"
+    assert kernel_kind("void CUTENSOR_NAMESPACE::permutationKernelPLC3<CUTENSOR_NAMESPACE::VectorWrite2DTensorView<(unsigned char)0>>()") == "copy"
+    assert kernel_kind("trt_ampere_h16816gemm_64x64_ldg8_relu_stages_64x5_tn_v1") == "gemm"
+    # A generic function name leaves the kind to its template arguments.
+    assert kernel_kind("void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_256x128_32x3_tn_align8>(Params)") == "gemm"
+
+
 def test_sparse_row_ids_are_read_in_one_range_not_billions(realdata_file, tmp_path):
     """Found by the 10,000-mutant campaign: a damaged page gave the kernel table a max(rowid) of 3.2e12, and the
     reader split min..max into 500,000-row ranges — millions of queries, a hang."""

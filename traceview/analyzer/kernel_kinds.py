@@ -12,18 +12,22 @@ import re
 from collections import defaultdict
 
 from traceview.analyzer.names import normalise_kernel_name
+from traceview.parsers.ncu_csv import short_kernel_name
 
 # First match wins: attention kernels are often CUTLASS GEMMs inside, elementwise functors mention Add/Mul.
 _KINDS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(pattern, re.IGNORECASE)) for kind, pattern in (
     ("communication", r"nccl|nvshmem|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|cross_device_reduce|sendrecv"),
     ("attention", r"flash|fmha|attention|\battn|_attn|sdpa|paged_?att|xformers|mha_|_mha"),
-    # Before GEMM: cuDNN's convolutions are GEMMs inside (`implicit_convolve_sgemm`); `conv` alone would match `convert`.
-    ("convolution", r"convol|conv[123]d|_conv_|conv_fwd|conv_bwd|winograd|fft2d|im2col|cudnn|dgrad|wgrad"),
+    # Before GEMM: cuDNN's and TensorRT's convolutions are GEMMs inside (`implicit_convolve_sgemm`,
+    # `xmma_fprop_implicit_gemm`: fprop/dgrad/wgrad are a convolution's passes); `conv` alone would match `convert`.
+    ("convolution", r"convol|conv[123]d|_conv_|conv_fwd|conv_bwd|winograd|fft2d|im2col|cudnn|fprop|dgrad|wgrad|implicit_?gemm"),
+    # Before GEMM too: TensorRT's pooling kernels are `xmma_pooling_*`. A pooling window is a small reduction.
+    ("reduction", r"pooling|max_?pool|avg_?pool"),
     ("gemm", r"gemm|gemv|matmul|xmma|nvjet|cutlass|cublas|wgmma|hmma|s16816|s1688|h16816|tensorop|triton_tem|triton_mm|\bmm_|splitk|dot_kernel"),
     ("normalization", r"(layer|rms|batch|group|instance|weight|l2)_?norm|softmax|normaliz|norm_kernel"),
     ("reduction", r"reduce|reduction|triton_red|triton_per|argmax|argmin|topk|cumsum|scan_kernel|\bsum_kernel"),
     ("elementwise", r"elementwise|pointwise|triton_poi|fill|activation|gelu|silu|relu|dropout|distribution|philox|rand|rotary|rope|embedding|cast|arange|where"),
-    ("copy", r"copy|transpose|cat_?array|memcpy|gather|scatter|index|permute|contiguous"),
+    ("copy", r"copy|transpose|cat_?array|memcpy|gather|scatter|index|permut|contiguous"),
 ))
 
 # The usual bound of each kind; `gemv`/decode attention are memory-bound (one pass over the weights or the KV cache).
@@ -40,11 +44,16 @@ _KIND_CHARS = 8192  # what a kernel does shows early in its name; scanning megab
 
 def kernel_kind(name: str) -> str:
     """Return the kind of work a kernel name says it does: gemm, attention, convolution, normalization, reduction,
-    elementwise, copy, communication, or other."""
+    elementwise, copy, communication, or other.
+
+    The function's own name is read first, then the whole name: words in the parameter list or namespaces describe
+    the arguments (`copyVectorizedKernel(…, ArrayNWithReducedDivisors)` is a copy, not a reduction), while a generic
+    function name (`cutlass::Kernel2<…s16816gemm…>`) leaves it to the template arguments."""
     head = name[:_KIND_CHARS]
-    for kind, pattern in _KINDS:
-        if pattern.search(head):
-            return kind
+    for text in (short_kernel_name(head), head):
+        for kind, pattern in _KINDS:
+            if pattern.search(text):
+                return kind
     return "other"
 
 
