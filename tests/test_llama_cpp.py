@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -214,3 +215,23 @@ def test_diff_matches_whole_configurations_never_averages(realdata_file):
     tg = next(r for r in runs if r["test"] == "tg128" and r["status"] == "changed")
     assert (tg["tokens_per_s"], round(tg["tokens_per_s_after"], 2), round(tg["change_pct"], 1)) == (127.43, 132.05, 3.6)
     assert sorted((r["test"], r["status"]) for r in runs if r["status"] != "changed") == [("pp512", "vanished"), ("tg128", "vanished")]
+
+
+def test_a_depth_sweep_reads_prefill_and_decode_at_each_context_depth():
+    # llama-bench -d 0,4096,8192 -ngl -1 on Vulkan (tests/fixtures/found/PROVENANCE.md).
+    path = Path(__file__).parent / "fixtures" / "found" / "llama_bench_vulkan_depth_sweep.md"
+    runs = load_trace(path).data
+    assert runs["n_depth"].to_list() == [0, 0, 4096, 4096, 8192, 8192]
+    assert runs["phase"].to_list() == ["prefill", "decode"] * 3
+    assert runs["test"].to_list()[2:4] == ["pp512@d4096", "tg128@d4096"]
+    assert runs["n_gpu_layers"].unique().to_list() == [-1]  # llama.h: negative means every layer
+    result = CliRunner().invoke(app, ["analyze", str(path), "--bandwidth", "640GB/s", "--format", "json"])
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    decode = [run for run in data["runs"] if run["phase"] == "decode"]
+    assert {run["offload"] for run in decode} == {"full"}
+    assert decode[0]["mbu_pct"] == pytest.approx(100 * 15.07 * 13.34 * 2**30 / 640e9)
+    assert "lower bound" in decode[2]["note"] and decode[0]["note"] is None
+    depth = {f["evidence"]["phase"]: f for f in data["findings"] if f["kind"] == "depth_scaling"}
+    assert depth["decode"]["evidence"] == {"table": 0, "phase": "decode", "depth": [0, 4096, 8192], "tokens_per_s": [15.07, 14.42, 13.81]}
+    assert "-8%" in depth["decode"]["message"] and "-29%" in depth["prefill"]["message"]

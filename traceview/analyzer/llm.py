@@ -3,7 +3,10 @@
 Decode moves every weight once per token, so bytes per token = the model size llama.cpp reports (or --weights),
 achieved bandwidth = tokens/s × bytes per token, and MBU = achieved / the device's DRAM bandwidth. The KV cache and
 activations are left out (small at llama-bench's short contexts), so MBU is a slight underestimate.
-Prefill is judged against compute: about 2 × parameters FLOP per token.
+Prefill is judged against compute: about 2 × parameters FLOP per token. A test run at a context depth (llama-bench
+-d, `tg128 @ d4096`) also reads the KV cache of that context per token; without the model's layer shapes its size is
+unknown, so there bytes per token and MBU count the weights alone (a lower bound) and say so, and the slowdown from
+one depth to the next is reported as measured.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ def _offload(row: dict[str, Any], table_max_ngl: int | None) -> tuple[str, str |
         return "cpu", "CPU run: host memory bandwidth bounds decode"
     if ngl is None:
         return "unknown", None
-    if ngl >= FULL_OFFLOAD_NGL:
+    if ngl < 0 or ngl >= FULL_OFFLOAD_NGL:  # llama.h: a negative n_gpu_layers means all layers
         return "full", None
     layers = _layers(row.get("model"))
     if table_max_ngl is not None and ngl < table_max_ngl:
@@ -91,13 +94,17 @@ def analyze_runs(
                                   "bandwidth (--gpu/--bandwidth)")
             if peak_bw is None and record["note"] is None:
                 record["note"] = "device not named in the output: pass --gpu NAME or --bandwidth to get MBU"
+            if row.get("n_depth") and record["bytes_per_token"] is not None:
+                depth_note = (f"at depth {row['n_depth']:,} each token also reads the KV cache of the context: bytes/token and MBU count "
+                              "the weights alone (a lower bound)")
+                record["note"] = depth_note if record["note"] is None else f"{record['note']}; {depth_note}"
         elif row["phase"] == "prefill" and rate and row.get("model_params"):
             record["achieved_flop_per_s"] = 2.0 * row["model_params"] * rate
             if spec and spec.tensor_fp16_flop_per_s and offload == "full":
                 record["compute_pct"] = 100.0 * record["achieved_flop_per_s"] / spec.tensor_fp16_flop_per_s
         records.append(record)
     frame = pl.DataFrame(records, infer_schema_length=None) if records else runs
-    return LlmAnalysis(frame, _size_scaling(frame) + _ngl_scaling(frame))
+    return LlmAnalysis(frame, _size_scaling(frame) + _ngl_scaling(frame) + _depth_scaling(frame))
 
 
 # llama-bench's documented defaults: a run that does not print these options used them.
@@ -117,6 +124,8 @@ def run_settings(row: dict[str, Any]) -> dict[str, str]:
             settings[key] = value.strip()
     if row.get("n_gpu_layers") is not None:
         settings["gpu_layers"] = str(row["n_gpu_layers"])
+    if row.get("n_depth"):
+        settings["depth"] = str(row["n_depth"])
     if row.get("backend"):
         settings["backend"] = str(row["backend"]).upper()
     return settings
@@ -181,6 +190,8 @@ def _size_scaling(frame: pl.DataFrame) -> list[dict[str, Any]]:
 def _ngl_scaling(frame: pl.DataFrame) -> list[dict[str, Any]]:
     findings = []
     decode = frame.filter((pl.col("phase") == "decode") & pl.col("n_gpu_layers").is_not_null())
+    if "n_depth" in decode.columns:  # runs at another context depth differ by more than their offload
+        decode = decode.filter(pl.col("n_depth").fill_null(0) == 0)
     for (table, model), group in decode.group_by(["table", "model"], maintain_order=True):
         by_ngl = group.group_by("n_gpu_layers").agg(pl.col("tokens_per_s").mean()).sort("n_gpu_layers")
         if by_ngl.height < 3:
@@ -196,5 +207,30 @@ def _ngl_scaling(frame: pl.DataFrame) -> list[dict[str, Any]]:
                 "every layer left on the CPU makes the host's memory the bound"
             ),
             "evidence": {"table": table, "ngl": by_ngl["n_gpu_layers"].to_list(), "tokens_per_s": by_ngl["tokens_per_s"].to_list()},
+        })
+    return findings
+
+
+def _depth_scaling(frame: pl.DataFrame) -> list[dict[str, Any]]:
+    """Per model, backend and phase measured at several context depths (llama-bench -d): tokens/s from the shallowest
+    to the deepest, and the drop between them."""
+    if "n_depth" not in frame.columns:
+        return []
+    runs = frame.filter(pl.col("phase").is_in(["decode", "prefill"]) & pl.col("tokens_per_s").is_not_null()).with_columns(
+        pl.col("n_depth").fill_null(0))
+    findings = []
+    for (table, model, backend, phase), group in runs.group_by(["table", "model", "backend", "phase"], maintain_order=True):
+        by_depth = group.group_by("n_depth").agg(pl.col("tokens_per_s").mean()).sort("n_depth")
+        if by_depth.height < 2:
+            continue
+        first, last = by_depth.row(0, named=True), by_depth.row(by_depth.height - 1, named=True)
+        change = 100.0 * (last["tokens_per_s"] / first["tokens_per_s"] - 1.0)
+        why = ("each token reads the KV cache of the whole context besides the weights" if phase == "decode"
+               else "attention over the context grows with it")
+        findings.append({
+            "kind": "depth_scaling",
+            "message": (f"{model}{f' ({backend})' if backend else ''}: {phase} {first['tokens_per_s']:.1f} tokens/s at depth "
+                        f"{first['n_depth']:,} → {last['tokens_per_s']:.1f} at depth {last['n_depth']:,} ({change:+.0f}%): {why}"),
+            "evidence": {"table": table, "phase": phase, "depth": by_depth["n_depth"].to_list(), "tokens_per_s": by_depth["tokens_per_s"].to_list()},
         })
     return findings

@@ -35,7 +35,8 @@ _TIMING = re.compile(
 _LOG_MODEL_SIZE = re.compile(r"\bmodel size\s*=\s*([0-9]+(?:[.,][0-9]+)?)\s*(GiB|MiB|KiB|GB|MB|B)\b")
 _SIZE = re.compile(r"^\s*([\d.]+)\s*(GiB|MiB|KiB|GB|MB|B)\s*$")
 _PARAMS = re.compile(r"^\s*([\d.]+)\s*([KMBT]?)\s*$")
-_TEST = re.compile(r"^\s*(pp|tg)\s*(\d+)\s*$")
+# `pp512`, `tg128`, `pp512+tg128` (-pg), each `@ d4096` when run at a context depth (-d, 2025+).
+_TEST = re.compile(r"^\s*(?:pp\s*(?P<pp>\d+))?\s*\+?\s*(?:tg\s*(?P<tg>\d+))?\s*(?:@\s*d\s*(?P<depth>\d+))?\s*$")
 _VALUE_PM = re.compile(r"^\s*([\d.]+)(?:\s*±\s*([\d.]+))?\s*$")
 BENCH_CSV_MARKERS = ("model_size", "avg_ts")
 
@@ -142,11 +143,14 @@ def _bench_markdown(path: Path, text: str) -> list[dict[str, Any]]:
             raise TraceFormatError(path, f"table row has {len(cells)} cells for {len(header)} columns", "pass the table as llama-bench printed it", line=number)
         values = dict(zip(header, cells, strict=True))
         test = _TEST.match(values.get("test", ""))
+        if test and not (test.group("pp") or test.group("tg")):
+            test = None
         rate = _VALUE_PM.match(values.get("t/s", ""))
         if rate is None:
             raise TraceFormatError(path, f"cannot read t/s {values.get('t/s')!r}", "expected `mean ± stddev`", line=number)
-        n_prompt = int(test.group(2)) if test and test.group(1) == "pp" else 0
-        n_gen = int(test.group(2)) if test and test.group(1) == "tg" else 0
+        n_prompt = int(test.group("pp")) if test and test.group("pp") else 0
+        n_gen = int(test.group("tg")) if test and test.group("tg") else 0
+        n_depth = int(test.group("depth")) if test and test.group("depth") else 0
         known = {"model", "size", "params", "backend", "ngl", "test", "t/s"}
         ngl = values.get("ngl") or values.get("n_gpu_layers")
         context.rows.append({
@@ -157,11 +161,12 @@ def _bench_markdown(path: Path, text: str) -> list[dict[str, Any]]:
             "model_size_bytes": _size_bytes(values.get("size", "")),
             "model_params": _params(values.get("params", "")),
             "backend": values.get("backend"),
-            "n_gpu_layers": int(ngl) if ngl and ngl.isdigit() else None,
+            "n_gpu_layers": int(ngl) if ngl and re.fullmatch(r"-?\d{1,9}", ngl) else None,
             "test": values.get("test", "").replace(" ", ""),
             "phase": _phase(n_prompt, n_gen) if test else "mixed",
             "n_prompt": n_prompt,
             "n_gen": n_gen,
+            "n_depth": n_depth,
             "tokens_per_s": float(rate.group(1)),
             "tokens_per_s_stddev": float(rate.group(2)) if rate.group(2) else None,
             "device_name": context.device,
@@ -188,15 +193,17 @@ def _bench_record(values: dict[str, Any], index: int, number: int | None) -> dic
 
     n_prompt = _whole(number_or_none("n_prompt")) or 0
     n_gen = _whole(number_or_none("n_gen")) or 0
+    n_depth = _whole(number_or_none("n_depth")) or 0
     ngl = number_or_none("n_gpu_layers")
-    known = {"model_type", "model_size", "model_n_params", "n_gpu_layers", "n_prompt", "n_gen", "avg_ts", "stddev_ts",
+    known = {"model_type", "model_size", "model_n_params", "n_gpu_layers", "n_prompt", "n_gen", "n_depth", "avg_ts", "stddev_ts",
              "gpu_info", "cpu_info", "build_commit", "build_number", "samples_ts", "samples_ns", "avg_ns", "stddev_ns",
              "test_time", "model_filename", "backends"}
     backend = values.get("backends") or ", ".join(
         name.upper() for name in ("cuda", "metal", "vulkan", "sycl", "kompute", "opencl") if str(values.get(name)) in ("1", "true", "True")
     ) or None
     build = f"{values.get('build_commit')} ({values.get('build_number')})" if values.get("build_commit") else None
-    test = ("pp" + str(n_prompt) if n_prompt else "") + ("+" if n_prompt and n_gen else "") + ("tg" + str(n_gen) if n_gen else "")
+    test = (("pp" + str(n_prompt) if n_prompt else "") + ("+" if n_prompt and n_gen else "") + ("tg" + str(n_gen) if n_gen else "")
+            + (f"@d{n_depth}" if n_depth else ""))
     return {
         "run": index,
         "table": 0,
@@ -210,6 +217,7 @@ def _bench_record(values: dict[str, Any], index: int, number: int | None) -> dic
         "phase": _phase(n_prompt, n_gen),
         "n_prompt": n_prompt,
         "n_gen": n_gen,
+        "n_depth": n_depth,
         "tokens_per_s": number_or_none("avg_ts"),
         "tokens_per_s_stddev": number_or_none("stddev_ts"),
         "device_name": values.get("gpu_info") or None,

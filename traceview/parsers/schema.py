@@ -135,10 +135,11 @@ LLAMA_RUNS = pl.Schema(
         "model_params": pl.Float64,
         "backend": pl.String,
         "n_gpu_layers": pl.Int64,
-        "test": pl.String,  # pp512, tg128, pp512+tg128
+        "test": pl.String,  # pp512, tg128, pp512+tg128, tg128@d4096
         "phase": pl.String,  # prefill, decode, mixed
         "n_prompt": pl.Int64,
         "n_gen": pl.Int64,
+        "n_depth": pl.Int64,  # tokens already in the KV cache when the test ran (llama-bench -d; `pp512 @ d4096`), 0 if none
         "duration_ms": pl.Float64,
         "tokens_per_s": pl.Float64,
         "tokens_per_s_stddev": pl.Float64,
