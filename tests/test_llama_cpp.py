@@ -128,14 +128,18 @@ def _three_forms(tmp_path, csv_path):
         lines.append(f"| {r['model_type']} | {int(r['model_size']) / 2**30:.2f} GiB | {int(r['model_n_params']) / 1e9:.2f} B | CUDA | "
                      f"{r['n_gpu_layers']} | {test} | {float(r['avg_ts']):.2f} ± {float(r['stddev_ts']):.2f} |")
     md_path.write_text(f"  Device 0: {records[0]['gpu_info']}, compute capability 8.6, VMM: yes\n" + "\n".join(lines) + "\n")
+    # -o jsonl: the same objects as -o json, one per line (llama-bench's README).
+    (tmp_path / "bench.jsonl").write_text("".join(json.dumps({**r, "samples_ts": [float(r["avg_ts"])]}) + "\n" for r in records))
     return md_path, json_path
 
 
-def test_the_three_bench_forms_of_one_run_agree(tmp_path, realdata_file):
+def test_the_bench_forms_of_one_run_agree(tmp_path, realdata_file):
     csv_path = realdata_file("llama_cpp/llama_bench_readme_rtx3090ti_i9-13900k.csv")
     md_path, json_path = _three_forms(tmp_path, csv_path)
     assert detect_format(json_path) is TraceFormat.LLAMA_BENCH_JSON
-    results = [analysis_of(p).llm.runs for p in (csv_path, md_path, json_path)]
+    jsonl_path = tmp_path / "bench.jsonl"
+    assert detect_format(jsonl_path) is TraceFormat.LLAMA_BENCH_JSONL
+    results = [analysis_of(p).llm.runs for p in (csv_path, md_path, json_path, jsonl_path)]
     for runs in results:
         assert runs["test"].to_list() == ["pp512", "tg128"]
         assert runs["device"].to_list() == ["GeForce RTX 3090 Ti"] * 2
@@ -235,3 +239,10 @@ def test_a_depth_sweep_reads_prefill_and_decode_at_each_context_depth():
     depth = {f["evidence"]["phase"]: f for f in data["findings"] if f["kind"] == "depth_scaling"}
     assert depth["decode"]["evidence"] == {"table": 0, "phase": "decode", "depth": [0, 4096, 8192], "tokens_per_s": [15.07, 14.42, 13.81]}
     assert "-8%" in depth["decode"]["message"] and "-29%" in depth["prefill"]["message"]
+
+
+def test_a_damaged_jsonl_line_is_one_clear_line(tmp_path):
+    path = tmp_path / "bench.jsonl"
+    path.write_text('{"model_type": "llama 7B", "n_prompt": 512, "n_gen": 0, "avg_ts": 100.0}\n{"model_type": "llama 7B", "avg_ts": \n')
+    result = CliRunner().invoke(app, ["analyze", str(path)])
+    assert result.exit_code == 1 and "bench.jsonl:2:" in result.stderr and "Traceback" not in result.stderr

@@ -162,6 +162,7 @@ READERS: dict[TraceFormat, Callable[[Path, TraceFormat, ReadOptions], Trace]] = 
     TraceFormat.LLAMA_BENCH_MD: _read_llama,
     TraceFormat.LLAMA_BENCH_CSV: _read_llama,
     TraceFormat.LLAMA_BENCH_JSON: _read_llama,
+    TraceFormat.LLAMA_BENCH_JSONL: _read_llama,
     TraceFormat.LLAMA_TIMINGS: _read_llama,
 }
 

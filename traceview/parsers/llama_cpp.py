@@ -2,7 +2,7 @@
 
 Inputs: `llama-bench` markdown tables (any extra columns, `pp 512`/`pp512`, `mean ± stddev`, GiB/MiB sizes, `build:`
 and `Device N:` lines around them), `llama-bench -o csv` (rows may carry more fields than the header, as in the
-published README sample) and `-o json`; and the timing lines of a run: `llama_print_timings:` (old, with or
+published README sample), `-o json` and `-o jsonl`; and the timing lines of a run: `llama_print_timings:` (old, with or
 without tokens per second, `nan` for an empty prompt), `llama_perf_context_print:` (new) and the server's bare
 `prompt eval time = … / eval time = …` lines, mixed with any other console text.
 """
@@ -77,6 +77,8 @@ def detect(head: str) -> str | None:
     stripped = head.lstrip()
     if stripped.startswith("[") and '"avg_ts"' in head:
         return "llama-bench-json"
+    if stripped.startswith("{") and '"avg_ts"' in stripped.splitlines()[0]:
+        return "llama-bench-jsonl"  # -o jsonl: the JSON objects, one per line
     first = stripped.splitlines()[0] if stripped else ""
     if all(marker in first for marker in BENCH_CSV_MARKERS):
         return "llama-bench-csv"
@@ -96,6 +98,8 @@ def parse(path: str | Path) -> pl.DataFrame:
     kind = detect(text)
     if kind == "llama-bench-json":
         rows = _bench_json(path, text)
+    elif kind == "llama-bench-jsonl":
+        rows = _bench_jsonl(path, text)
     elif kind == "llama-bench-csv":
         rows = _bench_csv(path, text)
     elif kind == "llama-bench-md":
@@ -259,6 +263,22 @@ def _bench_json(path: Path, text: str) -> list[dict[str, Any]]:
     if not isinstance(data, list) or not all(isinstance(item, dict) for item in data):
         raise TraceFormatError(path, "llama-bench JSON should be a list of objects", "pass the output of `llama-bench -o json`")
     return [_bench_record(item, index, None) for index, item in enumerate(data)]
+
+
+def _bench_jsonl(path: Path, text: str) -> list[dict[str, Any]]:
+    rows = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise TraceFormatError(path, f"invalid JSON on this line ({error.msg})", "pass the output of `llama-bench -o jsonl` whole, one object per line",
+                                   line=number) from error
+        if not isinstance(item, dict):
+            raise TraceFormatError(path, "each line of llama-bench JSONL should be an object", "pass the output of `llama-bench -o jsonl`", line=number)
+        rows.append(_bench_record(item, len(rows), number))
+    return rows
 
 
 def _timings(text: str) -> list[dict[str, Any]]:

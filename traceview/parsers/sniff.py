@@ -32,6 +32,7 @@ class TraceFormat(str, Enum):
     LLAMA_BENCH_MD = "llama-bench-md"
     LLAMA_BENCH_CSV = "llama-bench-csv"
     LLAMA_BENCH_JSON = "llama-bench-json"
+    LLAMA_BENCH_JSONL = "llama-bench-jsonl"
     LLAMA_TIMINGS = "llama-timings"
 
 
