@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -130,6 +131,13 @@ def _three_forms(tmp_path, csv_path):
     md_path.write_text(f"  Device 0: {records[0]['gpu_info']}, compute capability 8.6, VMM: yes\n" + "\n".join(lines) + "\n")
     # -o jsonl: the same objects as -o json, one per line (llama-bench's README).
     (tmp_path / "bench.jsonl").write_text("".join(json.dumps({**r, "samples_ts": [float(r["avg_ts"])]}) + "\n" for r in records))
+    # -o sql as llama-bench's sql_printer writes it (every value quoted), and the database it is piped into.
+    fields = list(records[0])
+    sql = ("CREATE TABLE IF NOT EXISTS llama_bench (\n" + ",\n".join(f"  {f} TEXT" for f in fields) + "\n);\n\n"
+           + "".join(f"INSERT INTO llama_bench ({', '.join(fields)}) VALUES ({', '.join(repr(str(r[f])) for f in fields)});\n" for r in records))
+    (tmp_path / "bench.sql").write_text(sql)
+    with sqlite3.connect(tmp_path / "bench.sqlite") as database:
+        database.executescript(sql)
     return md_path, json_path
 
 
@@ -137,9 +145,11 @@ def test_the_bench_forms_of_one_run_agree(tmp_path, realdata_file):
     csv_path = realdata_file("llama_cpp/llama_bench_readme_rtx3090ti_i9-13900k.csv")
     md_path, json_path = _three_forms(tmp_path, csv_path)
     assert detect_format(json_path) is TraceFormat.LLAMA_BENCH_JSON
-    jsonl_path = tmp_path / "bench.jsonl"
+    jsonl_path, sql_path, sqlite_path = (tmp_path / name for name in ("bench.jsonl", "bench.sql", "bench.sqlite"))
     assert detect_format(jsonl_path) is TraceFormat.LLAMA_BENCH_JSONL
-    results = [analysis_of(p).llm.runs for p in (csv_path, md_path, json_path, jsonl_path)]
+    assert detect_format(sql_path) is TraceFormat.LLAMA_BENCH_SQL
+    assert detect_format(sqlite_path) is TraceFormat.LLAMA_BENCH_SQLITE
+    results = [analysis_of(p).llm.runs for p in (csv_path, md_path, json_path, jsonl_path, sql_path, sqlite_path)]
     for runs in results:
         assert runs["test"].to_list() == ["pp512", "tg128"]
         assert runs["device"].to_list() == ["GeForce RTX 3090 Ti"] * 2

@@ -120,7 +120,7 @@ def _read_ncu_rep(path: Path, fmt: TraceFormat, options: ReadOptions) -> Trace:
 
 
 def _read_llama(path: Path, fmt: TraceFormat, options: ReadOptions) -> Trace:
-    cut = _cut_short(path, fmt)
+    cut = None if fmt == TraceFormat.LLAMA_BENCH_SQLITE else _cut_short(path, fmt)
     return Trace(path, fmt, InputKind.LLAMA_RUNS, llama_cpp.parse(path), "llama.cpp", notes=(_cut_note(cut),) if cut else ())
 
 
@@ -163,6 +163,8 @@ READERS: dict[TraceFormat, Callable[[Path, TraceFormat, ReadOptions], Trace]] = 
     TraceFormat.LLAMA_BENCH_CSV: _read_llama,
     TraceFormat.LLAMA_BENCH_JSON: _read_llama,
     TraceFormat.LLAMA_BENCH_JSONL: _read_llama,
+    TraceFormat.LLAMA_BENCH_SQL: _read_llama,
+    TraceFormat.LLAMA_BENCH_SQLITE: _read_llama,
     TraceFormat.LLAMA_TIMINGS: _read_llama,
 }
 

@@ -2,7 +2,7 @@
 
 Inputs: `llama-bench` markdown tables (any extra columns, `pp 512`/`pp512`, `mean ± stddev`, GiB/MiB sizes, `build:`
 and `Device N:` lines around them), `llama-bench -o csv` (rows may carry more fields than the header, as in the
-published README sample), `-o json` and `-o jsonl`; and the timing lines of a run: `llama_print_timings:` (old, with or
+published README sample), `-o json`, `-o jsonl` and `-o sql` (as text, or the SQLite database it was piped into); and the timing lines of a run: `llama_print_timings:` (old, with or
 without tokens per second, `nan` for an empty prompt), `llama_perf_context_print:` (new) and the server's bare
 `prompt eval time = … / eval time = …` lines, mixed with any other console text.
 """
@@ -14,9 +14,12 @@ import io
 import json
 import math
 import re
+import sqlite3
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import polars as pl
 
@@ -79,6 +82,8 @@ def detect(head: str) -> str | None:
         return "llama-bench-json"
     if stripped.startswith("{") and '"avg_ts"' in stripped.splitlines()[0]:
         return "llama-bench-jsonl"  # -o jsonl: the JSON objects, one per line
+    if _SQL_TABLE.search(head) or _SQL_INSERT.search(head):
+        return "llama-bench-sql"
     first = stripped.splitlines()[0] if stripped else ""
     if all(marker in first for marker in BENCH_CSV_MARKERS):
         return "llama-bench-csv"
@@ -94,12 +99,18 @@ def detect(head: str) -> str | None:
 def parse(path: str | Path) -> pl.DataFrame:
     """Return one row per measurement (LLAMA_RUNS): tokens/s of prefill or decode, with model and device."""
     path = Path(path)
-    text = path.read_text(encoding="utf-8", errors="replace")
-    kind = detect(text)
-    if kind == "llama-bench-json":
+    with path.open("rb") as handle:
+        is_database = handle.read(16) == b"SQLite format 3\x00"
+    text = "" if is_database else path.read_text(encoding="utf-8", errors="replace")
+    kind = "llama-bench-sqlite" if is_database else detect(text)
+    if kind == "llama-bench-sqlite":
+        rows = bench_sqlite_rows(path)
+    elif kind == "llama-bench-json":
         rows = _bench_json(path, text)
     elif kind == "llama-bench-jsonl":
         rows = _bench_jsonl(path, text)
+    elif kind == "llama-bench-sql":
+        rows = _bench_sql(path, text)
     elif kind == "llama-bench-csv":
         rows = _bench_csv(path, text)
     elif kind == "llama-bench-md":
@@ -263,6 +274,38 @@ def _bench_json(path: Path, text: str) -> list[dict[str, Any]]:
     if not isinstance(data, list) or not all(isinstance(item, dict) for item in data):
         raise TraceFormatError(path, "llama-bench JSON should be a list of objects", "pass the output of `llama-bench -o json`")
     return [_bench_record(item, index, None) for index, item in enumerate(data)]
+
+
+# -o sql: `CREATE TABLE IF NOT EXISTS llama_bench (...)`, then one `INSERT INTO llama_bench (f1, f2) VALUES ('v1', 'v2');`
+# per result, every value in single quotes and none escaped. Read as text, never executed.
+_SQL_TABLE = re.compile(r"^CREATE TABLE IF NOT EXISTS llama_bench \($", re.MULTILINE)
+_SQL_INSERT = re.compile(r"^INSERT INTO llama_bench \((?P<fields>[^)]*)\) VALUES \('(?P<values>.*)'\);\s*$", re.MULTILINE)
+
+
+def _bench_sql(path: Path, text: str) -> list[dict[str, Any]]:
+    rows = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        insert = _SQL_INSERT.match(line)
+        if not insert:
+            continue
+        fields = [field.strip() for field in insert.group("fields").split(",")]
+        values = insert.group("values").split("', '")
+        if len(values) != len(fields):
+            raise TraceFormatError(path, f"an INSERT with {len(values)} values for {len(fields)} fields (a quote inside a value?)",
+                                   "pass the output of `llama-bench -o sql` whole", line=number)
+        rows.append(_bench_record(dict(zip(fields, values, strict=True)), len(rows), number))
+    return rows
+
+
+def bench_sqlite_rows(path: Path) -> list[dict[str, Any]]:
+    """Return the rows of the `llama_bench` table of a SQLite database (`llama-bench -o sql | sqlite3 bench.sqlite`)."""
+    with closing(sqlite3.connect(f"file:{quote(str(path.resolve()), safe='/')}?mode=ro", uri=True)) as connection:
+        connection.row_factory = sqlite3.Row
+        try:
+            rows = [dict(row) for row in connection.execute("SELECT * FROM llama_bench")]
+        except sqlite3.DatabaseError as error:
+            raise TraceFormatError(path, f"cannot read its llama_bench table ({error})", "pass the database `llama-bench -o sql | sqlite3` wrote") from error
+    return [_bench_record(row, index, None) for index, row in enumerate(rows)]
 
 
 def _bench_jsonl(path: Path, text: str) -> list[dict[str, Any]]:

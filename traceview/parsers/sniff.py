@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import sqlite3
+from contextlib import closing
 from enum import Enum
 from pathlib import Path
+from urllib.parse import quote
 
 from traceview.errors import TraceFormatError, UnknownFormatError
 from traceview.parsers.llama_cpp import detect as detect_llama
@@ -33,6 +36,8 @@ class TraceFormat(str, Enum):
     LLAMA_BENCH_CSV = "llama-bench-csv"
     LLAMA_BENCH_JSON = "llama-bench-json"
     LLAMA_BENCH_JSONL = "llama-bench-jsonl"
+    LLAMA_BENCH_SQL = "llama-bench-sql"
+    LLAMA_BENCH_SQLITE = "llama-bench-sqlite"
     LLAMA_TIMINGS = "llama-timings"
 
 
@@ -61,6 +66,16 @@ def _tail_has_llama_timings(path: Path) -> bool:
     return b"\x00" not in tail and detect_llama(tail.decode("utf-8", errors="replace")) == TraceFormat.LLAMA_TIMINGS.value
 
 
+def _has_llama_bench_table(path: Path) -> bool:
+    """True for a SQLite database that `llama-bench -o sql` was piped into (a `llama_bench` table, no nsys tables)."""
+    try:
+        with closing(sqlite3.connect(f"file:{quote(str(path.resolve()), safe='/')}?mode=ro", uri=True)) as connection:
+            names = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.DatabaseError:
+        return False  # a damaged database: the nsys reader says what is wrong with it
+    return "llama_bench" in names and not any(name.startswith(("CUPTI_", "NVTX_", "TARGET_INFO")) for name in names)
+
+
 def _console_further_in(path: Path) -> TraceFormat | None:
     """Return the console format when Nsight Compute console results start after the first 64 KB (a long
     `==PROF==` preamble), else None."""
@@ -80,7 +95,7 @@ def detect_format(path: str | Path) -> TraceFormat:
     with path.open("rb") as handle:
         head = handle.read(_SNIFF_BYTES)
     if head.startswith(b"SQLite format 3\x00"):
-        return TraceFormat.NSYS_SQLITE
+        return TraceFormat.LLAMA_BENCH_SQLITE if _has_llama_bench_table(path) else TraceFormat.NSYS_SQLITE
     if head.startswith(b"NVR\x00"):
         return TraceFormat.NCU_REP
     if b"\x00" not in head:
