@@ -86,6 +86,8 @@ def infer_board(samples: pl.DataFrame) -> tuple[Board | None, str]:
         guess = "jetson-tx2"
     elif 7000 <= ram <= 7900 and cores == 6 and lower_temps:
         guess = "jetson-orin-nano-8gb"
+    elif 120000 <= ram <= 131072:  # 128 GB: only AGX Thor among the boards that run tegrastats
+        guess = "jetson-agx-thor"
     elif 3900 <= ram <= 4000 and cores == 4:
         guess = "jetson-nano" if ({"POM_5V_IN"} & rails or not rails) and ram < 3980 else "jetson-tx1"
     if guess is None:
@@ -215,6 +217,11 @@ def analyze_telemetry(
     if emc_samples == 0 and frame["emc_pct"].is_not_null().any():
         findings.append(Finding("no_emc_clock", "EMC_FREQ has no clock (tegrastats ran without root): memory bandwidth cannot be computed — run `sudo tegrastats`",
                                 evidence={"samples_without_clock": frame.height}))
+    elif emc_samples and frame["emc_pct"].is_null().all():
+        # JetPack 7 on Thor prints `EMC_FREQ @4266`: the clock alone, no share of it in use.
+        findings.append(Finding("no_emc_utilisation", "EMC_FREQ gives the memory clock but no utilisation (`EMC_FREQ @MHz`, as JetPack 7 prints it on "
+                                "Thor): memory bandwidth cannot be computed from this log",
+                                evidence={"samples_without_utilisation": frame.height}))
     elif 0 < emc_samples < frame.height:
         first_line = frame.filter(pl.col("emc_mhz").is_not_null())["line_number"][0]
         findings.append(Finding("format_change", f"EMC readings start at line {first_line} ({emc_samples} of {frame.height} samples): the log format changed mid-file (e.g. tegrastats restarted as root)",
@@ -224,6 +231,10 @@ def analyze_telemetry(
         findings += _clock_findings(frame, board, interval_s)
         if bw_stats:
             findings += _memory_bound_findings(frame, board, interval_s)
+    if frame["gpu_pct"].is_null().all() and frame["gpu_mhz"].is_not_null().any():
+        findings.append(Finding("no_gpu_utilisation", "GR3D_FREQ gives GPU clocks but no utilisation (`GR3D_FREQ @[MHz,…]`, as JetPack 7 prints it on "
+                                "Thor): GPU busy % is unknown; jtop or nvidia-smi report it",
+                                evidence={"samples_without_utilisation": frame.height}))
     findings += _thermal_findings(frame, interval_s)
     findings += _gpu_idle_findings(frame, interval_s)
 
@@ -242,17 +253,24 @@ def analyze_telemetry(
     )
 
 
+# A memory controller this busy at a low clock is held back by the clock; less busy, DVFS keeps the clock low because
+# nothing asks for more bandwidth, which is not a finding.
+EMC_BUSY_PCT = 50
+
+
 def _clock_findings(frame: pl.DataFrame, board: Board, interval_s: float) -> list[Finding]:
     found = []
-    emc = frame["emc_mhz"].drop_nulls()
+    loaded = frame.filter(pl.col("emc_pct") >= EMC_BUSY_PCT)
+    emc = loaded["emc_mhz"].drop_nulls()
     if emc.len() and float(emc.max()) < 0.9 * board.emc_max_mhz:  # type: ignore[arg-type]
         top = float(emc.max())  # type: ignore[arg-type]
         found.append(Finding(
             "emc_clock_low",
-            f"EMC (memory) clock never exceeded {top:.0f} MHz, {100 * top / board.emc_max_mhz:.0f}% of the {board.name}'s {board.emc_max_mhz:.0f} MHz: "
-            f"a low power mode or memory DVFS caps bandwidth at {top * 1e6 * DDR * board.bus_bytes / 1e9:.1f} GB/s — `sudo nvpmodel -m 0 && sudo jetson_clocks` pins it to the maximum",
-            float(frame["time_s"].min()), float(frame["time_s"].max() - frame["time_s"].min() + interval_s),
-            {"max_emc_mhz": top, "board_max_emc_mhz": board.emc_max_mhz},
+            f"while the memory controller was busy (≥ {EMC_BUSY_PCT}%, {loaded.height} samples) its clock stayed at or below {top:.0f} MHz, "
+            f"{100 * top / board.emc_max_mhz:.0f}% of the {board.name}'s {board.emc_max_mhz:.0f} MHz: a low power mode or memory DVFS caps "
+            f"bandwidth at {top * 1e6 * DDR * board.bus_bytes / 1e9:.1f} GB/s — `sudo nvpmodel -m 0 && sudo jetson_clocks` pins it to the maximum",
+            float(loaded["time_s"].min()), float(loaded["time_s"].max() - loaded["time_s"].min() + interval_s),  # type: ignore[operator]
+            {"max_emc_mhz": top, "board_max_emc_mhz": board.emc_max_mhz, "busy_samples": loaded.height},
         ))
     busy = frame.filter(pl.col("gpu_pct") >= 50)
     gpu = busy["gpu_mhz"].drop_nulls()

@@ -32,7 +32,8 @@ _RAM = r"\bRAM ([0-9]+)/([0-9]+)MB"
 _SWAP = r"\bSWAP ([0-9]+)/([0-9]+)MB"
 # `CPU [12%@1189,off,...]`, or before L4T 28.2 (TX1) `cpu [12%,0%,0%,0%]@408`: lower case, one clock for all cores.
 _CPU = r"\b(?:CPU|cpu) \[([^\]]*)\](?:@([0-9]+))?"
-_EMC = r"\bEMC(?:_FREQ)? ([0-9]+)%(?:@([0-9]+))?"  # `EMC 1%@1600` before L4T 28.2
+# `EMC 1%@1600` before L4T 28.2; `EMC_FREQ @4266` (the clock alone) on Thor, JetPack 7.
+_EMC = r"\bEMC(?:_FREQ)? (?:([0-9]+)%)?(?:@([0-9]+))?"
 _GR3D = r"\bGR3D(?:_FREQ)? (?:([0-9]+)%)?(?:@\[?([0-9,]+)\]?)?"  # `GR3D 39%@76` before L4T 28.2
 # NAME@41.5C or name@52.968C/52.968C (JetPack 7 adds a second value).
 _TEMP = r"(?:^|\s)([A-Za-z][A-Za-z0-9_]*)@(-?[0-9]+(?:\.[0-9]+)?)C(?:/-?[0-9]+(?:\.[0-9]+)?C)?"
