@@ -345,8 +345,9 @@ _CAUSE_OF_CLASS = {"synchronization": "synchronization", "synchronous_copy": "sy
 def range_names_matching(nvtx: pl.DataFrame) -> tuple[list[str], list[str]]:
     """Return the NVTX range names that say JIT/module loading and those that say data loading. Names repeat millions
     of times but are few: each distinct one is matched once, for every device."""
-    names = distinct_names(nvtx["text"])
-    return [n for n in names if JIT_RANGE.search(n)], [n for n in names if DATA_RANGE.search(n)]
+    names = nvtx["text"].unique().drop_nulls().cast(pl.String)
+    # One vectorised pass per pattern: tens of thousands of distinct texts (op ids) cost 0.1 s matched one by one.
+    return [names.filter(names.str.contains("(?i)" + pattern.pattern)).to_list() for pattern in (JIT_RANGE, DATA_RANGE)]  # type: ignore[return-value]
 
 
 def gap_causes(gaps: pl.DataFrame, classes: pl.DataFrame, nvtx: pl.DataFrame, queued_before: np.ndarray,
