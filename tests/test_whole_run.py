@@ -652,3 +652,16 @@ def test_nsys_warnings_about_the_gpu_trace_become_a_note(realdata_file):
     assert len(warned) == 1 and "Unified Memory cannot be traced" in warned[0]
     notes = analyze_json(realdata_file(H200))["notes"]
     assert not [note for note in notes if note.startswith("nsys warned")]
+
+
+def test_memory_bound_gemv_and_decode_attention_are_not_told_to_use_tensor_cores():
+    from traceview.analyzer.timeline import _heuristic_verdict
+
+    gemv = _heuristic_verdict({"kernel_name": "void gemv2T_kernel_val<int, int, float, float, float, 128, 16, 4, 4, false>(...)",
+                               "median_duration_ns": 50_000, "graph_launches": 0})
+    assert gemv["likely_bound"] == "memory" and "fewer bytes" in gemv["recommendation"] and "do not help" in gemv["recommendation"]
+    decode = _heuristic_verdict({"kernel_name": "void flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64>>(Flash_fwd_params)",
+                                 "median_duration_ns": 80_000, "graph_launches": 0})
+    assert decode["kind"] == "attention" and "KV cache" in decode["recommendation"]
+    gemm = _heuristic_verdict({"kernel_name": "ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_32x5_tn", "median_duration_ns": 900_000})
+    assert "tensor cores" in gemm["recommendation"]

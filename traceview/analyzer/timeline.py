@@ -27,7 +27,8 @@ BLOCKING_API = re.compile(
 NO_NCU_RECOMMENDATION = "profile the top kernels with `ncu --set full -k NAME` and join the export with --ncu for a verdict"
 SHORT_KIND_ADVICE = {"gemm": "tensor cores, precision", "attention": "fused attention", "convolution": "cuDNN algo, layout",
                      "normalization": "fuse", "reduction": "fuse", "elementwise": "fuse", "copy": "avoid or fuse the copy",
-                     "communication": "overlap with compute", "latency": "fuse or CUDA graph"}
+                     "communication": "overlap with compute", "latency": "fuse or CUDA graph",
+                     "gemm_memory": "fewer bytes: quantize, batch", "attention_memory": "fewer KV-cache bytes"}
 KIND_RECOMMENDATIONS = {
     "gemm": "a GEMM: check it runs on tensor cores at the lowest precision the model allows (TF32/BF16/FP8) with shapes in multiples of 16",
     "attention": "use a fused attention kernel (FlashAttention / SDPA); decode attention is bound by reading the KV cache",
@@ -38,7 +39,21 @@ KIND_RECOMMENDATIONS = {
     "copy": "a data-movement kernel: avoid the copy (views, contiguous layouts) or fuse it into its consumer",
     "communication": "overlap the collective with compute, or move fewer bytes (bucketing, lower-precision gradients)",
     "latency": "launch-bound (runs for microseconds): fuse it with its neighbours or capture the sequence in a CUDA graph",
+    # GEMVs and decode-shaped GEMMs or attention read every weight (or the whole KV cache) once per token: bytes, not FLOPs.
+    "gemm_memory": ("a GEMV or decode-shaped GEMM: it reads every weight once per token, so move fewer bytes (INT8/INT4/FP8 weights) "
+                    "or serve more tokens per read (batching, speculative decoding); tensor cores do not help a memory-bound GEMV"),
+    "attention_memory": ("decode attention: bound by reading the KV cache — quantize it (FP8/INT8 KV), use a paged or split-KV "
+                         "(flash-decoding) kernel, or share it (GQA/MQA models)"),
 }
+
+
+def advice_key(kind: str, likely: str | None) -> str:
+    """Return the KIND_RECOMMENDATIONS / SHORT_KIND_ADVICE key for a kernel of this kind and likely bound."""
+    if likely == "latency":
+        return "latency"
+    if kind in ("gemm", "attention") and likely == "memory":
+        return f"{kind}_memory"
+    return kind
 
 
 @dataclass(frozen=True)
@@ -115,7 +130,7 @@ def _heuristic_verdict(row: dict[str, Any]) -> dict[str, Any]:
     reason = (f"no Nsight Compute data; the name says {kind}" + (f", and {kind} kernels are usually {bound}-bound" if bound and bound != "latency" else "")
               + (f"; it runs {median / 1e3:.1f} us per launch, so launch overhead dominates" if bound == "latency" and median is not None else "")
               + " (a heuristic: join ncu results with --ncu for a measured verdict)")
-    recommendation = KIND_RECOMMENDATIONS.get(bound if bound == "latency" else kind, NO_NCU_RECOMMENDATION)
+    recommendation = KIND_RECOMMENDATIONS.get(advice_key(kind, bound), NO_NCU_RECOMMENDATION)
     return {"kind": kind, "likely_bound": bound, "label": label, "reason": reason, "recommendation": recommendation}
 
 
