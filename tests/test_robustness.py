@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import tempfile
 
 import pytest
 from typer.testing import CliRunner
@@ -209,3 +210,26 @@ def test_a_details_header_cut_into_a_raw_shape():
     assert result.exit_code in (0, 1) and "Traceback" not in result.stderr
     if result.exit_code == 1:
         one_line_error(result)
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-8-sig", "utf-32"])
+def test_windows_encodings_read_like_the_utf8_file(realdata_file, tmp_path, encoding):
+    # Windows PowerShell's `ncu --csv > out.csv` writes UTF-16 with a byte-order mark; Notepad and Excel save UTF-8 with one.
+    original = realdata_file("ncu_details/ncu2025.1_cc120_gemv_details_llmperfopt.csv")
+    converted = tmp_path / "out.csv"
+    converted.write_text(original.read_text(encoding="utf-8").replace("\n", "\r\n"), encoding=encoding)
+    expected = json.loads(runner.invoke(app, ["analyze", str(original), "-f", "json"]).stdout)
+    result = runner.invoke(app, ["analyze", str(converted), "-f", "json"])
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["kernels"] == expected["kernels"] and data["source"]["path"] == str(converted)
+    assert any("read as UTF-8" in note for note in data["notes"])
+    assert not list(tmp_path.glob("traceview-*")) and not [p for p in os.listdir(tempfile.gettempdir()) if p.startswith("traceview-") and p.endswith(".csv") and "fuzz" not in p]
+
+
+def test_a_byte_order_mark_alone_is_an_empty_file_named_as_given(tmp_path):
+    path = tmp_path / "bom.csv"
+    path.write_bytes(b"\xff\xfe")
+    result = runner.invoke(app, ["analyze", str(path)])
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"Error: {path}: the file is empty") and "Traceback" not in result.stderr

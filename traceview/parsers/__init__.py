@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import codecs
+import contextlib
 import csv
 import dataclasses
+import os
 import re
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -14,7 +18,7 @@ import polars as pl
 
 from traceview.errors import TraceFormatError
 from traceview.parsers import llama_cpp, ncu_console, ncu_csv, ncu_rep, ncu_summary, nsys_sqlite, nsys_stats, tegrastats
-from traceview.parsers.sniff import TraceFormat, detect_format
+from traceview.parsers.sniff import TraceFormat, check_readable, detect_format
 
 # Real exports carry kernel names of hundreds of kilobytes (generated code, long template lists); the csv module's
 # default 128 KiB field limit would refuse them. 2**31 - 1 is the largest limit every platform's C long accepts.
@@ -169,6 +173,34 @@ READERS: dict[TraceFormat, Callable[[Path, TraceFormat, ReadOptions], Trace]] = 
 }
 
 
+# Text saved on Windows often starts with a byte-order mark: UTF-16 from Windows PowerShell's `>` (`ncu --csv > out.csv`),
+# UTF-8 with a BOM from Notepad or Excel. UTF-32 first: its little-endian mark begins with UTF-16's.
+_BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF8, "utf-8-sig"),
+         (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
+_ENCODING_NAMES = {"utf-32": "UTF-32 text", "utf-8-sig": "UTF-8 text with a byte-order mark", "utf-16": "UTF-16 text"}
+
+
+@contextlib.contextmanager
+def _as_utf8(path: Path) -> Iterator[tuple[Path, str | None]]:
+    """Yield (a UTF-8 path to read, a note): the file itself, or for text that starts with a byte-order mark a
+    temporary UTF-8 copy without it, removed afterwards."""
+    with path.open("rb") as handle:
+        head = handle.read(4)
+    encoding = next((name for bom, name in _BOMS if head.startswith(bom)), None)
+    if encoding is None:
+        yield path, None
+        return
+    descriptor, name = tempfile.mkstemp(prefix="traceview-", suffix=path.suffix)
+    copy = Path(name)
+    try:
+        with path.open("r", encoding=encoding, errors="replace", newline="") as source, os.fdopen(descriptor, "w", encoding="utf-8", newline="") as target:
+            for block in iter(lambda: source.read(1 << 20), ""):
+                target.write(block)
+        yield copy, f"the file is {_ENCODING_NAMES[encoding]} (as Windows tools write it): read as UTF-8"
+    finally:
+        copy.unlink(missing_ok=True)
+
+
 def load_trace(path: str | Path, interval_s: float = 1.0, progress: Callable[[int, int], None] | None = None) -> Trace:
     """Return the parsed trace; raises TraceFormatError with a fix for anything unreadable.
 
@@ -176,11 +208,22 @@ def load_trace(path: str | Path, interval_s: float = 1.0, progress: Callable[[in
     is called while a large Nsight Systems kernel table is read.
     """
     path = Path(path)
-    fmt = detect_format(path)
-    reader = READERS.get(fmt)
-    if reader is None:
-        raise TraceFormatError(path, f"no reader for {fmt.value}", "this is a bug: please report it")
-    return reader(path, fmt, ReadOptions(interval_s, progress))
+    check_readable(path)
+    with _as_utf8(path) as (readable, note):
+        try:
+            fmt = detect_format(readable)
+            reader = READERS.get(fmt)
+            if reader is None:
+                raise TraceFormatError(path, f"no reader for {fmt.value}", "this is a bug: please report it")
+            trace = reader(readable, fmt, ReadOptions(interval_s, progress))
+        except TraceFormatError as error:
+            if readable == path:
+                raise
+            # Errors name the file the user gave, not the temporary copy.
+            raise type(error)(path, error.problem, error.fix, error.line) from None
+    if note is None:
+        return trace
+    return dataclasses.replace(trace, path=path, notes=(*trace.notes, note))
 
 
 __all__ = ["READERS", "InputKind", "ReadOptions", "Trace", "TraceData", "TraceFormat", "detect_format", "load_trace"]
