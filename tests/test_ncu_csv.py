@@ -137,3 +137,36 @@ def test_bundled_samples_parse(sample):
 )
 def test_short_kernel_name(name, short):
     assert short_kernel_name(name) == short
+
+
+def _decimal_comma_copy(source, target):
+    """The export as a decimal-comma locale writes it: `9,495.42` → `9.495,42`, `13,485` → `13.485`."""
+    import csv
+    import io
+    import re
+
+    lines = source.read_text(encoding="utf-8").splitlines(keepends=True)
+    start = next(i for i, line in enumerate(lines) if line.startswith('"ID",'))
+    units_rows = 2 if "Metric Name" not in lines[start] else 1  # the raw page's units row stays as it is
+
+    def localised(cell):
+        if re.fullmatch(r"-?[\d,]+(\.\d+)?", cell) and any(ch.isdigit() for ch in cell):
+            whole, _, fraction = cell.partition(".")
+            return whole.replace(",", ".") + ("," + fraction if fraction else "")
+        return cell
+
+    out = io.StringIO()
+    writer = csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n")
+    for index, row in enumerate(csv.reader(io.StringIO("".join(lines[start:])))):
+        writer.writerow(row if index < units_rows else [localised(cell) for cell in row])
+    target.write_text("".join(lines[:start]) + out.getvalue(), encoding="utf-8")
+    return target
+
+
+@pytest.mark.parametrize("relative", ["ncu_details/ncu2025.1_cc120_gemv_details_llmperfopt.csv", "ncu_raw/mudock_gtx1650_full_raw.csv"])
+def test_a_decimal_comma_locale_reads_the_same_numbers(realdata_file, tmp_path, relative):
+    # A European-locale ncu writes `9.495,42` for 9495.42 (formats.md §1.4, reported); every number must come out the same.
+    original = load_trace(realdata_file(relative))
+    localised = load_trace(_decimal_comma_copy(realdata_file(relative), tmp_path / "de.csv"))
+    assert localised.data.equals(original.data)
+    assert any("decimal comma" in note for note in localised.notes) and not any("decimal comma" in note for note in original.notes)

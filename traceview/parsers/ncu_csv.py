@@ -243,9 +243,9 @@ def parse(path: str | Path, header: NcuHeader | None = None, notes: list[str] | 
                                "pass the CSV exactly as `ncu --csv` wrote it (a damaged or hand-edited header?)", line=header.line_index + 1)
     wide = None
     if header.page == "details":
-        long, identity, rules = _read_details(path, header)
+        long, identity, rules = _read_details(path, header, notes)
     else:
-        long, identity, wide = _read_raw(path, header)
+        long, identity, wide = _read_raw(path, header, notes)
         rules = None
     if identity.height == 0:
         raise TraceFormatError(path, "the export has a header but no kernel launches", "was any kernel profiled? check the ncu filters (-k, -c)")
@@ -312,11 +312,30 @@ def _check_not_truncated(path: Path, header: NcuHeader) -> None:
         )
 
 
+# A number with one or two digits after a comma: a decimal comma, which no '.'-decimal locale writes (ncu groups
+# thousands by three: `13,485`, `9,495.42`). In such a file dots group thousands (`2.508.800`, `9.495,42`).
+_DECIMAL_COMMA = r"^\s*-?(?:\d{1,3}(?:\.\d{3})+|\d+),\d{1,2}\s*$"
+_LOCALE_SAMPLE_ROWS = 20_000
+DECIMAL_COMMA_NOTE = "numbers use a decimal comma (the profiling machine's locale): read as decimals"
+
+
+def _uses_decimal_comma(sample: pl.DataFrame) -> bool:
+    """True when number cells (a sample of the export's rows, text columns) are written with a decimal comma."""
+    return bool(sample.unpivot(value_name="cell")["cell"].str.contains(_DECIMAL_COMMA).any())
+
+
+def _point_decimal(value: pl.Expr) -> pl.Expr:
+    """Return decimal-comma number text in '.'-decimal form: `9.495,42` → `9495.42`."""
+    return value.str.replace_all(".", "", literal=True).str.replace(",", ".", literal=True)
+
+
 def _identity_expressions(columns: list[str]) -> list[pl.Expr]:
-    return [pl.col(name).alias(alias) for name, alias in _ID_COLUMNS.items() if name in columns]
+    # A compute capability is `major.minor` whatever the locale wrote (`12,0`).
+    return [(pl.col(name).str.replace(",", ".", literal=True) if name == "CC" else pl.col(name)).alias(alias)
+            for name, alias in _ID_COLUMNS.items() if name in columns]
 
 
-def _read_details(path: Path, header: NcuHeader) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame | None]:
+def _read_details(path: Path, header: NcuHeader, notes: list[str] | None = None) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame | None]:
     frame = _read_csv(path, header)
     frame = frame.filter(pl.col("ID").is_not_null() & (pl.col("ID").str.strip_chars() != ""))
     ids = _identity_expressions(frame.columns)
@@ -332,6 +351,11 @@ def _read_details(path: Path, header: NcuHeader) -> tuple[pl.DataFrame, pl.DataF
         pl.col("Metric Unit").fill_null("").alias("unit"),
         pl.col("Metric Value").alias("value"),
     )
+    decimal_comma = long.height > 0 and _uses_decimal_comma(long.head(_LOCALE_SAMPLE_ROWS).select("value"))
+    if decimal_comma:
+        long = long.with_columns(_point_decimal(pl.col("value")))
+        if notes is not None:
+            notes.append(DECIMAL_COMMA_NOTE)
     rules = None
     if "Rule Name" in frame.columns:
         rule_rows = frame.filter(pl.col("Rule Name").is_not_null() & (pl.col("Rule Name") != ""))
@@ -341,7 +365,7 @@ def _read_details(path: Path, header: NcuHeader) -> tuple[pl.DataFrame, pl.DataF
                 continue
             value = pl.col(name) if name in frame.columns else pl.lit(None, dtype=pl.String)
             if alias == "speedup_pct":
-                value = parse_number(value)
+                value = parse_number(_point_decimal(value) if decimal_comma else value)
             fields.append(value.alias(alias.removeprefix("rule_")))
         rules = rule_rows.select(
             *[pl.col(c) for c in launch],
@@ -354,7 +378,7 @@ def _read_details(path: Path, header: NcuHeader) -> tuple[pl.DataFrame, pl.DataF
     return long, identity, rules
 
 
-def _read_raw(path: Path, header: NcuHeader) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame | None]:
+def _read_raw(path: Path, header: NcuHeader, notes: list[str] | None = None) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame | None]:
     """Return (metric rows not keyed by KERNELS, identity per launch, keyed metrics and launch_failed per launch)."""
     metric_columns = [c for c in header.columns if c not in _ID_COLUMNS and (c in _RAW_STRING_METRICS or is_wanted_metric(c))]
     # Only the most precise stall form the page has is used: the others (dozens of PC-sampling columns) are not read.
@@ -394,6 +418,11 @@ def _read_raw(path: Path, header: NcuHeader) -> tuple[pl.DataFrame, pl.DataFrame
     if present:
         unit_name, form = _STALL_PATTERNS[present[0]]
         stall_columns = [(c, m.group("reason")) for c in numeric if (m := re.match(form, c)) and not c.endswith("_not_issued")]
+    # A raw row holds hundreds of numbers: its first rows show the locale.
+    if numeric and _uses_decimal_comma(data.head(64).select(numeric)):
+        data = data.with_columns([_point_decimal(pl.col(c)) for c in numeric])
+        if notes is not None:
+            notes.append(DECIMAL_COMMA_NOTE)
     numbers = parse_number_columns(data, numeric)
     if stall_columns:
         numeric = [c for c in numeric if c not in {c for c, _ in stall_columns}]
