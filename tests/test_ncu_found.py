@@ -132,3 +132,11 @@ def test_a_duration_derived_from_a_damaged_clock_is_unknown_not_infinite(tmp_pat
     assert frame.filter(frame["short_name"] == "reduce_ws")["duration_ns"].to_list() == [None]
     result = runner.invoke(app, ["analyze", str(damaged), "-o", str(tmp_path / "report.html")])
     assert result.exit_code == 0, result.stderr
+
+
+def test_without_an_occupancy_section_the_report_says_no_n_a_occupancy():
+    # The per-GPU summary excerpt has the SOL section only: waves per SM are known, occupancy is not.
+    result = runner.invoke(app, ["analyze", str(PER_GPU)])
+    assert result.exit_code == 0, result.stderr
+    occupancy = next(line for line in result.stdout.splitlines() if "Occupancy:" in line)
+    assert "n/a" not in occupancy and "waves per SM" in occupancy

@@ -215,7 +215,9 @@ def diagnosis_lines(kernel: dict[str, Any], rules: int = 5) -> list[str]:
     occ = kernel.get("occupancy") or {}
     if occ.get("theoretical_pct") is not None or occ.get("waves_per_sm") is not None:
         limits = ", ".join(f"{name.replace('_', ' ').replace(' sm', ' SM')} {value:.0f}" for name, value in (occ.get("block_limits") or {}).items() if value is not None)
-        parts = [f"{_pct_text(occ.get('achieved_pct'))} achieved of {_pct_text(occ.get('theoretical_pct'))} theoretical ({occ.get('weighting')})"]
+        # Only waves known (no Occupancy section): no "n/a achieved of n/a theoretical".
+        parts = ([f"{_pct_text(occ.get('achieved_pct'))} achieved of {_pct_text(occ.get('theoretical_pct'))} theoretical ({occ.get('weighting')})"]
+                 if occ.get("theoretical_pct") is not None or occ.get("achieved_pct") is not None else [])
         if occ.get("limiter"):
             parts.append(f"limited by {occ['limiter']}" + (f" (blocks per SM allowed by: {limits})" if limits else ""))
         launch = [text for text, present in (
