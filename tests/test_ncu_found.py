@@ -140,3 +140,13 @@ def test_without_an_occupancy_section_the_report_says_no_n_a_occupancy():
     assert result.exit_code == 0, result.stderr
     occupancy = next(line for line in result.stdout.splitlines() if "Occupancy:" in line)
     assert "n/a" not in occupancy and "waves per SM" in occupancy
+
+
+@pytest.mark.parametrize("path", [THOR_CONSOLE, THOR_CSV])
+def test_two_launch_shapes_of_one_kernel_are_not_blended_into_one_occupancy(path):
+    # saxpy with 256-thread blocks (100% theoretical) and with 1-thread blocks (50%): a 75% blend describes neither.
+    result = runner.invoke(app, ["analyze", str(path), "--format", "json"])
+    assert result.exit_code == 0, result.stderr
+    occupancy = json.loads(result.stdout)["kernels"][0]["occupancy"]
+    assert occupancy["theoretical_pct"] == 100.0 and occupancy["block_sizes"] == ["256", "1"]
+    assert "256-thread blocks" in occupancy["weighting"] and "2 block sizes" in occupancy["weighting"]

@@ -159,9 +159,36 @@ def merge_rules(launches: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(merged.values(), key=lambda r: (-(r["speedup_pct"] or -1.0), _RULE_ORDER.get(r["type"] or "", 4), r["section"] or ""))
 
 
+def _dominant_block_size(launches: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """Return the launches of the block size with the most time (the most launches where times are unknown) and every
+    block size the kernel ran with, that one first: occupancy belongs to one launch shape, and blending a 1-thread and
+    a 256-thread configuration describes neither."""
+    totals: dict[str, list[float]] = {}
+    for launch in launches:
+        size = launch.get("block_size")
+        if size is not None:
+            entry = totals.setdefault(str(size), [0.0, 0.0])
+            entry[0] += launch.get("duration_ns") or 0.0
+            entry[1] += 1
+    if len(totals) < 2:
+        return launches, [_shape_text(size) for size in totals]
+    order = sorted(totals, key=lambda size: (-totals[size][0], -totals[size][1]))
+    return [launch for launch in launches if str(launch.get("block_size")) == order[0]], [_shape_text(size) for size in order]
+
+
+def _shape_text(size: str) -> str:
+    """`(256, 1, 1)` → `256`, `(16, 16, 1)` → `16×16`: a block shape without its trailing ones."""
+    numbers = re.findall(r"\d+", size)
+    while len(numbers) > 1 and numbers[-1] == "1":
+        numbers.pop()
+    return "×".join(numbers) or size
+
+
 def occupancy(launches: list[dict[str, Any]]) -> dict[str, Any] | None:
     """Return the kernel's occupancy: theoretical/achieved % and warps (duration-weighted), the limiting resource and
-    the block limits (of the longest launch), waves per SM and the tail of a partial last wave; None without data."""
+    the block limits (of the longest launch), waves per SM and the tail of a partial last wave; None without data.
+    A kernel launched with several block sizes is described by the one with the most time, and says so."""
+    launches, block_sizes = _dominant_block_size(launches)
     weight = [(r, r.get("duration_ns") or 1.0) for r in launches]
     theoretical = _weighted([(r.get("theoretical_occupancy_pct"), w) for r, w in weight])
     achieved = _weighted([(r.get("achieved_occupancy_pct"), w) for r, w in weight])
@@ -191,7 +218,10 @@ def occupancy(launches: list[dict[str, Any]]) -> dict[str, Any] | None:
         "registers_per_thread": longest.get("registers_per_thread"), "shared_bytes_per_block": longest.get("shared_bytes_per_block"),
         "block_threads": threads, "warps_per_block": warps_per_block, "max_warps_per_sm": round(max_warps) if max_warps else None,
         "waves_per_sm": waves, "tail": _tail(waves),
-        "weighting": "per launch" if len(launches) == 1 else f"duration-weighted over {len(launches)} launches",
+        "weighting": ("per launch" if len(launches) == 1 else f"duration-weighted over {len(launches)} launches")
+                     + (f" with {block_sizes[0]}-thread blocks, the {'most time' if any(r.get('duration_ns') for r in launches) else 'first'} of "
+                        f"the kernel's {len(block_sizes)} block sizes: {', '.join(block_sizes)}" if len(block_sizes) > 1 else ""),
+        "block_sizes": block_sizes,
     }
     return record
 
@@ -495,6 +525,7 @@ DIAGNOSIS_SCHEMA = {
         "max_warps_per_sm": pl.Int64, "waves_per_sm": pl.Float64,
         "tail": pl.Struct({"full_waves": pl.Int64, "last_wave_full_pct": pl.Float64, "max_runtime_share_pct": pl.Float64}),
         "weighting": pl.String,
+        "block_sizes": pl.List(pl.String),
     }),
     "reason": pl.String,
     "recommendation": pl.String,
