@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from traceview.app.cli import app
 from traceview.parsers import TraceFormat, detect_format, load_trace
-from traceview.parsers.ncu_console import _clean_value
+from traceview.parsers.ncu_console import clean_value
 from traceview.parsers.schema import KERNELS
 
 FOUND = Path(__file__).parent / "fixtures" / "found"
@@ -44,9 +44,9 @@ def test_a_decimal_comma_locale_with_dots_grouping_thousands():
     assert row["sm_throughput_pct"] == pytest.approx(4.17) and row["memory_throughput_pct"] == pytest.approx(44.19)
     assert row["sm_clock_hz"] == pytest.approx(1.35e9)
     assert any("decimal comma" in note for note in trace.notes)
-    assert _clean_value("13.490.336", True) == "13490336" and _clean_value("9.420.231,80", True) == "9420231.80"
+    assert clean_value("13.490.336", True) == "13490336" and clean_value("9.420.231,80", True) == "9420231.80"
     # Without a decimal comma a dot is the decimal point, and commas group thousands.
-    assert _clean_value("13.490", False) == "13.490" and _clean_value("13,485", False) == "13,485"
+    assert clean_value("13.490", False) == "13.490" and clean_value("13,485", False) == "13,485"
 
 
 @pytest.mark.parametrize(("path", "fmt"), [(PER_KERNEL, TraceFormat.NCU_SUMMARY_CONSOLE), (PER_GPU, TraceFormat.NCU_SUMMARY_CONSOLE),

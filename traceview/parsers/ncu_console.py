@@ -25,7 +25,7 @@ from pathlib import Path
 import polars as pl
 
 from traceview.errors import TraceFormatError
-from traceview.parsers.ncu_csv import _assemble, rule_frame
+from traceview.parsers.ncu_csv import DECIMAL_COMMA_NOTE, _assemble, rule_frame
 
 _KERNEL_2022 = re.compile(
     r"^\s*(?P<name>\S.*?) \((?P<grid>\d+, \d+, \d+)\)x\((?P<block>\d+, \d+, \d+)\), Context (?P<context>\d+), Stream (?P<stream>\d+)"
@@ -125,7 +125,7 @@ def _cells(line: str, spans: list[tuple[int, int]]) -> tuple[str, str, str] | No
     return None
 
 
-def _clean_value(value: str, decimal_comma: bool) -> str:
+def clean_value(value: str, decimal_comma: bool) -> str:
     """Return the number text with `(!)` markers and locale grouping spaces removed, in '.'-decimal form."""
     value = value.replace("(!)", "").strip()
     if re.fullmatch(r"-?\d{1,3}(?:[ \u00a0\u202f]\d{3})+(?:[.,]\d+)?", value):
@@ -139,7 +139,7 @@ def _clean_value(value: str, decimal_comma: bool) -> str:
     return value
 
 
-def _uses_decimal_comma(lines: list[str]) -> bool:
+def lines_use_decimal_comma(lines: list[str]) -> bool:
     """True when numbers are written with a decimal comma (a locale that groups thousands with spaces or dots)."""
     return any(re.search(r"\s\d+,\d{1,2}\s*$|\s\d{1,3}(?:[ .]\d{3})+,\d+\s*$", line) for line in lines if not _LOG_LINE.match(line))
 
@@ -149,7 +149,7 @@ def parse(path: str | Path, notes: list[str] | None = None) -> pl.DataFrame:
     path = Path(path)
     text = path.read_text(encoding="utf-8", errors="replace")
     lines = [line.rstrip("\r") for line in text.split("\n")]
-    decimal_comma = _uses_decimal_comma(lines)
+    decimal_comma = lines_use_decimal_comma(lines)
     identity: list[dict[str, object]] = []
     metrics: list[dict[str, str]] = []
     rules: list[dict[str, object]] = []
@@ -226,7 +226,7 @@ def parse(path: str | Path, notes: list[str] | None = None) -> pl.DataFrame:
             cells = _cells(line, spans)
             if cells:
                 name, unit, value = cells
-                metrics.append({"launch_id": str(launch), "metric": name, "unit": unit, "value": _clean_value(value, decimal_comma)})
+                metrics.append({"launch_id": str(launch), "metric": name, "unit": unit, "value": clean_value(value, decimal_comma)})
                 rows += 1
             continue
         if _RULE_SEPARATOR.match(line):
@@ -252,7 +252,7 @@ def parse(path: str | Path, notes: list[str] | None = None) -> pl.DataFrame:
         raise TraceFormatError(path, f"{len(identity)} kernel line(s) but no metric tables under them: the output looks cut or filtered",
                                _CONSOLE_HINT)
     if decimal_comma and notes is not None:
-        notes.append("numbers use a decimal comma (the profiling machine's locale): read as decimals")
+        notes.append(DECIMAL_COMMA_NOTE)
     long = pl.DataFrame(metrics, schema={"launch_id": pl.String, "metric": pl.String, "unit": pl.String, "value": pl.String})
     frame_identity = pl.DataFrame(identity, schema={key: pl.String for key in identity[0]})
     rules_by_launch = rule_frame(rules)

@@ -26,8 +26,8 @@ import numpy as np
 import polars as pl
 
 from traceview.errors import TraceFormatError
-from traceview.parsers.ncu_console import _clean_value, _uses_decimal_comma
-from traceview.parsers.ncu_csv import _assemble
+from traceview.parsers.ncu_console import clean_value, lines_use_decimal_comma
+from traceview.parsers.ncu_csv import DECIMAL_COMMA_NOTE, _assemble
 
 SUMMARY_HEADER_PREFIX = b'"Process ID",'
 _CSV_REQUIRED = ("Kernel Name", "Invocations", "Metric Name", "Metric Unit", "Average")
@@ -155,7 +155,7 @@ def parse_console(path: str | Path, notes: list[str] | None = None) -> pl.DataFr
     """Return the KERNELS rows of a console `ncu --print-summary per-kernel|per-gpu` output."""
     path = Path(path)
     lines = [line.rstrip("\r") for line in path.read_text(encoding="utf-8", errors="replace").split("\n")]
-    decimal_comma = _uses_decimal_comma(lines)
+    decimal_comma = lines_use_decimal_comma(lines)
     shapes: dict[tuple[object, ...], dict[str, object]] = {}
     metrics: list[dict[str, str]] = []
     process: dict[str, str] = {}
@@ -194,9 +194,9 @@ def parse_console(path: str | Path, notes: list[str] | None = None) -> pl.DataFr
         row = _row(line, spans) if spans else None
         if row:
             name, unit, average = row
-            metrics.append({"launch_id": current, "metric": name, "unit": unit, "value": _clean_value(average, decimal_comma)})
+            metrics.append({"launch_id": current, "metric": name, "unit": unit, "value": clean_value(average, decimal_comma)})
     if decimal_comma and notes is not None:
-        notes.append("numbers use a decimal comma (the profiling machine's locale): read as decimals")
+        notes.append(DECIMAL_COMMA_NOTE)
     identity = pl.DataFrame(list(shapes.values()), schema={key: pl.String for key in (
         "launch_id", "process_id", "process_name", "host_name", "kernel_name", "grid_size", "block_size", "device_index", "compute_capability",
         "invocations")})
