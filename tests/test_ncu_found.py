@@ -150,3 +150,12 @@ def test_two_launch_shapes_of_one_kernel_are_not_blended_into_one_occupancy(path
     occupancy = json.loads(result.stdout)["kernels"][0]["occupancy"]
     assert occupancy["theoretical_pct"] == 100.0 and occupancy["block_sizes"] == ["256", "1"]
     assert "256-thread blocks" in occupancy["weighting"] and "2 block sizes" in occupancy["weighting"]
+
+
+def test_a_csv_summary_in_a_decimal_comma_locale_reads_the_same(tmp_path):
+    text = THOR_CSV.read_text()
+    for number in ("100.00", "73.56", "79.38", "74.92", "50.00", "27.46", "30.08", "28.52", "11.0"):
+        text = text.replace(f'"{number}"', f'"{number.replace(".", ",")}"')
+    localised = tmp_path / "de.csv"
+    localised.write_text(text)
+    assert load_trace(localised).data.equals(load_trace(THOR_CSV).data)

@@ -315,16 +315,16 @@ def _check_not_truncated(path: Path, header: NcuHeader) -> None:
 # A number with one or two digits after a comma: a decimal comma, which no '.'-decimal locale writes (ncu groups
 # thousands by three: `13,485`, `9,495.42`). In such a file dots group thousands (`2.508.800`, `9.495,42`).
 _DECIMAL_COMMA = r"^\s*-?(?:\d{1,3}(?:\.\d{3})+|\d+),\d{1,2}\s*$"
-_LOCALE_SAMPLE_ROWS = 20_000
+LOCALE_SAMPLE_ROWS = 20_000
 DECIMAL_COMMA_NOTE = "numbers use a decimal comma (the profiling machine's locale): read as decimals"
 
 
-def _uses_decimal_comma(sample: pl.DataFrame) -> bool:
+def cells_use_decimal_comma(sample: pl.DataFrame) -> bool:
     """True when number cells (a sample of the export's rows, text columns) are written with a decimal comma."""
     return bool(sample.unpivot(value_name="cell")["cell"].str.contains(_DECIMAL_COMMA).any())
 
 
-def _point_decimal(value: pl.Expr) -> pl.Expr:
+def point_decimal(value: pl.Expr) -> pl.Expr:
     """Return decimal-comma number text in '.'-decimal form: `9.495,42` → `9495.42`."""
     return value.str.replace_all(".", "", literal=True).str.replace(",", ".", literal=True)
 
@@ -351,9 +351,9 @@ def _read_details(path: Path, header: NcuHeader, notes: list[str] | None = None)
         pl.col("Metric Unit").fill_null("").alias("unit"),
         pl.col("Metric Value").alias("value"),
     )
-    decimal_comma = long.height > 0 and _uses_decimal_comma(long.head(_LOCALE_SAMPLE_ROWS).select("value"))
+    decimal_comma = long.height > 0 and cells_use_decimal_comma(long.head(LOCALE_SAMPLE_ROWS).select("value"))
     if decimal_comma:
-        long = long.with_columns(_point_decimal(pl.col("value")))
+        long = long.with_columns(point_decimal(pl.col("value")))
         if notes is not None:
             notes.append(DECIMAL_COMMA_NOTE)
     rules = None
@@ -365,7 +365,7 @@ def _read_details(path: Path, header: NcuHeader, notes: list[str] | None = None)
                 continue
             value = pl.col(name) if name in frame.columns else pl.lit(None, dtype=pl.String)
             if alias == "speedup_pct":
-                value = parse_number(_point_decimal(value) if decimal_comma else value)
+                value = parse_number(point_decimal(value) if decimal_comma else value)
             fields.append(value.alias(alias.removeprefix("rule_")))
         rules = rule_rows.select(
             *[pl.col(c) for c in launch],
@@ -419,8 +419,8 @@ def _read_raw(path: Path, header: NcuHeader, notes: list[str] | None = None) -> 
         unit_name, form = _STALL_PATTERNS[present[0]]
         stall_columns = [(c, m.group("reason")) for c in numeric if (m := re.match(form, c)) and not c.endswith("_not_issued")]
     # A raw row holds hundreds of numbers: its first rows show the locale.
-    if numeric and _uses_decimal_comma(data.head(64).select(numeric)):
-        data = data.with_columns([_point_decimal(pl.col(c)) for c in numeric])
+    if numeric and cells_use_decimal_comma(data.head(64).select(numeric)):
+        data = data.with_columns([point_decimal(pl.col(c)) for c in numeric])
         if notes is not None:
             notes.append(DECIMAL_COMMA_NOTE)
     numbers = parse_number_columns(data, numeric)

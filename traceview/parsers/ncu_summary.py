@@ -27,14 +27,20 @@ import polars as pl
 
 from traceview.errors import TraceFormatError
 from traceview.parsers.ncu_console import clean_value, lines_use_decimal_comma
-from traceview.parsers.ncu_csv import DECIMAL_COMMA_NOTE, _assemble
+from traceview.parsers.ncu_csv import (
+    DECIMAL_COMMA_NOTE,
+    LOCALE_SAMPLE_ROWS,
+    _assemble,
+    cells_use_decimal_comma,
+    point_decimal,
+)
 
 SUMMARY_HEADER_PREFIX = b'"Process ID",'
 _CSV_REQUIRED = ("Kernel Name", "Invocations", "Metric Name", "Metric Unit", "Average")
 _CSV_IDENTITY = {"Process ID": "process_id", "Process Name": "process_name", "Host Name": "host_name", "Kernel Name": "kernel_name",
                  "Block Size": "block_size", "Grid Size": "grid_size", "Device": "device_index", "CC": "compute_capability"}
 # ncu replays every launch tens of times; no summary of a real run counts more launches than this.
-MAX_INVOCATIONS = 1_000_000
+MAX_INVOCATIONS = 250_000
 _HINT = "pass the summary exactly as `ncu --print-summary per-kernel` printed it (or export the launches: ncu -i report.ncu-rep --csv --page details)"
 
 _SHAPE = r"\(\d+, \d+, \d+\)|\d+"
@@ -128,10 +134,15 @@ def parse_csv(path: str | Path, notes: list[str] | None = None) -> pl.DataFrame:
     numbered = frame.select(shape).unique(maintain_order=True).with_row_index("launch_id").with_columns(pl.col("launch_id").cast(pl.String))
     frame = frame.join(numbered, on=shape, how="left", nulls_equal=True)
     identity = frame.group_by("launch_id", maintain_order=True).agg(
-        *[pl.col(name).first().alias(alias) for name, alias in _CSV_IDENTITY.items() if name in frame.columns],
-        pl.col("Invocations").str.replace_all(",", "").max().alias("invocations"))
+        *[(pl.col(name).str.replace(",", ".", literal=True) if name == "CC" else pl.col(name)).first().alias(alias)  # `11,0` in some locales
+          for name, alias in _CSV_IDENTITY.items() if name in frame.columns],
+        pl.col("Invocations").str.replace_all(r"[,. ]", "").cast(pl.Int64, strict=False).max().alias("invocations"))
     long = frame.select("launch_id", pl.col("Metric Name").alias("metric"), pl.col("Metric Unit").fill_null("").alias("unit"),
                         pl.col("Average").alias("value"))
+    if long.height and cells_use_decimal_comma(long.head(LOCALE_SAMPLE_ROWS).select("value")):
+        long = long.with_columns(point_decimal(pl.col("value")))
+        if notes is not None:
+            notes.append(DECIMAL_COMMA_NOTE)
     return _kernels(long, identity, path, notes)
 
 
