@@ -1,10 +1,11 @@
 """llama.cpp output → one row per measurement (schema.LLAMA_RUNS): prefill or decode tokens/s of a run.
 
-Inputs: `llama-bench` markdown tables (any extra columns, `pp 512`/`pp512`, `mean ± stddev`, GiB/MiB sizes, `build:`
-and `Device N:` lines around them), `llama-bench -o csv` (rows may carry more fields than the header, as in the
-published README sample), `-o json`, `-o jsonl` and `-o sql` (as text, or the SQLite database it was piped into); and the timing lines of a run: `llama_print_timings:` (old, with or
-without tokens per second, `nan` for an empty prompt), `llama_perf_context_print:` (new) and the server's bare
-`prompt eval time = … / eval time = …` lines, mixed with any other console text.
+Inputs: `llama-bench` markdown tables (any extra columns, `pp 512`/`pp512`, `pp512 @ d4096`, `mean ± stddev`, GiB/MiB
+sizes, `build:` and `Device N:` lines around them), `llama-bench -o csv` (rows may carry more fields than the header,
+as in the published README sample), `-o json`, `-o jsonl` and `-o sql` (as text, or the SQLite database it was piped
+into); and the timing lines of a run: `llama_print_timings:` (old, with or without tokens per second, `nan` for an
+empty prompt), `llama_perf_context_print:` (new) and the server's bare `prompt eval time = … / eval time = …` lines,
+mixed with any other console text.
 """
 
 from __future__ import annotations
