@@ -332,11 +332,17 @@ def _trace_warnings(connection: sqlite3.Connection, names: dict[int, str]) -> li
         return []
     counts: dict[str, int] = {}
     errors: set[str] = set()
-    for severity, text in connection.execute("SELECT severity, text FROM DIAGNOSTIC_EVENT WHERE severity IN (2, 3)"):
+    # Grouped in SQL (a damaged export can repeat one warning millions of times); a damaged table only loses the note.
+    query = "SELECT severity, text, count(*) FROM DIAGNOSTIC_EVENT WHERE severity IN (2, 3) GROUP BY severity, text ORDER BY min(rowid) LIMIT 1000"
+    try:
+        grouped = connection.execute(query).fetchall()
+    except sqlite3.DatabaseError:
+        return []
+    for severity, text, count in grouped:
         message = names.get(text, "") if isinstance(text, int) else _text(text) or ""
         message = " ".join(message.split())[:200]
         if message and _TRACE_WARNING.search(message) and not _NOT_USED.search(message):
-            counts[message] = counts.get(message, 0) + 1
+            counts[message] = counts.get(message, 0) + int(count)
             if severity == 3:
                 errors.add(message)
     if not counts:
