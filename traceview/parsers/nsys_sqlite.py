@@ -180,7 +180,7 @@ def parse(path: str | Path, progress: Callable[[int, int], None] | None = None) 
         raise TraceFormatError(path, f"not a readable SQLite database ({error})", "pass the .sqlite that `nsys export --type sqlite` wrote") from error
     if not tables & {KERNEL_TABLE, "StringIds", "NVTX_EVENTS", "TARGET_INFO_GPU", "META_DATA_EXPORT", "EXPORT_META_DATA"}:
         raise TraceFormatError(path, "an SQLite database, but not an Nsight Systems export (no CUPTI_ACTIVITY_KIND_*, StringIds or NVTX tables)",
-                               "pass the .sqlite that `nsys export --type sqlite` wrote")
+                               "pass the .sqlite that `nsys export --type sqlite` wrote (or the database `llama-bench -o sql` was piped into)")
     try:
         return _read(path, connection, tables, progress)
     except _read_errors() as error:
