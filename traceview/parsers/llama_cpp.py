@@ -20,12 +20,12 @@ from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import polars as pl
 
 from traceview.errors import TraceFormatError
 from traceview.parsers.schema import LLAMA_RUNS, conform
+from traceview.parsers.sqlite_files import open_read_only
 
 _MD_HEADER = re.compile(r"^\s*\|\s*model\s*\|.*\|\s*test\s*\|\s*t/s\s*\|\s*$")
 _DEVICE = re.compile(r"^\s*Device (\d+): ([^,]+)(?:, compute capability ([\d.]+))?")
@@ -300,7 +300,7 @@ def _bench_sql(path: Path, text: str) -> list[dict[str, Any]]:
 
 def bench_sqlite_rows(path: Path) -> list[dict[str, Any]]:
     """Return the rows of the `llama_bench` table of a SQLite database (`llama-bench -o sql | sqlite3 bench.sqlite`)."""
-    with closing(sqlite3.connect(f"file:{quote(str(path.resolve()), safe='/')}?mode=ro", uri=True)) as connection:
+    with closing(open_read_only(path)) as connection:
         connection.row_factory = sqlite3.Row
         try:
             rows = [dict(row) for row in connection.execute("SELECT * FROM llama_bench")]

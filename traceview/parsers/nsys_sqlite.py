@@ -22,6 +22,7 @@ from pathlib import Path
 import polars as pl
 
 from traceview.errors import TraceFormatError
+from traceview.parsers.sqlite_files import open_read_only, read_only_uri
 
 KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
 GRAPH_TRACE_TABLE = "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"
@@ -87,15 +88,9 @@ class NsysExport:
 def _connect(path: Path) -> sqlite3.Connection:
     # A path is a path: open it, then hand SQLite the open file's name through a read-only URI with every
     # character that means something in a URI percent-encoded.
-    connection = sqlite3.connect(f"file:{_uri_path(path)}?mode=ro", uri=True)
+    connection = open_read_only(path)
     connection.text_factory = bytes  # StringIds may hold Latin-1 bytes (a Windows capture)
     return connection
-
-
-def _uri_path(path: Path) -> str:
-    from urllib.parse import quote
-
-    return quote(str(path.resolve()), safe="/")
 
 
 def _text(value: object) -> str | None:
@@ -392,7 +387,7 @@ class _Reader:
     def _chunk(self, sql: str, schema: pl.Schema) -> pl.DataFrame:
         if self.adbc is not None:
             try:
-                with closing(self.adbc.connect(f"file:{_uri_path(self.path)}?mode=ro")) as reader, closing(reader.cursor()) as cursor:
+                with closing(self.adbc.connect(read_only_uri(self.path))) as reader, closing(reader.cursor()) as cursor:
                     # ADBC hands over record batches of 1,024 rows by default; in batches of a quarter million it
                     # decodes a tenth faster and infers each column's type from more rows. Not the whole range in one
                     # batch: polars would keep the driver's buffers as they are (0.3 GB more for the realistic 2 M

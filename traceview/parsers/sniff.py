@@ -6,7 +6,6 @@ import sqlite3
 from contextlib import closing
 from enum import Enum
 from pathlib import Path
-from urllib.parse import quote
 
 from traceview.errors import TraceFormatError, UnknownFormatError
 from traceview.parsers.llama_cpp import detect as detect_llama
@@ -14,6 +13,7 @@ from traceview.parsers.ncu_console import looks_like_console
 from traceview.parsers.ncu_csv import find_header
 from traceview.parsers.ncu_summary import find_summary_header, looks_like_summary_console
 from traceview.parsers.nsys_stats import looks_like_stats
+from traceview.parsers.sqlite_files import open_read_only
 from traceview.parsers.tegrastats import looks_like_tegrastats
 
 _SNIFF_BYTES = 64 * 1024
@@ -69,7 +69,7 @@ def _tail_has_llama_timings(path: Path) -> bool:
 def _has_llama_bench_table(path: Path) -> bool:
     """True for a SQLite database that `llama-bench -o sql` was piped into (a `llama_bench` table, no nsys tables)."""
     try:
-        with closing(sqlite3.connect(f"file:{quote(str(path.resolve()), safe='/')}?mode=ro", uri=True)) as connection:
+        with closing(open_read_only(path)) as connection:
             names = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     except sqlite3.DatabaseError:
         return False  # a damaged database: the nsys reader says what is wrong with it
