@@ -99,18 +99,21 @@ def _rule_name(text: str) -> str | None:
     return None
 
 
-def _spans(rule_line: str) -> list[tuple[int, int]]:
+def table_columns(rule_line: str) -> list[tuple[int, int]]:
     """Return the (start, end) columns of each dash group of a table rule."""
     return [(m.start(), m.end()) for m in re.finditer(r"-{3,}", rule_line)]
 
 
+def row_columns(line: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Return the table's columns for one row. Names start at the table's left edge; some 2022 versions print the rows
+    two columns right of the dashed rules (units and values end two past their rules), and the columns move with them."""
+    shift = len(line) - len(line.lstrip()) - spans[0][0] if spans else 0
+    return [(start + shift, end + shift) for start, end in spans] if shift > 0 else spans
+
+
 def _cells(line: str, spans: list[tuple[int, int]]) -> tuple[str, str, str] | None:
     """Return (name, unit, value) of a metric row: the unit and value from their columns, the name before them."""
-    # Names start at the table's left edge. Some 2022 versions print the rows two columns right of the dashed rules
-    # (units and values right-aligned two past their rules' ends): the columns move with the rows.
-    shift = len(line) - len(line.lstrip()) - spans[0][0] if spans else 0
-    if shift > 0:
-        spans = [(start + shift, end + shift) for start, end in spans]
+    spans = row_columns(line, spans)
     if len(spans) >= 3:
         name = line[:spans[1][0]].strip()
         unit = line[spans[1][0]:spans[1][1]].strip()
@@ -213,7 +216,7 @@ def parse(path: str | Path, notes: list[str] | None = None) -> pl.DataFrame:
             close_rule()
             # A rule opens a table; the one under a header row keeps it open; one after data rows closes it.
             if not in_table:
-                in_table, spans, rows = True, _spans(line), 0
+                in_table, spans, rows = True, table_columns(line), 0
             elif rows:
                 in_table = False
             continue

@@ -26,7 +26,7 @@ import numpy as np
 import polars as pl
 
 from traceview.errors import TraceFormatError
-from traceview.parsers.ncu_console import clean_value, lines_use_decimal_comma
+from traceview.parsers.ncu_console import clean_value, lines_use_decimal_comma, row_columns, table_columns
 from traceview.parsers.ncu_csv import (
     DECIMAL_COMMA_NOTE,
     LOCALE_SAMPLE_ROWS,
@@ -146,16 +146,9 @@ def parse_csv(path: str | Path, notes: list[str] | None = None) -> pl.DataFrame:
     return _kernels(long, identity, path, notes)
 
 
-def _columns(rule_line: str) -> list[tuple[int, int]]:
-    return [(m.start(), m.end()) for m in re.finditer(r"-{3,}", rule_line)]
-
-
 def _row(line: str, spans: list[tuple[int, int]]) -> tuple[str, str, str] | None:
-    """Return (name, unit, average) of a five-column table row; names start at the table's left edge, and rows printed
-    to the right of their rules move the columns with them."""
-    shift = len(line) - len(line.lstrip()) - spans[0][0]
-    if shift > 0:
-        spans = [(start + shift, end + shift) for start, end in spans]
+    """Return (name, unit, average) of a five-column table row."""
+    spans = row_columns(line, spans)
     name = line[:spans[1][0]].strip()
     unit = line[spans[1][0]:spans[2][0]].strip()
     average = line[spans[4][0]:].strip()
@@ -200,7 +193,7 @@ def parse_console(path: str | Path, notes: list[str] | None = None) -> pl.DataFr
             spans = []
             continue
         if _DASHES.match(line):
-            spans = _columns(line)
+            spans = table_columns(line)
             continue
         row = _row(line, spans) if spans else None
         if row:
