@@ -34,8 +34,8 @@ _KERNEL_2022 = re.compile(
 _KERNEL_OLD = re.compile(
     r"^\s*(?P<name>\S.*?), (?P<time>\d{4}-[A-Z][a-z]{2}-\d{2} \d{2}:\d{2}:\d{2}), Context (?P<context>\d+), Stream (?P<stream>\d+)\s*$"
 )
-_PROCESS = re.compile(r"^\s*\[(?P<pid>\d+)\] (?P<process>.+)@(?P<host>\S+)\s*$")
-_SECTION = re.compile(r"^\s+Section: (?P<section>.+?)\s*$")
+PROCESS_LINE = re.compile(r"^\s*\[(?P<pid>\d+)\] (?P<process>.+)@(?P<host>\S+)\s*$")
+SECTION_LINE = re.compile(r"^\s+Section: (?P<section>.+?)\s*$")
 _RULE_LINE = re.compile(r"^(?P<indent>\s+)(?P<type>OPT|INF|WRN|ERR)(?P<gap>\s+)(?P<text>\S.*?)\s*$")
 _RULE_SEPARATOR = re.compile(r"^\s+-{5} -{5,}\s*$")
 _DASHES = re.compile(r"^\s*-{3,}( +-{3,})+\s*$")
@@ -88,7 +88,7 @@ def looks_like_console(text: str) -> bool:
     lines = text.splitlines()
     for index, line in enumerate(lines):
         if ", Context " in line and (_KERNEL_2022.match(line) or _KERNEL_OLD.match(line)):
-            return any(_SECTION.match(following) for following in lines[index + 1:index + 8])
+            return any(SECTION_LINE.match(following) for following in lines[index + 1:index + 8])
     return False
 
 
@@ -198,14 +198,14 @@ def parse(path: str | Path, notes: list[str] | None = None) -> pl.DataFrame:
             })
             section, in_table, spans = None, False, []
             continue
-        owner = _PROCESS.match(line)
+        owner = PROCESS_LINE.match(line)
         if owner and not in_table:
             close_rule()
             process = owner.groupdict()
             continue
         if launch is None:
             continue
-        heading = _SECTION.match(line)
+        heading = SECTION_LINE.match(line)
         if heading:
             close_rule()
             section, in_table, spans = heading.group("section"), False, []

@@ -26,7 +26,14 @@ import numpy as np
 import polars as pl
 
 from traceview.errors import TraceFormatError
-from traceview.parsers.ncu_console import clean_value, lines_use_decimal_comma, row_columns, table_columns
+from traceview.parsers.ncu_console import (
+    PROCESS_LINE,
+    SECTION_LINE,
+    clean_value,
+    lines_use_decimal_comma,
+    row_columns,
+    table_columns,
+)
 from traceview.parsers.ncu_csv import (
     DECIMAL_COMMA_NOTE,
     LOCALE_SAMPLE_ROWS,
@@ -50,8 +57,6 @@ _KERNEL_2025 = re.compile(
     r"^\s*(?P<name>\S.*?) \((?P<grid>\d+, \d+, \d+)\)x\((?P<block>\d+, \d+, \d+)\)(?:, Device (?P<device>\d+))?(?:, CC (?P<cc>\d+\.\d+))?,"
     r" Invocations (?P<count>\d+)\s*$")
 _DEVICE = re.compile(r"^\s*Device (?P<device>\d+)\s*$")
-_PROCESS = re.compile(r"^\s*\[(?P<pid>\d+)\] (?P<process>.+)@(?P<host>\S+)\s*$")
-_SECTION = re.compile(r"^\s+Section: (?P<section>.+?)\s*$")
 _DASHES = re.compile(r"^\s*-{3,}( +-{3,}){4,}\s*$")  # five columns
 _HEADER = re.compile(r"^\s*Metric Name\s+Metric Unit\s+Minimum\s+Maximum\s+Average\s*$")
 
@@ -68,7 +73,7 @@ def looks_like_summary_console(text: str) -> bool:
     lines = text.splitlines()
     for index, line in enumerate(lines):
         if _kernel_line(line):
-            return any(_SECTION.match(following) for following in lines[index + 1:index + 8])
+            return any(SECTION_LINE.match(following) for following in lines[index + 1:index + 8])
     return False
 
 
@@ -179,7 +184,7 @@ def parse_console(path: str | Path, notes: list[str] | None = None) -> pl.DataFr
                 "device_index": shape_device, "compute_capability": groups.get("cc"), "invocations": groups["count"]})
             current, spans = str(shape["launch_id"]), []
             continue
-        owner = _PROCESS.match(line)
+        owner = PROCESS_LINE.match(line)
         if owner:
             process, device, current = owner.groupdict(), None, None
             continue
@@ -189,7 +194,7 @@ def parse_console(path: str | Path, notes: list[str] | None = None) -> pl.DataFr
             continue
         if current is None or _HEADER.match(line):
             continue
-        if _SECTION.match(line) or not line.strip():
+        if SECTION_LINE.match(line) or not line.strip():
             spans = []
             continue
         if _DASHES.match(line):
