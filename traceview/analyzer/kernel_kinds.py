@@ -27,7 +27,7 @@ _KINDS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(patter
     ("normalization", r"(layer|rms|batch|group|instance|weight|l2)_?norm|softmax|normaliz|norm_kernel"),
     ("reduction", r"reduce|reduction|triton_red|triton_per|argmax|argmin|topk|cumsum|scan_kernel|\bsum_kernel"),
     ("elementwise", r"elementwise|pointwise|triton_poi|fill|activation|gelu|silu|relu|dropout|distribution|philox|rand|rotary|rope|embedding|cast|arange|where"
-                    r"|axpy|vec_?add|vector_?add|\bvadd|\badd(?:_kernel)?\b"),
+                    r"|axpy|vec_?add|vector_?add|\bvadd|^add(?:_\w+)?$|\badd_kernel\b|swiglu|geglu|convert|dequant"),
     ("copy", r"copy|transpose|cat_?array|memcpy|gather|scatter|index|permut|contiguous"),
 ))
 
