@@ -136,3 +136,14 @@ def test_results_after_a_long_profiling_preamble_are_found(realdata_file, tmp_pa
     assert path.stat().st_size > 200_000
     assert detect_format(path) is TraceFormat.NCU_CONSOLE
     assert load_trace(path).data.height == 3
+
+
+def test_console_pasted_without_its_indentation_reads_the_same_kernels(realdata_file, tmp_path):
+    # Web pages and chat strip leading spaces: `Section:`, rule lines and `----- -----` separators arrive at column 0.
+    original = realdata_file(L4)
+    flush = tmp_path / "flush.txt"
+    flush.write_text("".join(line.lstrip(" ") for line in original.read_text().splitlines(keepends=True)))
+    ours, theirs = load_trace(flush).data, load_trace(original).data
+    for column in ("kernel_name", "duration_ns", "sm_throughput_pct", "memory_throughput_pct", "achieved_occupancy_pct"):
+        assert ours[column].to_list() == theirs[column].to_list()
+    assert [len(rules) for rules in ours["ncu_rules"].to_list()] == [len(rules) for rules in theirs["ncu_rules"].to_list()]

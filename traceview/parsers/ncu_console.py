@@ -35,9 +35,10 @@ _KERNEL_OLD = re.compile(
     r"^\s*(?P<name>\S.*?), (?P<time>\d{4}-[A-Z][a-z]{2}-\d{2} \d{2}:\d{2}:\d{2}), Context (?P<context>\d+), Stream (?P<stream>\d+)\s*$"
 )
 PROCESS_LINE = re.compile(r"^\s*\[(?P<pid>\d+)\] (?P<process>.+)@(?P<host>\S+)\s*$")
-SECTION_LINE = re.compile(r"^\s+Section: (?P<section>.+?)\s*$")
-_RULE_LINE = re.compile(r"^(?P<indent>\s+)(?P<type>OPT|INF|WRN|ERR)(?P<gap>\s+)(?P<text>\S.*?)\s*$")
-_RULE_SEPARATOR = re.compile(r"^\s+-{5} -{5,}\s*$")
+# Any indentation, none included: consoles pasted from web pages and chat lose their leading spaces.
+SECTION_LINE = re.compile(r"^\s*Section: (?P<section>.+?)\s*$")
+_RULE_LINE = re.compile(r"^(?P<indent>\s*)(?P<type>OPT|INF|WRN|ERR)(?P<gap>\s+)(?P<text>\S.*?)\s*$")
+_RULE_SEPARATOR = re.compile(r"^\s*-{5} -{5,}\s*$")
 _DASHES = re.compile(r"^\s*-{3,}( +-{3,})+\s*$")
 _SPEEDUP = re.compile(r"^Est\. (?:(?P<kind>Local|Global) )?Speedup: (?P<pct>[0-9.,]+)%\s*")
 _HEADER = re.compile(r"^\s*Metric Name\s+Metric Unit\s+Metric Value\s*$")
