@@ -239,3 +239,25 @@ def test_kernels_of_equal_time_are_ranked_by_name(realdata_file):
     keys = [(-(k["recoverable_ns"] or -1.0), -k["duration_ns"], k["name"]) for k in kernels]
     assert keys == sorted(keys)
     assert len({(r, d) for r, d, _ in keys}) < len(keys)  # there are ties to settle
+
+
+def test_stats_copies_carry_bytes_and_rates_and_demand_paging_is_named():
+    # The `nsys profile --stats=true` output of the managed-memory run (tests/fixtures/found/PROVENANCE.md): the size
+    # summary gives 134.218 MB each way; 4,694 migrations to the GPU of 28.6 kB are demand paging.
+    from pathlib import Path
+
+    path = Path(__file__).parent / "fixtures" / "found" / "nsys2022.1_stats_rtx3070_managed_memory_demand_paging.txt"
+    data = json.loads(CliRunner().invoke(app, ["analyze", str(path), "-f", "json"]).stdout)
+    copies = {c["direction"]: c for c in data["timeline"]["copies"]}
+    to_gpu = copies["[CUDA Unified Memory memcpy HtoD]"]
+    assert to_gpu["count"] == 4694 and to_gpu["bytes"] == pytest.approx(134.218e6)
+    assert to_gpu["gb_per_s"] == pytest.approx(134.218e6 / 39_305_096)
+    paging = [f for f in data["timeline"]["findings"] if f["rule"] == "unified_memory_paging"]
+    assert {f["evidence"]["migrations"] for f in paging} == {4694, 768}
+    assert all("cudaMemPrefetchAsync" in f["advice"] for f in paging)
+
+
+def test_stats_rates_need_sizes_with_enough_digits(realdata_file):
+    # The A100 vectorAdd sizes round to 0.000 MB: no rate is made up from them.
+    data = json.loads(CliRunner().invoke(app, ["analyze", str(realdata_file("nsys_stats/nsys_console_stats_a100_vectoradd_README.txt")), "-f", "json"]).stdout)
+    assert all(c["gb_per_s"] is None for c in data["timeline"]["copies"])

@@ -26,7 +26,16 @@ from traceview.analyzer.ncu_steps import decode_steps
 from traceview.analyzer.nvtx import group_summary, nvtx_ranges, steps_from_kernels, steps_from_nvtx
 from traceview.analyzer.ranking import rank_kernels
 from traceview.analyzer.roofline import RECOMMENDATIONS, Bound, classify_launches
-from traceview.analyzer.timeline import BLOCKING_API, Timeline, join_ncu, kernel_summary, stats_findings, sync_summary
+from traceview.analyzer.timeline import (
+    BLOCKING_API,
+    Timeline,
+    join_ncu,
+    kernel_summary,
+    stats_copies,
+    stats_findings,
+    stats_unified_memory_findings,
+    sync_summary,
+)
 from traceview.analyzer.whole_run import DEFAULT_GAP_THRESHOLD_NS, analyze_whole_run, launch_records
 from traceview.parsers.ncu_csv import short_kernel_name
 from traceview.parsers.nsys_sqlite import NsysExport
@@ -450,11 +459,7 @@ def analyze_stats(
         schema={"kernel_name": pl.String, "short_name": pl.String, "launches": pl.Int64, "duration_ns": pl.Float64})
     ranked, unmatched, matched = join_ncu(summary, ncu.kernels if ncu is not None else None)
     mem = reports.get("cuda_gpu_mem_time_sum")
-    copies = [] if mem is None else [
-        {"device_id": None, "direction": r["name"], "count": r["count"], "bytes": None, "duration_ns": r["total_ns"], "gb_per_s": None,
-         "pageable_count": None, "link_gb_per_s": None, "link": None, "link_pct": None}
-        for r in mem.iter_rows(named=True)
-    ]
+    copies = [] if mem is None else stats_copies(mem, reports.get("cuda_gpu_mem_size_sum"))
     api = reports.get("cuda_api_sum")
     blocking = [] if api is None else [r for r in api.iter_rows(named=True) if BLOCKING_API.match(r["name"] or "")]
     syncs = {
@@ -469,7 +474,8 @@ def analyze_stats(
         {"name": r["name"], "count": r["count"], "cpu_ns": r["total_ns"], "mean_ns": r["avg_ns"], "gpu_ns": None, "kernels": None, "depth": None, "parent": None}
         for r in nvtx_frame.iter_rows(named=True)
     ]
-    timeline = Timeline([], copies, stats_findings(syncs), nvtx, sync=syncs, unmatched_kernels=unmatched, matched_kernels=matched)
+    timeline = Timeline([], copies, stats_findings(syncs) + stats_unified_memory_findings(copies), nvtx, sync=syncs,
+                        unmatched_kernels=unmatched, matched_kernels=matched)
     spec = lookup_gpu(gpu) if gpu else None
     peaks = _with_ncu_peaks(_table_peaks(spec), ncu)
     name = spec.name if spec else (ncu.device.name if ncu is not None else None)

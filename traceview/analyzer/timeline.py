@@ -17,7 +17,13 @@ import polars as pl
 from traceview.analyzer.kernel_kinds import display_names, kernel_kind, likely_bound
 from traceview.analyzer.names import normalise_kernel_name
 from traceview.analyzer.roofline import Bound
-from traceview.analyzer.whole_run import TINY_KERNEL_NS, distinct_names
+from traceview.analyzer.whole_run import (
+    CAUSES,
+    DEMAND_PAGING_MAX_MEAN_BYTES,
+    DEMAND_PAGING_MIN_MIGRATIONS,
+    TINY_KERNEL_NS,
+    distinct_names,
+)
 from traceview.parsers.ncu_csv import short_kernel_name
 
 BLOCKING_API = re.compile(
@@ -204,6 +210,43 @@ def sync_summary(sync: pl.DataFrame, api: pl.DataFrame) -> dict[str, Any]:
     }
 
 
+
+
+# nsys prints MB with three decimals: below 0.1 MB a total has under two significant digits, too few for a rate.
+_MIN_STATS_MB_FOR_RATE = 0.1
+
+
+def stats_copies(times: pl.DataFrame, sizes: pl.DataFrame | None) -> list[dict[str, Any]]:
+    """Return the copies of an `nsys stats` run per operation: count and GPU time (cuda_gpu_mem_time_sum), and where the
+    size summary is there too, bytes and the achieved GB/s."""
+    moved = {} if sizes is None else {row["name"]: row for row in sizes.iter_rows(named=True)}
+    copies = []
+    for row in times.iter_rows(named=True):
+        size = moved.get(row["name"]) or {}
+        total_mb = size.get("total_mb")
+        size_bytes = total_mb * 1e6 if total_mb is not None else None
+        rate = (size_bytes / row["total_ns"] if size_bytes is not None and total_mb >= _MIN_STATS_MB_FOR_RATE and row["total_ns"] else None)
+        copies.append({"device_id": None, "direction": row["name"], "count": row["count"], "bytes": size_bytes, "duration_ns": row["total_ns"],
+                       "gb_per_s": rate, "pageable_count": None, "link_gb_per_s": None, "link": None, "link_pct": None})
+    return copies
+
+
+def stats_unified_memory_findings(copies: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Return the managed-memory finding an `nsys stats` run supports: many small unified-memory migrations (demand
+    paging), by the same rule as the SQLite export's; its cost is the migrations' GPU time (no timeline says more)."""
+    found = []
+    for copy in copies:
+        count, size = copy.get("count") or 0, copy.get("bytes")
+        if "unified" not in str(copy["direction"]).lower() or size is None or count < DEMAND_PAGING_MIN_MIGRATIONS:
+            continue
+        if size / count >= DEMAND_PAGING_MAX_MEAN_BYTES:
+            continue
+        found.append({"rule": "unified_memory_paging", "cost_ns": int(copy["duration_ns"] or 0),
+                      "message": (f"managed memory moved on demand: {count:,} {copy['direction']} migrations ({size / 1e6:.1f} MB, "
+                                  f"{size / count / 1e3:.1f} kB each) took {(copy['duration_ns'] or 0) / 1e6:.2f} ms of GPU time"),
+                      "advice": CAUSES["unified_memory"][1],
+                      "evidence": {"direction": copy["direction"], "migrations": count, "bytes": size}})
+    return found
 
 
 def stats_findings(sync: dict[str, Any]) -> list[dict[str, Any]]:

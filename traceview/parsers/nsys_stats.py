@@ -1,8 +1,8 @@
 """`nsys stats` reports → one frame per report (schema STATS), from CSV files or the console table form.
 
 Reports recognised by their columns: kernel summary (`cuda_gpu_kern_sum`, old `gpukernsum`), CUDA API summary
-(`cuda_api_sum`), GPU memory time summary (`cuda_gpu_mem_time_sum`), NVTX summary (`nvtx_sum`), and the GPU trace
-(`cuda_gpu_trace`). Header spellings of every era (`Time (%)`/`Time(%)`, `Avg (ns)`/`Average`, `Instances`/`Num Calls`/
+(`cuda_api_sum`), GPU memory time and size summaries (`cuda_gpu_mem_time_sum`, `cuda_gpu_mem_size_sum`), NVTX summary
+(`nvtx_sum`), and the GPU trace (`cuda_gpu_trace`). Header spellings of every era (`Time (%)`/`Time(%)`, `Avg (ns)`/`Average`, `Instances`/`Num Calls`/
 `Calls`/`Count`/`Operations`) map onto one set of column names. The console form (`nsys profile --stats=true`) is
 split on the column boundaries its dashed underline gives, with thousands separators removed.
 """
@@ -23,6 +23,8 @@ from traceview.errors import TraceFormatError
 STATS = pl.Schema({
     "time_pct": pl.Float64, "total_ns": pl.Float64, "count": pl.Int64, "avg_ns": pl.Float64, "med_ns": pl.Float64,
     "min_ns": pl.Float64, "max_ns": pl.Float64, "stddev_ns": pl.Float64, "name": pl.String, "style": pl.String,
+    # cuda_gpu_mem_size_sum: bytes moved per operation, in nsys's MB (10^6 bytes), three decimals.
+    "total_mb": pl.Float64, "avg_mb": pl.Float64,
 })
 _COLUMNS = {
     "time (%)": "time_pct", "time(%)": "time_pct",
@@ -34,6 +36,7 @@ _COLUMNS = {
     "max (ns)": "max_ns", "maximum (ns)": "max_ns", "maximum": "max_ns",
     "stddev (ns)": "stddev_ns", "stddev": "stddev_ns",
     "name": "name", "operation": "name", "range": "name", "style": "style",
+    "total (mb)": "total_mb", "avg (mb)": "avg_mb",
 }
 _EXECUTING = re.compile(r"^\[\d+/\d+\] Executing '(\w+)' stats report")
 
@@ -51,13 +54,15 @@ def report_kind(columns: list[str], hint: str | None = None) -> str | None:
     lowered = [c.strip().lower() for c in columns]
     if hint:
         return {"gpukernsum": "cuda_gpu_kern_sum", "cudaapisum": "cuda_api_sum", "gpumemtimesum": "cuda_gpu_mem_time_sum",
-                "nvtxsum": "nvtx_sum", "gputrace": "cuda_gpu_trace"}.get(hint, hint)
+                "gpumemsizesum": "cuda_gpu_mem_size_sum", "nvtxsum": "nvtx_sum", "gputrace": "cuda_gpu_trace"}.get(hint, hint)
     if "start (ns)" in lowered and "duration (ns)" in lowered:
         return "cuda_gpu_trace"
     if "range" in lowered or "style" in lowered:
         return "nvtx_sum"
     if "operation" in lowered and any(c.startswith("total time") for c in lowered):
         return "cuda_gpu_mem_time_sum"
+    if "operation" in lowered and "total (mb)" in lowered:
+        return "cuda_gpu_mem_size_sum"
     if "instances" in lowered and "name" in lowered:
         return "cuda_gpu_kern_sum"
     if ("num calls" in lowered or "calls" in lowered) and "name" in lowered:
@@ -73,6 +78,8 @@ def looks_like_stats(head: str) -> bool:
             return True
         cells = text.strip("|").strip()  # `--format table` rows are framed by `|`
         if cells.startswith(("Time (%)", "Time(%)")) and "Total Time" in cells:
+            return True
+        if cells.startswith("Total (MB)") and "Operation" in cells:
             return True
         if text.startswith("Start (ns),Duration (ns)"):
             return True
@@ -167,13 +174,13 @@ def _parse_table(path: Path, lines: list[str], result: StatsReports) -> None:
 
 
 def _parse_csv(path: Path, lines: list[str], result: StatsReports) -> None:
-    start = next((i for i, line in enumerate(lines) if line.startswith(("Time (%)", "Time(%)", "Start (ns)"))), None)
+    start = next((i for i, line in enumerate(lines) if line.startswith(("Time (%)", "Time(%)", "Start (ns)", "Total (MB)"))), None)
     if start is None:
         return
     rows = list(csv.reader(io.StringIO("\n".join(line for line in lines[start:] if line.strip()))))
     kind = report_kind(rows[0])
     if kind is None:
-        raise TraceFormatError(path, f"unknown nsys stats report with columns {rows[0][:4]}", "supported: cuda_gpu_kern_sum, cuda_api_sum, cuda_gpu_mem_time_sum, nvtx_sum", line=start + 1)
+        raise TraceFormatError(path, f"unknown nsys stats report with columns {rows[0][:4]}", "supported: cuda_gpu_kern_sum, cuda_api_sum, cuda_gpu_mem_time_sum, cuda_gpu_mem_size_sum, nvtx_sum, cuda_gpu_trace", line=start + 1)
     if kind == "cuda_gpu_trace":
         result.notes.append("cuda_gpu_trace is read as a per-launch list; totals come from its Duration column")
         result.reports[kind] = _trace_frame(path, rows, start + 2)
