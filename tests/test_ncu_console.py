@@ -146,4 +146,6 @@ def test_console_pasted_without_its_indentation_reads_the_same_kernels(realdata_
     ours, theirs = load_trace(flush).data, load_trace(original).data
     for column in ("kernel_name", "duration_ns", "sm_throughput_pct", "memory_throughput_pct", "achieved_occupancy_pct"):
         assert ours[column].to_list() == theirs[column].to_list()
-    assert [len(rules) for rules in ours["ncu_rules"].to_list()] == [len(rules) for rules in theirs["ncu_rules"].to_list()]
+    # Rule texts too: their continuation lines lost their indentation with them.
+    assert [[rule["message"] for rule in rules] for rules in ours["ncu_rules"].to_list()] == [
+        [rule["message"] for rule in rules] for rules in theirs["ncu_rules"].to_list()]

@@ -239,7 +239,8 @@ def parse(path: str | Path, notes: list[str] | None = None) -> pl.DataFrame:
         start = _RULE_LINE.match(line)
         if start:
             close_rule()
-            text_column = len(start.group("indent")) + 3 + len(start.group("gap"))
+            # A rule at column 0 was pasted without indentation: its continuation lines lost theirs too.
+            text_column = len(start.group("indent")) + 3 + len(start.group("gap")) if start.group("indent") else 0
             rule = {"launch_id": str(launch), "section": SECTION_IDS.get(section, section.replace(" ", "")), "type": start.group("type"),
                     "speedup_type": None, "speedup_pct": None, "_lines": [start.group("text")]}
             continue
