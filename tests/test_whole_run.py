@@ -668,3 +668,16 @@ def test_memory_bound_gemv_and_decode_attention_are_not_told_to_use_tensor_cores
     assert decode["kind"] == "attention" and "KV cache" in decode["recommendation"]
     gemm = _heuristic_verdict({"kernel_name": "ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_32x5_tn", "median_duration_ns": 900_000})
     assert "tensor cores" in gemm["recommendation"]
+
+
+def test_diff_shows_the_unified_memory_share_that_prefetching_moved():
+    # Demand paging before, prefetch after: the share that changes is the unified-memory one, not copy or idle alone.
+    before = FOUND / "nsys2022.1_rtx3070_managed_memory_demand_paging.sqlite"
+    after = FOUND / "nsys2022.1_rtx3070_managed_memory_prefetched.sqlite"
+    result = runner.invoke(app, ["diff", str(before), str(after), "-f", "json"])
+    assert result.exit_code == 0, result.stderr
+    rows = json.loads(result.stdout)["timeline"]
+    for side, path in (("before", before), ("after", after)):
+        share = analyze_json(path)["timeline"]["devices"][0]["breakdown"]["unified_memory_pct"]
+        assert rows["gpu0_unified_memory_pct"][side] == pytest.approx(share)
+    assert rows["gpu0_unified_memory_pct"]["before"] != rows["gpu0_unified_memory_pct"]["after"]

@@ -127,8 +127,12 @@ def _compare_kernels(before: Analysis, after: Analysis, gate: float | None, min_
     return diff
 
 
+# Unified-memory migrations are a share of their own: a copy-bound verdict of prefetched managed memory shows there.
+_SHARES = ("compute_pct", "communication_pct", "copy_pct", "unified_memory_pct", "idle_pct")
+
+
 def _timeline_side_by_side(before: Analysis, after: Analysis) -> dict[str, Any]:
-    """For two Nsight Systems runs: per device the verdict, busy %, the compute/communication/copy/idle shares,
+    """For two Nsight Systems runs: per device the verdict, busy %, the compute/communication/copy/unified-memory/idle shares,
     idle time and gap count, and the step times (median, p99) and decode tokens/s where both runs have steps."""
     if before.timeline is None or after.timeline is None or not (before.timeline.devices or after.timeline.devices):
         return {}
@@ -138,11 +142,11 @@ def _timeline_side_by_side(before: Analysis, after: Analysis) -> dict[str, Any]:
     def pick(device: dict[str, Any] | None, name: str) -> Any:
         if device is None:
             return None
-        if name in ("compute_pct", "communication_pct", "copy_pct", "idle_pct"):
+        if name in _SHARES:
             return device["breakdown"][name]
         return device["gap_count" if name == "idle_gaps" else name]
 
-    names = ("verdict", "busy_pct", "compute_pct", "communication_pct", "copy_pct", "idle_pct", "idle_ns", "idle_gaps")
+    names = ("verdict", "busy_pct", *_SHARES, "idle_ns", "idle_gaps")
     for device in sorted(set(x) | set(y)):
         b, a = x.get(device), y.get(device)
         for name in names:
