@@ -151,6 +151,36 @@ def test_stats_kernel_totals_match_the_csv(realdata_file):
     assert data["kernels"][0]["short_name"] == "flash_attention_prefill_f16"
 
 
+@pytest.mark.parametrize(("unit", "ns_per_unit"), [("us", 1e3), ("ms", 1e6), ("sec", 1e9)])
+def test_stats_printed_in_another_time_unit_are_read_in_ns(realdata_file, tmp_path, unit, ns_per_unit):
+    # `nsys stats --timeunit us` names the unit in each header (`Total Time (us)`) and prints the values in it.
+    import csv
+
+    source = realdata_file("nsys_stats/dotllm_llama31_8b_q4km_rtx4090_prefill476_cuda_gpu_kern_sum.csv")
+    rows = list(csv.reader(source.open()))
+    header = [c.replace("(ns)", f"({unit})") for c in rows[0]]
+    timed = [i for i, c in enumerate(rows[0]) if c.endswith("(ns)")]
+    converted = [[f"{float(c) / ns_per_unit:.9f}" if i in timed else c for i, c in enumerate(row)] for row in rows[1:]]
+    path = tmp_path / f"kern_sum_{unit}.csv"
+    with path.open("w", newline="") as stream:
+        csv.writer(stream).writerows([header, *converted])
+    original, data = analyze_json(source), analyze_json(path)
+    assert data["summary"]["total_duration_ns"] == pytest.approx(original["summary"]["total_duration_ns"])
+    assert [k["duration_ns"] for k in data["kernels"]] == pytest.approx([k["duration_ns"] for k in original["kernels"]])
+    assert any(f"printed in {unit}" in note for note in data["notes"])
+
+
+def test_stats_written_as_tsv_read_as_the_csv(realdata_file, tmp_path):
+    import csv
+
+    source = realdata_file("nsys_stats/dotllm_llama31_8b_q4km_rtx4090_prefill476_cuda_gpu_kern_sum.csv")
+    path = tmp_path / "kern_sum.tsv"
+    with path.open("w", newline="") as stream:
+        csv.writer(stream, delimiter="\t").writerows(csv.reader(source.open()))
+    assert detect_format(path) is TraceFormat.NSYS_STATS
+    assert analyze_json(path)["kernels"] == analyze_json(source)["kernels"]
+
+
 def test_console_stats_and_truncated_api_sum(realdata_file):
     console = analyze_json(realdata_file("nsys_stats/nsys_console_stats_a100_vectoradd_README.txt"))
     kernel = console["kernels"][0]

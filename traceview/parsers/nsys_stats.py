@@ -4,7 +4,8 @@ Reports recognised by their columns: kernel summary (`cuda_gpu_kern_sum`, old `g
 (`cuda_api_sum`), GPU memory time and size summaries (`cuda_gpu_mem_time_sum`, `cuda_gpu_mem_size_sum`), NVTX summary
 (`nvtx_sum`), and the GPU trace (`cuda_gpu_trace`). Header spellings of every era (`Time (%)`/`Time(%)`, `Avg (ns)`/`Average`, `Instances`/`Num Calls`/
 `Calls`/`Count`/`Operations`) map onto one set of column names. The console form (`nsys profile --stats=true`) is
-split on the column boundaries its dashed underline gives, with thousands separators removed.
+split on the column boundaries its dashed underline gives, with thousands separators removed. `--format tsv` is read
+like CSV. Times printed in another unit (`--timeunit us|ms|sec`, header `Total Time (us)`) are converted to ns.
 """
 
 from __future__ import annotations
@@ -39,6 +40,17 @@ _COLUMNS = {
     "total (mb)": "total_mb", "avg (mb)": "avg_mb",
 }
 _EXECUTING = re.compile(r"^\[\d+/\d+\] Executing '(\w+)' stats report")
+# `nsys stats --timeunit` prints times in the unit it names in each header: `Avg (us)`, `Total Time (ms)`.
+_TIME_UNIT = re.compile(r"\((ns|us|\u00b5s|\u03bcs|ms|s|sec)\)\s*$", re.IGNORECASE)
+_NS_PER_UNIT = {"ns": 1.0, "us": 1e3, "\u00b5s": 1e3, "\u03bcs": 1e3, "ms": 1e6, "s": 1e9, "sec": 1e9}
+
+
+def _in_ns(column: str) -> tuple[str, float]:
+    """Return a header spelled with `(ns)` and the factor that turns its values into ns (1 when already ns)."""
+    match = _TIME_UNIT.search(column)
+    if match is None:
+        return column, 1.0
+    return column[:match.start()] + "(ns)", _NS_PER_UNIT[match.group(1).lower()]
 
 
 @dataclass
@@ -51,7 +63,7 @@ class StatsReports:
 
 def report_kind(columns: list[str], hint: str | None = None) -> str | None:
     """Return the report name for a header (the console's `Executing` line wins when given)."""
-    lowered = [c.strip().lower() for c in columns]
+    lowered = [_in_ns(c.strip().lower())[0] for c in columns]
     if hint:
         return {"gpukernsum": "cuda_gpu_kern_sum", "cudaapisum": "cuda_api_sum", "gpumemtimesum": "cuda_gpu_mem_time_sum",
                 "gpumemsizesum": "cuda_gpu_mem_size_sum", "nvtxsum": "nvtx_sum", "gputrace": "cuda_gpu_trace"}.get(hint, hint)
@@ -81,9 +93,12 @@ def looks_like_stats(head: str) -> bool:
             return True
         if cells.startswith("Total (MB)") and "Operation" in cells:
             return True
-        if text.startswith("Start (ns),Duration (ns)"):
+        if _TRACE_HEADER.match(text):
             return True
     return False
+
+
+_TRACE_HEADER = re.compile(r"^Start \((ns|us|\u00b5s|\u03bcs|ms|s|sec)\)[,\t]Duration \(")
 
 
 def _number(text: str) -> float | None:
@@ -108,7 +123,10 @@ def _stats_frame(records: list[dict[str, object]]) -> pl.DataFrame:
 
 
 def _frame(path: Path, columns: list[str], rows: list[list[str]], first_line: int, notes: list[str]) -> pl.DataFrame:
-    names = [_COLUMNS.get(c.strip().lower()) for c in columns]
+    in_ns = [_in_ns(c.strip().lower()) for c in columns]
+    names = [_COLUMNS.get(header) for header, _ in in_ns]
+    scales = [scale for _, scale in in_ns]
+    _note_time_unit(columns, notes)
     if "name" not in names:
         raise TraceFormatError(path, "a stats table has no Name column: its header looks damaged", "pass the report as nsys stats wrote it",
                                line=max(1, first_line - 2))
@@ -121,11 +139,12 @@ def _frame(path: Path, columns: list[str], rows: list[list[str]], first_line: in
             raise TraceFormatError(path, f"row has {len(row)} fields for {len(columns)} columns", "pass the report as nsys stats wrote it",
                                    line=first_line + offset)
         record: dict[str, object] = {}
-        for name, cell in zip(names, row, strict=True):
+        for name, scale, cell in zip(names, scales, row, strict=True):
             if name in ("name", "style"):
                 record[name] = cell.strip()
             elif name is not None:
-                record[name] = _number(cell)
+                value = _number(cell)
+                record[name] = value * scale if value is not None and name.endswith("_ns") else value
         records.append(record)
     return _stats_frame(records)
 
@@ -173,24 +192,35 @@ def _parse_table(path: Path, lines: list[str], result: StatsReports) -> None:
         index += 1
 
 
+def _note_time_unit(columns: list[str], notes: list[str]) -> None:
+    units = {match.group(1) for c in columns if (match := _TIME_UNIT.search(c.strip())) and match.group(1).lower() != "ns"}
+    note = f"times were printed in {', '.join(sorted(units))} (nsys stats --timeunit) and are converted to ns"
+    if units and note not in notes:
+        notes.append(note)
+
+
 def _parse_csv(path: Path, lines: list[str], result: StatsReports) -> None:
-    start = next((i for i, line in enumerate(lines) if line.startswith(("Time (%)", "Time(%)", "Start (ns)", "Total (MB)"))), None)
+    """`--format csv` or `--format tsv`: the header line is found after any lines nsys printed before it."""
+    start = next((i for i, line in enumerate(lines) if line.startswith(("Time (%)", "Time(%)", "Start (", "Total (MB)"))), None)
     if start is None:
         return
-    rows = list(csv.reader(io.StringIO("\n".join(line for line in lines[start:] if line.strip()))))
+    delimiter = "\t" if "\t" in lines[start] and "," not in lines[start] else ","
+    rows = list(csv.reader(io.StringIO("\n".join(line for line in lines[start:] if line.strip())), delimiter=delimiter))
     kind = report_kind(rows[0])
     if kind is None:
         raise TraceFormatError(path, f"unknown nsys stats report with columns {rows[0][:4]}", "supported: cuda_gpu_kern_sum, cuda_api_sum, cuda_gpu_mem_time_sum, cuda_gpu_mem_size_sum, nvtx_sum, cuda_gpu_trace", line=start + 1)
     if kind == "cuda_gpu_trace":
         result.notes.append("cuda_gpu_trace is read as a per-launch list; totals come from its Duration column")
+        _note_time_unit(rows[0], result.notes)
         result.reports[kind] = _trace_frame(path, rows, start + 2)
         return
     result.reports[kind] = _frame(path, rows[0], rows[1:], start + 2, result.notes)
 
 
 def _trace_frame(path: Path, rows: list[list[str]], first_line: int) -> pl.DataFrame:
-    header = [c.strip() for c in rows[0]]
+    header = [_in_ns(c.strip())[0] for c in rows[0]]
     duration = header.index("Duration (ns)")
+    scale = _in_ns(rows[0][duration].strip())[1]
     name = header.index("Name") if "Name" in header else len(header) - 1
     totals: dict[str, list[float]] = {}
     for offset, row in enumerate(rows[1:]):
@@ -198,7 +228,7 @@ def _trace_frame(path: Path, rows: list[list[str]], first_line: int) -> pl.DataF
             raise TraceFormatError(path, "short row in cuda_gpu_trace", "pass the report as nsys stats wrote it", line=first_line + offset)
         value = _number(row[duration])
         if value is not None:
-            totals.setdefault(row[name], []).append(value)
+            totals.setdefault(row[name], []).append(value * scale)
     records = [{"total_ns": sum(v), "count": len(v), "avg_ns": sum(v) / len(v), "min_ns": min(v), "max_ns": max(v), "name": k} for k, v in totals.items()]
     return _stats_frame(records)
 
