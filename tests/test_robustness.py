@@ -233,3 +233,44 @@ def test_a_byte_order_mark_alone_is_an_empty_file_named_as_given(tmp_path):
     result = runner.invoke(app, ["analyze", str(path)])
     assert result.exit_code == 1
     assert result.stderr.startswith(f"Error: {path}: the file is empty") and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(("marker", "relative"), [
+    ("// ", "nsys_stats/nsys_console_stats_a100_vectoradd_README.txt"),  # after the C++ that made it
+    ("# ", "ncu_console/ncu2024plus_l4_cc89_unfused_attention_qkT_softmax_pv_quantizedmha.txt"),  # in a Python file
+    ("> ", "llama_cpp/llama_bench_md_rtx3090ti_nkvo_pr4812.txt"),  # a Markdown quote
+    (" * ", "llama_cpp/timings_server_rtx3060_issue12237.txt"),  # inside a /* */ block
+])
+def test_output_pasted_as_comments_reads_like_the_output(realdata_file, tmp_path, marker, relative):
+    original = realdata_file(relative)
+    pasted = tmp_path / "pasted.txt"
+    code = "int main() {\n    // launch the kernel\n    return 0;\n}\n\n"  # lines without the marker stay as they are
+    pasted.write_text(code + "".join(marker + line for line in original.read_text(encoding="utf-8").splitlines(keepends=True)))
+    expected = json.loads(runner.invoke(app, ["analyze", str(original), "-f", "json"]).stdout)
+    result = runner.invoke(app, ["analyze", str(pasted), "-f", "json"])
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    for part in ("kernels", "summary", "findings", "timeline"):
+        assert data.get(part) == expected.get(part), part
+    # Line numbers still point into the user's file: the five lines of code come first.
+    assert [{**run, "line_number": run["line_number"] - 5} for run in data.get("runs") or []] == (expected.get("runs") or [])
+    assert data["source"]["path"] == str(pasted)
+    assert any(f"starts with '{marker.strip()}'" in note for note in data["notes"])
+
+
+def test_comments_without_any_output_in_them_are_still_not_a_trace(tmp_path):
+    path = tmp_path / "notes.py"
+    path.write_text("# profile the decode step\n# then compare\n# with the graphs run\nprint('hello')\n")
+    result = runner.invoke(app, ["analyze", str(path)])
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"Error: {path}: not a supported trace") and "Traceback" not in result.stderr
+
+
+def test_a_tegrastats_log_behind_a_prefix_keeps_its_timestamps(realdata_file, tmp_path):
+    # journald and pasted logs put text before the timestamp; tegrastats prints it right before RAM.
+    original = realdata_file("tegrastats/agx_orin64_jp6_ts_Hanner123_a.log")
+    prefixed = tmp_path / "journal.log"
+    prefixed.write_text("".join(f"Jul 21 orin tegrastats[812]: {line}" for line in original.read_text().splitlines(keepends=True)))
+    expected = json.loads(runner.invoke(app, ["analyze", str(original), "-f", "json"]).stdout)
+    data = json.loads(runner.invoke(app, ["analyze", str(prefixed), "-f", "json"]).stdout)
+    assert data["telemetry"]["duration_s"] == expected["telemetry"]["duration_s"] == 16.0

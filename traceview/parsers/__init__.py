@@ -16,7 +16,7 @@ from pathlib import Path
 
 import polars as pl
 
-from traceview.errors import TraceFormatError
+from traceview.errors import TraceFormatError, UnknownFormatError
 from traceview.parsers import llama_cpp, ncu_console, ncu_csv, ncu_rep, ncu_summary, nsys_sqlite, nsys_stats, tegrastats
 from traceview.parsers.sniff import TraceFormat, check_readable, detect_format
 
@@ -201,6 +201,40 @@ def _as_utf8(path: Path) -> Iterator[tuple[Path, str | None]]:
         copy.unlink(missing_ok=True)
 
 
+# Output pasted into source or chat as comments: `// ` in C/C++ (after the code that made it), `# ` in Python and
+# shell, `> ` in Markdown quotes, ` * ` inside a block comment.
+_COMMENT_MARKERS = ("//", "#", ">", "--", ";", "%", "*")
+_MIN_COMMENTED_LINES = 3
+
+
+@contextlib.contextmanager
+def _uncommented(path: Path) -> Iterator[tuple[Path, str] | None]:
+    """Yield (a temporary copy with the comment marker taken off every line that starts with it, a note), or None
+    for a binary file or text where no marker starts at least three lines. The copy keeps every line, so line
+    numbers in errors still point into the user's file; it is removed afterwards."""
+    with path.open("rb") as handle:
+        head = handle.read(64 * 1024)
+    if b"\x00" in head:
+        yield None
+        return
+    starts = [line.lstrip(" \t") for line in head.decode("utf-8", errors="replace").splitlines()]
+    counts = {marker: sum(line.startswith(marker) for line in starts) for marker in _COMMENT_MARKERS}
+    marker = max(counts, key=lambda m: (counts[m], len(m)))
+    if counts[marker] < _MIN_COMMENTED_LINES:
+        yield None
+        return
+    pattern = re.compile(rf"^[ \t]*{re.escape(marker)} ?")
+    descriptor, name = tempfile.mkstemp(prefix="traceview-", suffix=path.suffix)
+    copy = Path(name)
+    try:
+        with path.open("r", encoding="utf-8", errors="replace", newline="") as source, os.fdopen(descriptor, "w", encoding="utf-8", newline="") as target:
+            for line in source:
+                target.write(pattern.sub("", line, count=1))
+        yield copy, f"each line starts with '{marker}' (output pasted as comments): read without it"
+    finally:
+        copy.unlink(missing_ok=True)
+
+
 def load_trace(path: str | Path, interval_s: float = 1.0, progress: Callable[[int, int], None] | None = None) -> Trace:
     """Return the parsed trace; raises TraceFormatError with a fix for anything unreadable.
 
@@ -209,9 +243,22 @@ def load_trace(path: str | Path, interval_s: float = 1.0, progress: Callable[[in
     """
     path = Path(path)
     check_readable(path)
-    with _as_utf8(path) as (readable, note):
+    with contextlib.ExitStack() as copies:
+        readable, note = copies.enter_context(_as_utf8(path))
+        notes = [note] if note else []
         try:
-            fmt = detect_format(readable)
+            try:
+                fmt = detect_format(readable)
+            except UnknownFormatError as unknown:
+                uncommented = copies.enter_context(_uncommented(readable))
+                if uncommented is None:
+                    raise
+                try:
+                    fmt = detect_format(uncommented[0])
+                except UnknownFormatError:
+                    raise unknown from None
+                readable = uncommented[0]
+                notes.append(uncommented[1])
             reader = READERS.get(fmt)
             if reader is None:
                 raise TraceFormatError(path, f"no reader for {fmt.value}", "this is a bug: please report it")
@@ -221,9 +268,9 @@ def load_trace(path: str | Path, interval_s: float = 1.0, progress: Callable[[in
                 raise
             # Errors name the file the user gave, not the temporary copy.
             raise type(error)(path, error.problem, error.fix, error.line) from None
-    if note is None:
+    if not notes:
         return trace
-    return dataclasses.replace(trace, path=path, notes=(*trace.notes, note))
+    return dataclasses.replace(trace, path=path, notes=(*trace.notes, *notes))
 
 
 __all__ = ["READERS", "InputKind", "ReadOptions", "Trace", "TraceData", "TraceFormat", "detect_format", "load_trace"]

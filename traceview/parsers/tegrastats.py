@@ -27,7 +27,7 @@ SAMPLE_MARKER = re.compile(rb"\bRAM [0-9]+/[0-9]+MB")
 _BATCH_LINES = 100_000
 _DATE_LINE = re.compile(r"^[A-Z][a-z]{2} [A-Z][a-z]{2} +[0-9]{1,2} [0-9]{2}:[0-9]{2}:[0-9]{2} \w+ [0-9]{4}$")
 
-_TIMESTAMP = r"^([0-9]{2}-[0-9]{2}-[0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2})\s"
+_TIMESTAMP = r"(?:^|\s)([0-9]{2}-[0-9]{2}-[0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2})\s+RAM\b"
 _RAM = r"\bRAM ([0-9]+)/([0-9]+)MB"
 _SWAP = r"\bSWAP ([0-9]+)/([0-9]+)MB"
 # `CPU [12%@1189,off,...]`, or before L4T 28.2 (TX1) `cpu [12%,0%,0%,0%]@408`: lower case, one clock for all cores.
