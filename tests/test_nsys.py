@@ -181,6 +181,35 @@ def test_stats_written_as_tsv_read_as_the_csv(realdata_file, tmp_path):
     assert analyze_json(path)["kernels"] == analyze_json(source)["kernels"]
 
 
+def test_cuda_api_gpu_sum_is_read_as_its_kernels_copies_and_api_calls(realdata_file, tmp_path):
+    # `nsys stats -r cuda_api_gpu_sum` holds the three summaries in one table with a Category column; its Time (%)
+    # is a share of all of them. Built here from the three tables of the real A100 console output.
+    import csv
+
+    from traceview.parsers.nsys_stats import parse
+
+    source = realdata_file("nsys_stats/nsys_console_stats_a100_vectoradd_README.txt")
+    reports = parse(source).reports
+    rows = [(category, row) for report, category in (("cuda_api_sum", "CUDA_API"), ("cuda_gpu_kern_sum", "CUDA_KERNEL"),
+                                                      ("cuda_gpu_mem_time_sum", "MEMORY_OPER"))
+            for row in reports[report].iter_rows(named=True)]
+    everything = sum(row["total_ns"] for _, row in rows)
+    path = tmp_path / "api_gpu_sum.csv"
+    with path.open("w", newline="") as stream:
+        writer = csv.writer(stream)
+        writer.writerow(["Time (%)", "Total Time (ns)", "Instances", "Avg (ns)", "Med (ns)", "Min (ns)", "Max (ns)", "StdDev (ns)", "Category", "Operation"])
+        for category, row in sorted(rows, key=lambda item: -item[1]["total_ns"]):
+            writer.writerow([round(100 * row["total_ns"] / everything, 1), int(row["total_ns"]), row["count"], row["avg_ns"], row["med_ns"],
+                             int(row["min_ns"]), int(row["max_ns"]), row["stddev_ns"], category, row["name"]])
+    original, data = analyze_json(source), analyze_json(path)
+    [kernel] = data["kernels"]
+    assert (kernel["launches"], kernel["duration_ns"], kernel["share_pct"]) == (1010, 1831281, 100.0)
+    moved = lambda run: [(c["direction"], c["count"], c["duration_ns"]) for c in run["timeline"]["copies"]]  # noqa: E731
+    assert moved(data) == moved(original)  # sizes are in cuda_gpu_mem_size_sum only
+    assert data["timeline"]["sync"] == original["timeline"]["sync"]
+    assert any("cuda_api_gpu_sum" in note for note in data["notes"])
+
+
 def test_console_stats_and_truncated_api_sum(realdata_file):
     console = analyze_json(realdata_file("nsys_stats/nsys_console_stats_a100_vectoradd_README.txt"))
     kernel = console["kernels"][0]

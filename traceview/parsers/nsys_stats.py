@@ -26,6 +26,8 @@ STATS = pl.Schema({
     "min_ns": pl.Float64, "max_ns": pl.Float64, "stddev_ns": pl.Float64, "name": pl.String, "style": pl.String,
     # cuda_gpu_mem_size_sum: bytes moved per operation, in nsys's MB (10^6 bytes), three decimals.
     "total_mb": pl.Float64, "avg_mb": pl.Float64,
+    # cuda_api_gpu_sum: which of API calls, kernels and memory operations a row is.
+    "category": pl.String,
 })
 _COLUMNS = {
     "time (%)": "time_pct", "time(%)": "time_pct",
@@ -37,7 +39,7 @@ _COLUMNS = {
     "max (ns)": "max_ns", "maximum (ns)": "max_ns", "maximum": "max_ns",
     "stddev (ns)": "stddev_ns", "stddev": "stddev_ns",
     "name": "name", "operation": "name", "range": "name", "style": "style",
-    "total (mb)": "total_mb", "avg (mb)": "avg_mb",
+    "total (mb)": "total_mb", "avg (mb)": "avg_mb", "category": "category",
 }
 _EXECUTING = re.compile(r"^\[\d+/\d+\] Executing '(\w+)' stats report")
 # `nsys stats --timeunit` prints times in the unit it names in each header: `Avg (us)`, `Total Time (ms)`.
@@ -71,6 +73,8 @@ def report_kind(columns: list[str], hint: str | None = None) -> str | None:
         return "cuda_gpu_trace"
     if "range" in lowered or "style" in lowered:
         return "nvtx_sum"
+    if "category" in lowered and "operation" in lowered:
+        return "cuda_api_gpu_sum"
     if "operation" in lowered and any(c.startswith("total time") for c in lowered):
         return "cuda_gpu_mem_time_sum"
     if "operation" in lowered and "total (mb)" in lowered:
@@ -140,7 +144,7 @@ def _frame(path: Path, columns: list[str], rows: list[list[str]], first_line: in
                                    line=first_line + offset)
         record: dict[str, object] = {}
         for name, scale, cell in zip(names, scales, row, strict=True):
-            if name in ("name", "style"):
+            if name in ("name", "style", "category"):
                 record[name] = cell.strip()
             elif name is not None:
                 value = _number(cell)
@@ -186,7 +190,7 @@ def _parse_table(path: Path, lines: list[str], result: StatsReports) -> None:
                 result.notes.append(f"line {cursor + 1}: the table was cut by hand ('...' after its last row); only the rows shown were read")
             kind = report_kind(header)
             if kind is not None and kind not in result.reports:
-                result.reports[kind] = _frame(path, header, rows, index + 4, result.notes)
+                _store(result, kind, _frame(path, header, rows, index + 4, result.notes))
             index = cursor
             continue
         index += 1
@@ -197,6 +201,27 @@ def _note_time_unit(columns: list[str], notes: list[str]) -> None:
     note = f"times were printed in {', '.join(sorted(units))} (nsys stats --timeunit) and are converted to ns"
     if units and note not in notes:
         notes.append(note)
+
+
+# cuda_api_gpu_sum puts API calls, kernels and memory operations in one table; each category is the report of its own.
+_CATEGORY_REPORTS = {"CUDA_KERNEL": "cuda_gpu_kern_sum", "MEMORY_OPER": "cuda_gpu_mem_time_sum", "CUDA_API": "cuda_api_sum"}
+
+
+def _store(result: StatsReports, kind: str, frame: pl.DataFrame) -> None:
+    """Keep a report; a cuda_api_gpu_sum is split by category into the reports it holds (where not given alone)."""
+    if kind != "cuda_api_gpu_sum":
+        result.reports[kind] = frame
+        return
+    categories = frame["category"].str.strip_chars().str.to_uppercase()
+    unknown = sorted(set(categories.drop_nulls().unique().to_list()) - set(_CATEGORY_REPORTS))
+    if unknown:
+        result.notes.append(f"cuda_api_gpu_sum rows of category {', '.join(unknown)} were not read")
+    for category, report in _CATEGORY_REPORTS.items():
+        # Its Time (%) is a share of all three categories together, not of the kernels' or copies' own time.
+        part = frame.filter(categories == category).with_columns(time_pct=pl.lit(None, pl.Float64))
+        if part.height and report not in result.reports:
+            result.reports[report] = part
+    result.notes.append("cuda_api_gpu_sum is read as its kernels, memory operations and API calls")
 
 
 def _parse_csv(path: Path, lines: list[str], result: StatsReports) -> None:
@@ -214,7 +239,7 @@ def _parse_csv(path: Path, lines: list[str], result: StatsReports) -> None:
         _note_time_unit(rows[0], result.notes)
         result.reports[kind] = _trace_frame(path, rows, start + 2)
         return
-    result.reports[kind] = _frame(path, rows[0], rows[1:], start + 2, result.notes)
+    _store(result, kind, _frame(path, rows[0], rows[1:], start + 2, result.notes))
 
 
 def _trace_frame(path: Path, rows: list[list[str]], first_line: int) -> pl.DataFrame:
@@ -257,7 +282,7 @@ def _parse_console(path: Path, lines: list[str], result: StatsReports) -> None:
                 if kind in result.reports:
                     skipped[kind] = skipped.get(kind, 0) + 1
                 else:
-                    result.reports[kind] = _frame(path, header, rows, index + 3, result.notes)
+                    _store(result, kind, _frame(path, header, rows, index + 3, result.notes))
             hint = None
             index = cursor
             continue
