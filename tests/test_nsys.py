@@ -210,6 +210,32 @@ def test_cuda_api_gpu_sum_is_read_as_its_kernels_copies_and_api_calls(realdata_f
     assert any("cuda_api_gpu_sum" in note for note in data["notes"])
 
 
+def test_kernel_summary_by_launch_shape_is_one_row_per_kernel(realdata_file, tmp_path):
+    # `nsys stats -r cuda_gpu_kern_gb_sum` lists each (grid, block) of a kernel apart. Built from the real RTX 4090
+    # summary by giving half of each kernel's launches another grid: the same mean and spread in both halves.
+    import csv
+
+    source = realdata_file("nsys_stats/dotllm_llama31_8b_q4km_rtx4090_prefill476_cuda_gpu_kern_sum.csv")
+    header, *rows = list(csv.reader(source.open()))
+    path = tmp_path / "kern_gb_sum.csv"
+    with path.open("w", newline="") as stream:
+        writer = csv.writer(stream)
+        writer.writerow([*header[:-1], "GridXYZ", "BlockXYZ", "Name"])
+        for row in rows:
+            launches, total, share = int(row[2]), float(row[1]), float(row[0])
+            halves = [launches // 2, launches - launches // 2] if launches > 1 else [launches]
+            for grid, part in zip(("  128    1    1", "   64    1    1"), halves, strict=False):
+                writer.writerow([share * part / launches, total * part / launches, part, *row[3:8], grid, "  256    1    1", row[8]])
+    original, data = analyze_json(source), analyze_json(path)
+    assert len(data["kernels"]) == len(original["kernels"]) == len(rows)
+    for merged, kernel in zip(data["kernels"], original["kernels"], strict=True):
+        assert merged["short_name"] == kernel["short_name"] and merged["launches"] == kernel["launches"]
+        for name in ("duration_ns", "avg_duration_ns", "min_duration_ns", "max_duration_ns", "share_pct"):
+            assert merged[name] == pytest.approx(kernel[name], rel=1e-4, abs=0.05), name  # nsys rounds Avg to 0.1 ns
+        assert merged["median_duration_ns"] == (kernel["median_duration_ns"] if kernel["launches"] == 1 else None)
+    assert any("26 rows are read as 15 kernels" in note for note in data["notes"])
+
+
 def test_console_stats_and_truncated_api_sum(realdata_file):
     console = analyze_json(realdata_file("nsys_stats/nsys_console_stats_a100_vectoradd_README.txt"))
     kernel = console["kernels"][0]

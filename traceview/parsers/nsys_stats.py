@@ -75,6 +75,8 @@ def report_kind(columns: list[str], hint: str | None = None) -> str | None:
         return "nvtx_sum"
     if "category" in lowered and "operation" in lowered:
         return "cuda_api_gpu_sum"
+    if "gridxyz" in lowered and "name" in lowered:
+        return "cuda_gpu_kern_gb_sum"
     if "operation" in lowered and any(c.startswith("total time") for c in lowered):
         return "cuda_gpu_mem_time_sum"
     if "operation" in lowered and "total (mb)" in lowered:
@@ -207,8 +209,31 @@ def _note_time_unit(columns: list[str], notes: list[str]) -> None:
 _CATEGORY_REPORTS = {"CUDA_KERNEL": "cuda_gpu_kern_sum", "MEMORY_OPER": "cuda_gpu_mem_time_sum", "CUDA_API": "cuda_api_sum"}
 
 
+def _by_kernel(frame: pl.DataFrame) -> pl.DataFrame:
+    """Return a cuda_gpu_kern_gb_sum (one row per kernel and launch shape) as one row per kernel: totals and counts
+    add, min/max are taken over the shapes, the spread is pooled; a median cannot be combined and is left unknown."""
+    count = pl.col("count").cast(pl.Float64)
+    merged = frame.group_by("name", maintain_order=True).agg(
+        total_ns=pl.col("total_ns").sum(), count=pl.col("count").sum(), min_ns=pl.col("min_ns").min(),
+        max_ns=pl.col("max_ns").max(), time_pct=pl.col("time_pct").sum(),
+        med_ns=pl.when(pl.len() == 1).then(pl.col("med_ns").first()),
+        # Σ n(σ² + μ²) / N over the shapes; less the squared mean, the variance of all launches together.
+        second_moment=(count * (pl.col("stddev_ns") ** 2 + pl.col("avg_ns") ** 2)).sum() / count.sum(),
+    ).with_columns(avg_ns=pl.col("total_ns") / pl.col("count"))
+    merged = merged.with_columns(stddev_ns=(pl.col("second_moment") - pl.col("avg_ns") ** 2).clip(lower_bound=0).sqrt())
+    return merged.select([pl.col(name).cast(dtype) if name in merged.columns else pl.lit(None, dtype).alias(name) for name, dtype in STATS.items()])
+
+
 def _store(result: StatsReports, kind: str, frame: pl.DataFrame) -> None:
-    """Keep a report; a cuda_api_gpu_sum is split by category into the reports it holds (where not given alone)."""
+    """Keep a report; a cuda_api_gpu_sum is split by category into the reports it holds, and a kernel summary by
+    launch shape becomes the kernel summary (where either is not given alone)."""
+    if kind == "cuda_gpu_kern_gb_sum":
+        if "cuda_gpu_kern_sum" not in result.reports:
+            merged = _by_kernel(frame)
+            result.reports["cuda_gpu_kern_sum"] = merged
+            result.notes.append(f"cuda_gpu_kern_gb_sum lists each launch shape apart: its {frame.height} rows are read as "
+                                f"{merged.height} kernels (medians of kernels with several shapes cannot be combined)")
+        return
     if kind != "cuda_api_gpu_sum":
         result.reports[kind] = frame
         return
