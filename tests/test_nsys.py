@@ -122,6 +122,7 @@ def test_gpu_peaks_from_the_export(realdata_file):
     assert data["device"]["peaks"]["tensor_flop_per_s"]["source"] == "table"
 
 
+T4_STREAMS = "nsys_sqlite/vecadd_streams_T4_nsys2022.4.2.sqlite"
 STATS = {
     "cuda_gpu_kern_sum_rtx5090_llmperfopt_allstage.csv": 113,
     "cuda_gpu_kern_sum_mudock_adt_cuda_native.csv": 6,
@@ -234,6 +235,57 @@ def test_kernel_summary_by_launch_shape_is_one_row_per_kernel(realdata_file, tmp
             assert merged[name] == pytest.approx(kernel[name], rel=1e-4, abs=0.05), name  # nsys rounds Avg to 0.1 ns
         assert merged["median_duration_ns"] == (kernel["median_duration_ns"] if kernel["launches"] == 1 else None)
     assert any("26 rows are read as 15 kernels" in note for note in data["notes"])
+
+
+def _gpu_trace_from_export(path, rows_sql):
+    import sqlite3
+
+    connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return connection.execute(rows_sql).fetchall()
+    finally:
+        connection.close()
+
+
+def test_per_launch_traces_total_kernels_and_copies_apart(realdata_file, tmp_path):
+    # `nsys stats -r cuda_gpu_trace` lists kernels and copies launch by launch (copies named `[CUDA memcpy
+    # Host-to-Device]`); `-r cuda_kern_exec_trace` lists each kernel with its launch call. Both are written here by
+    # SQL over the real T4 export, as nsys's report scripts do, and must give the export's own totals.
+    import csv
+
+    export = realdata_file(T4_STREAMS)
+    kernels = _gpu_trace_from_export(export, """
+        SELECT k.start, k."end" - k.start, k.correlationId, NULL, s.value FROM CUPTI_ACTIVITY_KIND_KERNEL k
+        JOIN StringIds s ON s.id = k.demangledName""")
+    copies = _gpu_trace_from_export(export, """
+        SELECT start, "end" - start, correlationId, bytes / 1e6,
+               CASE copyKind WHEN 1 THEN '[CUDA memcpy Host-to-Device]' ELSE '[CUDA memcpy Device-to-Host]' END
+        FROM CUPTI_ACTIVITY_KIND_MEMCPY""")
+    gpu_trace = tmp_path / "gpu_trace.csv"
+    with gpu_trace.open("w", newline="") as stream:
+        writer = csv.writer(stream)
+        writer.writerow(["Start (ns)", "Duration (ns)", "CorrId", "Bytes (MB)", "Name"])
+        writer.writerows(sorted(kernels + copies))
+    launches = _gpu_trace_from_export(export, """
+        SELECT r.start, r."end" - r.start, NULL, NULL, k.start, k."end" - k.start, k."end" - r.start, 1, 1, k.deviceId,
+               'cudaLaunchKernel', '', '', s.value
+        FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId
+        JOIN StringIds s ON s.id = k.demangledName""")
+    exec_trace = tmp_path / "kern_exec_trace.csv"
+    with exec_trace.open("w", newline="") as stream:
+        writer = csv.writer(stream)
+        writer.writerow(["API Start (ns)", "API Dur (ns)", "Queue Start (ns)", "Queue Dur (ns)", "Kernel Start (ns)", "Kernel Dur (ns)",
+                         "Total Dur (ns)", "PID", "TID", "DevId", "API Function", "GridXYZ", "BlockXYZ", "Kernel Name"])
+        writer.writerows(launches)
+    truth = analyze_json(export)
+    kernel_totals = lambda run: sorted((k["short_name"], k["launches"], k["duration_ns"]) for k in run["kernels"])  # noqa: E731
+    for path in (gpu_trace, exec_trace):
+        assert detect_format(path) is TraceFormat.NSYS_STATS
+        assert kernel_totals(analyze_json(path)) == kernel_totals(truth)
+    copied = {c["direction"]: c for c in analyze_json(gpu_trace)["timeline"]["copies"]}
+    assert {k: (c["count"], c["bytes"]) for k, c in copied.items()} == {
+        "[CUDA memcpy Host-to-Device]": (8, 16777216), "[CUDA memcpy Device-to-Host]": (4, 8388608)}
+    assert sum(c["duration_ns"] for c in copied.values()) == sum(c["duration_ns"] for c in truth["timeline"]["copies"])
 
 
 def test_console_stats_and_truncated_api_sum(realdata_file):

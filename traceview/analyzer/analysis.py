@@ -441,8 +441,6 @@ def analyze_stats(
     """Return the analysis of `nsys stats` reports: kernels ranked by total time (verdicts from joined ncu results),
     memcpy time by direction, blocking API time, NVTX ranges. No busy/idle figures: the summaries carry no timeline."""
     kern = reports.get("cuda_gpu_kern_sum")
-    if kern is None:
-        kern = reports.get("cuda_gpu_trace")
     summary_rows = []
     if kern is not None:
         total = float(kern["total_ns"].sum() or 0)

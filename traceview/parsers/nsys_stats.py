@@ -2,8 +2,10 @@
 
 Reports recognised by their columns: kernel summary (`cuda_gpu_kern_sum`, old `gpukernsum`), CUDA API summary
 (`cuda_api_sum`), GPU memory time and size summaries (`cuda_gpu_mem_time_sum`, `cuda_gpu_mem_size_sum`), NVTX summary
-(`nvtx_sum`), and the GPU trace (`cuda_gpu_trace`). Header spellings of every era (`Time (%)`/`Time(%)`, `Avg (ns)`/`Average`, `Instances`/`Num Calls`/
-`Calls`/`Count`/`Operations`) map onto one set of column names. The console form (`nsys profile --stats=true`) is
+(`nvtx_sum`), the per-launch GPU and kernel-execution traces (`cuda_gpu_trace`, `cuda_kern_exec_trace`), and the
+by-shape and combined summaries (`cuda_gpu_kern_gb_sum`, `cuda_api_gpu_sum`). Header spellings of every era
+(`Time (%)`/`Time(%)`, `Avg (ns)`/`Average`, `Instances`/`Num Calls`/`Calls`/`Count`/`Operations`) map onto one set
+of column names. The console form (`nsys profile --stats=true`) is
 split on the column boundaries its dashed underline gives, with thousands separators removed. `--format tsv` is read
 like CSV. Times printed in another unit (`--timeunit us|ms|sec`, header `Total Time (us)`) are converted to ns.
 """
@@ -68,9 +70,12 @@ def report_kind(columns: list[str], hint: str | None = None) -> str | None:
     lowered = [_in_ns(c.strip().lower())[0] for c in columns]
     if hint:
         return {"gpukernsum": "cuda_gpu_kern_sum", "cudaapisum": "cuda_api_sum", "gpumemtimesum": "cuda_gpu_mem_time_sum",
-                "gpumemsizesum": "cuda_gpu_mem_size_sum", "nvtxsum": "nvtx_sum", "gputrace": "cuda_gpu_trace"}.get(hint, hint)
+                "gpumemsizesum": "cuda_gpu_mem_size_sum", "nvtxsum": "nvtx_sum", "gputrace": "cuda_gpu_trace",
+                "kernexectrace": "cuda_kern_exec_trace"}.get(hint, hint)
     if "start (ns)" in lowered and "duration (ns)" in lowered:
         return "cuda_gpu_trace"
+    if "kernel dur (ns)" in lowered and "kernel name" in lowered:
+        return "cuda_kern_exec_trace"
     if "range" in lowered or "style" in lowered:
         return "nvtx_sum"
     if "category" in lowered and "operation" in lowered:
@@ -104,7 +109,7 @@ def looks_like_stats(head: str) -> bool:
     return False
 
 
-_TRACE_HEADER = re.compile(r"^Start \((ns|us|\u00b5s|\u03bcs|ms|s|sec)\)[,\t]Duration \(")
+_TRACE_HEADER = re.compile(r"^(API )?Start \((ns|us|\u00b5s|\u03bcs|ms|s|sec)\)[,\t](API )?Dur(ation)? \(")
 
 
 def _number(text: str) -> float | None:
@@ -191,7 +196,9 @@ def _parse_table(path: Path, lines: list[str], result: StatsReports) -> None:
             if cursor < len(lines) and lines[cursor].strip() in ("...", "…"):
                 result.notes.append(f"line {cursor + 1}: the table was cut by hand ('...' after its last row); only the rows shown were read")
             kind = report_kind(header)
-            if kind is not None and kind not in result.reports:
+            if kind in _PER_LAUNCH:
+                _store_per_launch(path, kind, [header, *rows], index + 4, result)
+            elif kind is not None and kind not in result.reports:
                 _store(result, kind, _frame(path, header, rows, index + 4, result.notes))
             index = cursor
             continue
@@ -251,36 +258,65 @@ def _store(result: StatsReports, kind: str, frame: pl.DataFrame) -> None:
 
 def _parse_csv(path: Path, lines: list[str], result: StatsReports) -> None:
     """`--format csv` or `--format tsv`: the header line is found after any lines nsys printed before it."""
-    start = next((i for i, line in enumerate(lines) if line.startswith(("Time (%)", "Time(%)", "Start (", "Total (MB)"))), None)
+    start = next((i for i, line in enumerate(lines) if line.startswith(("Time (%)", "Time(%)", "Start (", "API Start (", "Total (MB)"))), None)
     if start is None:
         return
     delimiter = "\t" if "\t" in lines[start] and "," not in lines[start] else ","
     rows = list(csv.reader(io.StringIO("\n".join(line for line in lines[start:] if line.strip())), delimiter=delimiter))
     kind = report_kind(rows[0])
     if kind is None:
-        raise TraceFormatError(path, f"unknown nsys stats report with columns {rows[0][:4]}", "supported: cuda_gpu_kern_sum, cuda_api_sum, cuda_gpu_mem_time_sum, cuda_gpu_mem_size_sum, nvtx_sum, cuda_gpu_trace", line=start + 1)
-    if kind == "cuda_gpu_trace":
-        result.notes.append("cuda_gpu_trace is read as a per-launch list; totals come from its Duration column")
+        raise TraceFormatError(path, f"unknown nsys stats report with columns {rows[0][:4]}", "supported: cuda_gpu_kern_sum, cuda_gpu_kern_gb_sum, "
+                               "cuda_api_sum, cuda_api_gpu_sum, cuda_gpu_mem_time_sum, cuda_gpu_mem_size_sum, nvtx_sum, cuda_gpu_trace, "
+                               "cuda_kern_exec_trace", line=start + 1)
+    if kind in _PER_LAUNCH:
         _note_time_unit(rows[0], result.notes)
-        result.reports[kind] = _trace_frame(path, rows, start + 2)
+        _store_per_launch(path, kind, rows, start + 2, result)
         return
     _store(result, kind, _frame(path, rows[0], rows[1:], start + 2, result.notes))
 
 
-def _trace_frame(path: Path, rows: list[list[str]], first_line: int) -> pl.DataFrame:
+# Per-launch reports: the column with each launch's GPU time and the one with its name.
+_PER_LAUNCH = {"cuda_gpu_trace": ("Duration (ns)", "Name"), "cuda_kern_exec_trace": ("Kernel Dur (ns)", "Kernel Name")}
+_COPY_NAME = re.compile(r"^\[CUDA (memcpy|memset|Unified Memory)", re.IGNORECASE)
+
+
+def _store_per_launch(path: Path, kind: str, rows: list[list[str]], first_line: int, result: StatsReports) -> None:
+    """Total a per-launch report per name: kernels become the kernel summary; the copies and memsets cuda_gpu_trace
+    lists among them (`[CUDA memcpy Host-to-Device]`) become the memory time and size summaries."""
     header = [_in_ns(c.strip())[0] for c in rows[0]]
-    duration = header.index("Duration (ns)")
+    duration_column, name_column = _PER_LAUNCH[kind]
+    duration = header.index(duration_column)
     scale = _in_ns(rows[0][duration].strip())[1]
-    name = header.index("Name") if "Name" in header else len(header) - 1
-    totals: dict[str, list[float]] = {}
+    name = header.index(name_column) if name_column in header else len(header) - 1
+    megabytes = header.index("Bytes (MB)") if "Bytes (MB)" in header else None
+    times: dict[str, list[float]] = {}
+    sizes: dict[str, float] = {}
     for offset, row in enumerate(rows[1:]):
         if len(row) < len(header):
-            raise TraceFormatError(path, "short row in cuda_gpu_trace", "pass the report as nsys stats wrote it", line=first_line + offset)
+            raise TraceFormatError(path, f"short row in {kind}", "pass the report as nsys stats wrote it", line=first_line + offset)
         value = _number(row[duration])
-        if value is not None:
-            totals.setdefault(row[name], []).append(value * scale)
-    records = [{"total_ns": sum(v), "count": len(v), "avg_ns": sum(v) / len(v), "min_ns": min(v), "max_ns": max(v), "name": k} for k, v in totals.items()]
-    return _stats_frame(records)
+        if value is None:
+            continue
+        label = row[name].strip()
+        times.setdefault(label, []).append(value * scale)
+        moved = _number(row[megabytes]) if megabytes is not None else None
+        if moved is not None:
+            sizes[label] = sizes.get(label, 0.0) + moved
+
+    def totals(names: list[str]) -> pl.DataFrame:
+        return _stats_frame([{"total_ns": sum(times[k]), "count": len(times[k]), "avg_ns": sum(times[k]) / len(times[k]),
+                              "min_ns": min(times[k]), "max_ns": max(times[k]), "name": k,
+                              "total_mb": sizes.get(k), "avg_mb": sizes[k] / len(times[k]) if k in sizes else None} for k in names])
+
+    copies = [k for k in times if _COPY_NAME.match(k)]
+    kernels = [k for k in times if not _COPY_NAME.match(k)]
+    result.reports.setdefault("cuda_gpu_kern_sum", totals(kernels))
+    if copies:
+        result.reports.setdefault("cuda_gpu_mem_time_sum", totals(copies))
+        if any(k in sizes for k in copies):
+            result.reports.setdefault("cuda_gpu_mem_size_sum", totals(copies))
+    listed = "kernels and copies" if copies else "kernels"
+    result.notes.append(f"{kind} is read as a per-launch list of {listed}: totals come from its {duration_column.removesuffix(' (ns)')} column")
 
 
 def _parse_console(path: Path, lines: list[str], result: StatsReports) -> None:
@@ -306,6 +342,8 @@ def _parse_console(path: Path, lines: list[str], result: StatsReports) -> None:
             if kind is not None:
                 if kind in result.reports:
                     skipped[kind] = skipped.get(kind, 0) + 1
+                elif kind in _PER_LAUNCH:
+                    _store_per_launch(path, kind, [header, *rows], index + 3, result)
                 else:
                     _store(result, kind, _frame(path, header, rows, index + 3, result.notes))
             hint = None
