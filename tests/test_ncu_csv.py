@@ -170,3 +170,24 @@ def test_a_decimal_comma_locale_reads_the_same_numbers(realdata_file, tmp_path, 
     localised = load_trace(_decimal_comma_copy(realdata_file(relative), tmp_path / "de.csv"))
     assert localised.data.equals(original.data)
     assert any("decimal comma" in note for note in localised.notes) and not any("decimal comma" in note for note in original.notes)
+
+
+def test_mangled_kernel_names_give_the_demangled_short_name(realdata_file):
+    # `ncu --print-kernel-base mangled` and nsys's `:mangled` reports print Itanium names (`_ZN5cudnn6detail23
+    # implicit_convolve_sgemmIff…`); every real export keeps both spellings of each kernel, which must agree.
+    import glob
+    import sqlite3
+
+    pairs = []
+    for path in sorted(glob.glob(str(realdata_file("nsys_sqlite")) + "/*.sqlite")):
+        connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            if connection.execute("SELECT 1 FROM sqlite_master WHERE name = 'CUPTI_ACTIVITY_KIND_KERNEL'").fetchone():
+                pairs += connection.execute("""SELECT DISTINCT m.value, d.value FROM CUPTI_ACTIVITY_KIND_KERNEL k
+                    JOIN StringIds m ON m.id = k.mangledName JOIN StringIds d ON d.id = k.demangledName""").fetchall()
+        finally:
+            connection.close()
+    mangled = [(m, d) for m, d in pairs if m.startswith("_Z")]
+    assert len(mangled) >= 80
+    assert [short_kernel_name(m) for m, _ in mangled] == [short_kernel_name(d) for _, d in mangled]
+    assert short_kernel_name("_Zfoo") == "_Zfoo"  # not a mangled form: left as it is

@@ -681,9 +681,41 @@ def _derive(frame: pl.DataFrame) -> pl.DataFrame:
     return frame
 
 
+# An Itanium-mangled name (`ncu --print-kernel-base mangled`, nsys's `:mangled` reports): `_Z` then either one
+# length-prefixed identifier or `N`, qualifiers and a nested list of them; the function is the last before the
+# template arguments (`I`) or the end of the list (`E`). `St` is `std::`.
+_MANGLED_START = re.compile(r"_Z(N[rVKRO]*)?")
+_MANGLED_PART = re.compile(r"St|(\d+)")
+
+
+def _mangled_function_name(name: str) -> str | None:
+    """Return the function identifier of an Itanium-mangled name, or None for anything else (or a form not read)."""
+    start = _MANGLED_START.match(name)
+    if start is None:
+        return None
+    position, last = start.end(), None
+    while position < len(name):
+        part = _MANGLED_PART.match(name, position)
+        if part is None:
+            break
+        if part.group(1) is None:
+            position = part.end()
+            continue
+        length = int(part.group(1))
+        last = name[part.end():part.end() + length]
+        position = part.end() + length
+        if start.group(1) is None:  # not nested: one identifier
+            break
+    return last if last and last.isidentifier() else None
+
+
 def short_kernel_name(name: str) -> str:
-    """Return the bare function name: no return type, namespaces, template arguments or parameter list."""
+    """Return the bare function name: no return type, namespaces, template arguments or parameter list (of a
+    demangled or an Itanium-mangled name)."""
     text = name.strip()
+    mangled = _mangled_function_name(text) if text.startswith("_Z") else None
+    if mangled is not None:
+        return mangled
     if text.endswith(")"):
         depth = 0
         for index in range(len(text) - 1, -1, -1):
