@@ -37,6 +37,8 @@ FORMATS = {
     "ncu-console": "ncu_console/*",
     # Outputs found through the search index (console layouts, a decimal-comma locale, --print-summary), kept with the tests.
     "ncu-found": "found:*.[ct][sx][vt]",
+    # llama-bench depth sweep, llama-batched-bench and llama-sweep-bench tables found the same way.
+    "llama-found": "found:*.md",
 }
 FOUND = Path(__file__).resolve().parent / "fixtures" / "found"
 DEADLINE_S = 30

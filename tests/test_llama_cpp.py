@@ -256,3 +256,98 @@ def test_a_damaged_jsonl_line_is_one_clear_line(tmp_path):
     path.write_text('{"model_type": "llama 7B", "n_prompt": 512, "n_gen": 0, "avg_ts": 100.0}\n{"model_type": "llama 7B", "avg_ts": \n')
     result = CliRunner().invoke(app, ["analyze", str(path)])
     assert result.exit_code == 1 and "bench.jsonl:2:" in result.stderr and "Traceback" not in result.stderr
+
+
+FOUND = Path(__file__).parent / "fixtures" / "found"
+
+
+def test_batched_bench_reads_prefill_and_decode_of_each_batch_size():
+    # llama.cpp's batched-bench README sample (LLaMA 7B F16, tests/fixtures/found/PROVENANCE.md): 12 rows, B 1 to 32.
+    path = FOUND / "llama_batched_bench_readme_llama7b_f16.md"
+    assert detect_format(path) is TraceFormat.LLAMA_BATCHED_BENCH
+    runs = load_trace(path).data
+    assert runs.height == 24 and runs["phase"].to_list() == ["prefill", "decode"] * 12
+    decode = runs.filter(runs["phase"] == "decode")
+    assert decode["n_sequences"].to_list() == [1, 2, 4, 8, 16, 32] * 2
+    assert decode["n_depth"].unique().to_list() == [128]  # each sequence decodes after its 128-token prompt
+    assert decode["tokens_per_s"].to_list()[:6] == [41.57, 50.90, 74.44, 139.43, 242.23, 465.40]
+    assert decode["duration_ms"].to_list()[0] == pytest.approx(3079.0)
+    result = CliRunner().invoke(app, ["analyze", str(path), "--weights", "13.5GB", "--bandwidth", "1000GB/s", "-f", "json"])
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    b32 = next(r for r in data["runs"] if r["test"] == "tg128@d128 B=32")
+    # 32 sequences share each read of the 13.5 GB of weights.
+    assert b32["bytes_per_token"] == pytest.approx(13.5e9 / 32)
+    assert b32["mbu_pct"] == pytest.approx(100 * 465.40 * 13.5e9 / 32 / 1000e9)
+    assert "32 sequences share each read" in b32["note"]
+    [tg128, tg256] = [f for f in data["findings"] if f["kind"] == "batch_scaling"]
+    assert tg128["evidence"]["sequences"] == [1, 2, 4, 8, 16, 32]
+    assert tg128["memory_bound"] is False and "11.2× for 32×" in tg128["message"]
+    assert not [f for f in data["findings"] if f["kind"] in ("depth_scaling", "size_scaling")]
+
+
+def test_batched_bench_jsonl_and_its_log_lines(tmp_path):
+    # `--output-format jsonl` as the README shows it, among the loader's log lines (`Device 0:` names the GPU).
+    path = tmp_path / "batched.jsonl"
+    path.write_text(
+        "ggml_cuda_init: found 1 CUDA devices:\n  Device 0: NVIDIA GeForce RTX 4090, compute capability 8.9, VMM: yes\n"
+        '{"n_kv_max": 2048, "n_batch": 2048, "n_ubatch": 512, "flash_attn": 0, "is_pp_shared": 0, "n_gpu_layers": 99, "n_threads": 8, '
+        '"n_threads_batch": 8, "pp": 128, "tg": 128, "pl": 1, "n_kv": 256, "t_pp": 0.233810, "speed_pp": 547.453064, "t_tg": 3.503684, '
+        '"speed_tg": 36.532974, "t": 3.737494, "speed": 68.495094}\n'
+        '{"n_kv_max": 2048, "n_batch": 2048, "n_ubatch": 512, "flash_attn": 0, "is_pp_shared": 0, "n_gpu_layers": 99, "n_threads": 8, '
+        '"n_threads_batch": 8, "pp": 128, "tg": 128, "pl": 2, "n_kv": 512, "t_pp": 0.422602, "speed_pp": 605.770935, "t_tg": 11.106112, '
+        '"speed_tg": 23.050371, "t": 11.528713, "speed": 44.410854}\n'
+        "llama_perf_context_print:        load time =    1000.00 ms\n")
+    assert detect_format(path) is TraceFormat.LLAMA_BATCHED_BENCH_JSONL
+    runs = load_trace(path).data
+    assert runs["test"].to_list() == ["pp128 B=1", "tg128@d128 B=1", "pp128 B=2", "tg128@d128 B=2"]
+    assert runs["tokens_per_s"].to_list() == [547.453064, 36.532974, 605.770935, 23.050371]
+    assert runs["device_name"].unique().to_list() == ["NVIDIA GeForce RTX 4090"] and runs["n_gpu_layers"].unique().to_list() == [99]
+
+
+def test_a_batched_bench_log_is_not_read_as_its_timing_lines(tmp_path):
+    # batched-bench prints llama_perf_context_print after its table; the table is the measurement.
+    table = (FOUND / "llama_batched_bench_readme_llama7b_f16.md").read_text().split("## Sample results")[1]
+    path = tmp_path / "batched.log"
+    path.write_text("main: n_kv_max = 16384, n_batch = 2048, n_ubatch = 512, flash_attn = 0, is_pp_shared = 1, n_gpu_layers = 99, "
+                    "n_threads = 8, n_threads_batch = 8\n" + table +
+                    "\nllama_perf_context_print:        load time =    2019.19 ms\n"
+                    "llama_perf_context_print: prompt eval time =  103224.39 ms / 57984 tokens (    1.78 ms per token,   561.72 tokens per second)\n"
+                    "llama_perf_context_print:        eval time =       0.00 ms /     1 runs   (    0.00 ms per token,      inf tokens per second)\n")
+    assert detect_format(path) is TraceFormat.LLAMA_BATCHED_BENCH
+    runs = load_trace(path).data
+    prefill = runs.filter(runs["phase"] == "prefill")
+    assert prefill["n_sequences"].unique().to_list() == [1]  # is_pp_shared = 1: one prompt serves every sequence
+    assert "is_pp_shared=1" in runs["options"][0]
+
+
+@pytest.mark.parametrize(("name", "tables", "rows_per_table"), [
+    ("ik_llama_sweep_bench_readme.md", 1, 17), ("ik_llama_pr518_sweep_bench_two_tables.md", 2, 5)])
+def test_sweep_bench_reads_each_row_at_its_depth(name, tables, rows_per_table):
+    # ik_llama.cpp's llama-sweep-bench: one sequence, PP and TG measured at depth N_KV (PROVENANCE.md).
+    path = FOUND / name
+    assert detect_format(path) is TraceFormat.LLAMA_SWEEP_BENCH
+    runs = load_trace(path).data
+    assert runs.height == 2 * tables * rows_per_table
+    assert runs["table"].unique().sort().to_list() == list(range(tables))
+    assert runs["n_sequences"].unique().to_list() == [1]
+    first = runs.filter(runs["table"] == 0)
+    assert first["n_depth"].to_list() == [depth for depth in range(0, 512 * rows_per_table, 512) for _ in (0, 1)]
+    data = json.loads(CliRunner().invoke(app, ["analyze", str(path), "-f", "json"]).stdout)
+    decode = [f for f in data["findings"] if f["kind"] == "depth_scaling" and f["evidence"]["phase"] == "decode"]
+    assert [f["evidence"]["table"] for f in decode] == list(range(tables))
+    if name == "ik_llama_sweep_bench_readme.md":
+        assert decode[0]["evidence"]["tokens_per_s"][0] == 55.38 and decode[0]["evidence"]["tokens_per_s"][-1] == 33.21
+    else:  # the PR's build against mainline llama.cpp: prefill 295.36 against 28.04 tokens/s at depth 0
+        prefill = runs.filter((runs["phase"] == "prefill") & (runs["n_depth"] == 0))
+        assert prefill["tokens_per_s"].to_list() == [295.36, 28.04]
+
+
+def test_sweep_bench_jsonl_line_of_its_readme(tmp_path):
+    line = next(x for x in (FOUND / "ik_llama_sweep_bench_readme.md").read_text().splitlines() if x.startswith('{"n_kv_max"'))
+    path = tmp_path / "sweep.jsonl"
+    path.write_text(line + "\n")
+    assert detect_format(path) is TraceFormat.LLAMA_SWEEP_BENCH_JSONL
+    runs = load_trace(path).data
+    assert runs["test"].to_list() == ["pp512", "tg128"] and runs["tokens_per_s"].to_list() == [468.086884, 71.897514]
+    assert runs["n_gpu_layers"].to_list() == [-1, -1]

@@ -80,8 +80,11 @@ def analyze_runs(
                   "bytes_per_token": None, "bandwidth_bytes_per_s": None, "mbu_pct": None,
                   "achieved_flop_per_s": None, "compute_pct": None}
         rate = row.get("tokens_per_s")
+        sequences = row.get("n_sequences") or 1
         if row["phase"] == "decode" and rate:
-            per_token = weight_bytes or row.get("model_size_bytes")
+            weights = weight_bytes or row.get("model_size_bytes")
+            # B sequences decoded together share each step's read of the weights: B tokens per read.
+            per_token = weights / sequences if weights else None
             if per_token:
                 record["bytes_per_token"] = per_token
                 record["bandwidth_bytes_per_s"] = rate * per_token
@@ -94,6 +97,9 @@ def analyze_runs(
                                   "bandwidth (--gpu/--bandwidth)")
             if peak_bw is None and record["note"] is None:
                 record["note"] = "device not named in the output: pass --gpu NAME or --bandwidth to get MBU"
+            if sequences > 1 and record["bytes_per_token"] is not None:
+                shared = f"{sequences} sequences share each read of the weights: bytes/token = weights / {sequences}"
+                record["note"] = shared if record["note"] is None else f"{record['note']}; {shared}"
             if row.get("n_depth") and record["bytes_per_token"] is not None:
                 depth_note = (f"at depth {row['n_depth']:,} each token also reads the KV cache of the context: bytes/token and MBU count "
                               "the weights alone (a lower bound)")
@@ -104,7 +110,7 @@ def analyze_runs(
                 record["compute_pct"] = 100.0 * record["achieved_flop_per_s"] / spec.tensor_fp16_flop_per_s
         records.append(record)
     frame = pl.DataFrame(records, infer_schema_length=None) if records else runs
-    return LlmAnalysis(frame, _size_scaling(frame) + _ngl_scaling(frame) + _depth_scaling(frame))
+    return LlmAnalysis(frame, _size_scaling(frame) + _ngl_scaling(frame) + _depth_scaling(frame) + _batch_scaling(frame))
 
 
 # llama-bench's documented defaults: a run that does not print these options used them.
@@ -171,7 +177,7 @@ def bandwidth_verdict(small: dict[str, Any], big: dict[str, Any]) -> tuple[str, 
 def _size_scaling(frame: pl.DataFrame) -> list[dict[str, Any]]:
     """The field's Q8-vs-Q4 test over the rows of one output: per device, backend and test, the two quantizations of
     one model with the same settings that differ most in bytes per token."""
-    decode = frame.filter((pl.col("phase") == "decode") & pl.col("bytes_per_token").is_not_null() & pl.col("tokens_per_s").is_not_null())
+    decode = frame.filter((pl.col("phase") == "decode") & (pl.col("bytes_per_token") > 0) & (pl.col("tokens_per_s") > 0))
     findings = []
     for (_, _, test), group in decode.group_by(["device", "backend", "test"], maintain_order=True):
         rows = group.to_dicts()
@@ -189,7 +195,7 @@ def _size_scaling(frame: pl.DataFrame) -> list[dict[str, Any]]:
 
 def _ngl_scaling(frame: pl.DataFrame) -> list[dict[str, Any]]:
     findings = []
-    decode = frame.filter((pl.col("phase") == "decode") & pl.col("n_gpu_layers").is_not_null())
+    decode = frame.filter((pl.col("phase") == "decode") & pl.col("n_gpu_layers").is_not_null() & (pl.col("tokens_per_s") > 0))
     if "n_depth" in decode.columns:  # runs at another context depth differ by more than their offload
         decode = decode.filter(pl.col("n_depth").fill_null(0) == 0)
     for (table, model), group in decode.group_by(["table", "model"], maintain_order=True):
@@ -216,8 +222,10 @@ def _depth_scaling(frame: pl.DataFrame) -> list[dict[str, Any]]:
     to the deepest, and the drop between them."""
     if "n_depth" not in frame.columns:
         return []
-    runs = frame.filter(pl.col("phase").is_in(["decode", "prefill"]) & pl.col("tokens_per_s").is_not_null()).with_columns(
+    runs = frame.filter(pl.col("phase").is_in(["decode", "prefill"]) & (pl.col("tokens_per_s") > 0)).with_columns(
         pl.col("n_depth").fill_null(0))
+    if "n_sequences" in runs.columns:  # batched runs differ by more than their depth
+        runs = runs.filter(pl.col("n_sequences").fill_null(1) == 1)
     findings = []
     for (table, model, backend, phase), group in runs.group_by(["table", "model", "backend", "phase"], maintain_order=True):
         by_depth = group.group_by("n_depth").agg(pl.col("tokens_per_s").mean()).sort("n_depth")
@@ -229,8 +237,43 @@ def _depth_scaling(frame: pl.DataFrame) -> list[dict[str, Any]]:
                else "attention over the context grows with it")
         findings.append({
             "kind": "depth_scaling",
-            "message": (f"{model}{f' ({backend})' if backend else ''}: {phase} {first['tokens_per_s']:.1f} tokens/s at depth "
+            "message": (f"{model or f'table {table + 1}'}{f' ({backend})' if backend else ''}: {phase} {first['tokens_per_s']:.1f} tokens/s at depth "
                         f"{first['n_depth']:,} → {last['tokens_per_s']:.1f} at depth {last['n_depth']:,} ({change:+.0f}%): {why}"),
             "evidence": {"table": table, "phase": phase, "depth": by_depth["n_depth"].to_list(), "tokens_per_s": by_depth["tokens_per_s"].to_list()},
+        })
+    return findings
+
+
+# Aggregate decode tokens/s that grows by at least this share of the growth in sequences: each added sequence still
+# costs little, so one read of the weights serving more tokens is what is being bought (decode memory-bound).
+_BATCH_STILL_PAYS = 0.8
+
+
+def _batch_scaling(frame: pl.DataFrame) -> list[dict[str, Any]]:
+    """Per model and test shape run with several batch sizes (llama-batched-bench B): aggregate decode tokens/s from
+    the fewest to the most sequences, against the growth in sequences, and the speed each sequence keeps."""
+    if "n_sequences" not in frame.columns:
+        return []
+    # A rate of zero (a damaged row) has no ratio to another.
+    decode = frame.filter((pl.col("phase") == "decode") & (pl.col("tokens_per_s") > 0) & (pl.col("n_sequences") > 0))
+    findings = []
+    for (table, model, depth, tokens), group in decode.group_by(["table", "model", "n_depth", "n_gen"], maintain_order=True):
+        by_batch = group.group_by("n_sequences").agg(pl.col("tokens_per_s").mean()).sort("n_sequences")
+        if by_batch.height < 2:
+            continue
+        first, last = by_batch.row(0, named=True), by_batch.row(by_batch.height - 1, named=True)
+        growth, speedup = last["n_sequences"] / first["n_sequences"], last["tokens_per_s"] / first["tokens_per_s"]
+        still_pays = speedup >= _BATCH_STILL_PAYS * growth
+        why = ("decode is still memory-bound: one read of the weights serves every sequence, so more sequences keep paying"
+               if still_pays else
+               "far less than the sequences added: something besides the weights grows with each sequence (the KV cache it reads, "
+               "compute, or kernels that do not batch well)")
+        per_sequence = (first["tokens_per_s"] / first["n_sequences"], last["tokens_per_s"] / last["n_sequences"])
+        findings.append({
+            "kind": "batch_scaling", "memory_bound": still_pays,
+            "message": (f"{model or f'table {table + 1}'}: tg{tokens} after {depth:,} prompt tokens: {first['tokens_per_s']:.1f} tokens/s with "
+                        f"{first['n_sequences']} sequence{'s' if first['n_sequences'] > 1 else ''} → {last['tokens_per_s']:.1f} with {last['n_sequences']} ({speedup:.1f}× for "
+                        f"{growth:.0f}× the sequences; {per_sequence[0]:.1f} → {per_sequence[1]:.1f} tokens/s each): {why}"),
+            "evidence": {"table": table, "sequences": by_batch["n_sequences"].to_list(), "tokens_per_s": by_batch["tokens_per_s"].to_list()},
         })
     return findings

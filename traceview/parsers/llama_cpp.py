@@ -3,9 +3,11 @@
 Inputs: `llama-bench` markdown tables (any extra columns, `pp 512`/`pp512`, `pp512 @ d4096`, `mean ± stddev`, GiB/MiB
 sizes, `build:` and `Device N:` lines around them), `llama-bench -o csv` (rows may carry more fields than the header,
 as in the published README sample), `-o json`, `-o jsonl` and `-o sql` (as text, or the SQLite database it was piped
-into); and the timing lines of a run: `llama_print_timings:` (old, with or without tokens per second, `nan` for an
-empty prompt), `llama_perf_context_print:` (new) and the server's bare `prompt eval time = … / eval time = …` lines,
-mixed with any other console text.
+into); `llama-batched-bench` (its `| PP | TG | B | N_KV | …` table or `--output-format jsonl`) and the
+`llama-sweep-bench` of ik_llama.cpp (`| PP | TG | N_KV | …`), each row one prefill and one decode measurement; and the
+timing lines of a run: `llama_print_timings:` (old, with or without tokens per second, `nan` for an empty prompt),
+`llama_perf_context_print:` (new) and the server's bare `prompt eval time = … / eval time = …` lines, mixed with any
+other console text.
 """
 
 from __future__ import annotations
@@ -79,6 +81,14 @@ class _Context:
 def detect(head: str) -> str | None:
     """Return which llama.cpp output this text is (bench-md, bench-csv, bench-json, timings), or None."""
     stripped = head.lstrip()
+    # Before the timing lines: batched-bench prints llama_perf_context_print after its table.
+    for line in head.splitlines():
+        if _BATCHED_HEADER.match(line):
+            return "llama-batched-bench"
+        if _SWEEP_HEADER.match(line):
+            return "llama-sweep-bench"
+        if line.startswith("{") and '"speed_tg"' in line:
+            return "llama-batched-bench-jsonl" if '"pl"' in line else "llama-sweep-bench-jsonl"
     if stripped.startswith("[") and '"avg_ts"' in head:
         return "llama-bench-json"
     if stripped.startswith("{") and '"avg_ts"' in stripped.splitlines()[0]:
@@ -116,10 +126,15 @@ def parse(path: str | Path) -> pl.DataFrame:
         rows = _bench_csv(path, text)
     elif kind == "llama-bench-md":
         rows = _bench_markdown(path, text)
+    elif kind in ("llama-batched-bench", "llama-sweep-bench"):
+        rows = _batched_markdown(path, text)
+    elif kind in ("llama-batched-bench-jsonl", "llama-sweep-bench-jsonl"):
+        rows = _batched_jsonl(path, text)
     elif kind == "llama-timings":
         rows = _timings(text)
     else:
-        raise TraceFormatError(path, "no llama-bench table or llama.cpp timing lines", "pass llama-bench output (md, csv or json) or a log with `eval time =` lines")
+        raise TraceFormatError(path, "no llama-bench table or llama.cpp timing lines",
+                               "pass llama-bench output (md, csv or json), llama-batched-bench output, or a log with `eval time =` lines")
     if not rows:
         raise TraceFormatError(path, f"found a {kind} header but no measurements", "was the output cut short?")
     for row in rows:
@@ -377,4 +392,109 @@ def _timings(text: str) -> list[dict[str, Any]]:
         elif what == "total":
             flush()
     flush()
+    return rows
+
+
+# llama-batched-bench: `|    PP |     TG |    B |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |      T s |    S t/s |`
+# after `main: n_kv_max = …, is_pp_shared = 0, n_gpu_layers = 99, …` (the function is `llama_batched_bench` in later
+# builds). ik_llama.cpp's llama-sweep-bench prints the same columns without B, T and S: one sequence, N_KV the depth.
+_BATCHED_HEADER = re.compile(r"^\s*\|\s*PP\s*\|\s*TG\s*\|\s*B\s*\|\s*N_KV\s*\|")
+_SWEEP_HEADER = re.compile(r"^\s*\|\s*PP\s*\|\s*TG\s*\|\s*N_KV\s*\|\s*T_PP s\s*\|")
+_BATCHED_SETTINGS = re.compile(r"^\s*\w+: (n_kv_max = \d+.*)$")
+_SETTING = re.compile(r"(\w+) = (-?\d+)")
+_BATCHED_COLUMNS = {"PP": "pp", "TG": "tg", "B": "pl", "N_KV": "n_kv", "T_PP s": "t_pp", "S_PP t/s": "speed_pp",
+                    "T_TG s": "t_tg", "S_TG t/s": "speed_tg", "T s": "t", "S t/s": "speed"}
+
+
+def _batched_records(values: dict[str, Any], settings: dict[str, int], sweep: bool, number: int | None, index: int, table: int,
+                     context: _Context, model_size: float | None) -> list[dict[str, Any]]:
+    """Return the prefill and the decode measurement of one batched-bench or sweep-bench row.
+
+    Batched: B sequences of PP prompt tokens each (one shared prompt with -pps) from an empty cache, then TG tokens
+    for each sequence, so decode runs at depth PP. S_PP and S_TG count the tokens of all sequences. Sweep: one
+    sequence, PP prompt tokens and TG generated tokens, both at depth N_KV."""
+    def number_or_none(key: str) -> float | None:
+        try:
+            number = float(values[key])
+        except (KeyError, TypeError, ValueError):
+            return None
+        return number if math.isfinite(number) else None
+
+    pp, tg = _whole(number_or_none("pp")) or 0, _whole(number_or_none("tg")) or 0
+    sequences = 1 if sweep else (_whole(number_or_none("pl")) or 1)
+    depth = _whole(number_or_none("n_kv")) or 0 if sweep else 0
+    shared = bool(settings.get("is_pp_shared"))
+    label = "" if sweep else f" B={sequences}"
+    options = "; ".join(f"{k}={v}" for k, v in settings.items()) or None
+    extra = "; ".join(f"{k}={v}" for k, v in values.items() if k not in _BATCHED_COLUMNS.values())
+    options = "; ".join(part for part in (options, extra) if part) or None
+    common = {"run": index, "table": table, "line_number": number, "model_size_bytes": model_size, "n_gpu_layers": settings.get("n_gpu_layers"),
+              "device_name": context.device, "compute_capability": context.compute_capability, "build": context.build, "options": options}
+    records = []
+    for phase, tokens, seconds, rate in (("prefill", pp, number_or_none("t_pp"), number_or_none("speed_pp")),
+                                         ("decode", tg, number_or_none("t_tg"), number_or_none("speed_tg"))):
+        if not tokens:
+            continue
+        at = depth if sweep else (pp if phase == "decode" else 0)
+        name = ("pp" if phase == "prefill" else "tg") + str(tokens) + (f"@d{at}" if at else "") + label
+        records.append({**common, "run": index + len(records), "test": name, "phase": phase,
+                        "n_prompt": tokens if phase == "prefill" else 0, "n_gen": tokens if phase == "decode" else 0, "n_depth": at,
+                        "n_sequences": 1 if phase == "prefill" and shared else sequences,
+                        "duration_ms": seconds * 1000 if seconds is not None else None, "tokens_per_s": rate})
+    return records
+
+
+def _batched_markdown(path: Path, text: str) -> list[dict[str, Any]]:
+    context, settings, header, rows, sweep, table = _Context(), {}, None, [], False, -1
+    model_size: float | None = None
+    for number, line in enumerate(text.splitlines(), start=1):
+        device = _DEVICE.match(line)
+        if device and device.group(1) == "0":
+            context.device, context.compute_capability = device.group(2).strip(), device.group(3)
+            continue
+        size = _LOG_MODEL_SIZE.search(line)
+        if size:
+            model_size = _size_bytes(f"{size.group(1).replace(',', '.')} {size.group(2)}")
+            continue
+        found = _BATCHED_SETTINGS.match(line)
+        if found:
+            settings = {key: int(value) for key, value in _SETTING.findall(found.group(1))}
+            continue
+        if _BATCHED_HEADER.match(line) or _SWEEP_HEADER.match(line):
+            sweep = _BATCHED_HEADER.match(line) is None
+            table += 1
+            header = [_BATCHED_COLUMNS.get(cell.strip(), cell.strip()) for cell in line.strip().strip("|").split("|")]
+            continue
+        if header is None or not line.strip().startswith("|"):
+            header = None if not line.strip() else header
+            continue
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if all(set(cell) <= set("-: ") for cell in cells):
+            continue
+        if len(cells) != len(header):
+            raise TraceFormatError(path, f"table row has {len(cells)} cells for {len(header)} columns", "pass the table as the tool printed it", line=number)
+        rows += _batched_records(dict(zip(header, cells, strict=True)), settings, sweep, number, len(rows), table, context, model_size)
+    return rows
+
+
+def _batched_jsonl(path: Path, text: str) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    context = _Context()
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.startswith("{"):
+            device = _DEVICE.match(line)
+            if device and device.group(1) == "0":
+                context.device, context.compute_capability = device.group(2).strip(), device.group(3)
+            continue  # the loader's log lines around the objects
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise TraceFormatError(path, f"invalid JSON on this line ({error.msg})", "pass the output of `llama-batched-bench --output-format jsonl` whole",
+                                   line=number) from error
+        if not isinstance(item, dict) or "speed_tg" not in item:
+            continue
+        settings = {k: v for k, v in item.items() if k not in _BATCHED_COLUMNS.values() and isinstance(v, int) and not isinstance(v, bool)}
+        values = {k: v for k, v in item.items() if k in _BATCHED_COLUMNS.values()}
+        # sweep-bench's objects have no `pl`: one sequence, at depth n_kv.
+        rows += _batched_records(values, settings, "pl" not in item, number, len(rows), 0, context, None)
     return rows

@@ -126,7 +126,7 @@ TELEMETRY = pl.Schema(
 # One row per llama.cpp measurement: a llama-bench row, or the prefill / decode part of a run's timing lines.
 LLAMA_RUNS = pl.Schema(
     {
-        "format": pl.String,  # llama-bench-md, llama-bench-csv, llama-bench-json, llama-timings
+        "format": pl.String,  # llama-bench-md/-csv/-json/-jsonl/-sql/-sqlite, llama-batched-bench(-jsonl), llama-sweep-bench, llama-timings
         "run": pl.Int64,
         "table": pl.Int64,  # which table (bench md) or run (timings) in the file
         "line_number": pl.Int64,
@@ -140,6 +140,7 @@ LLAMA_RUNS = pl.Schema(
         "n_prompt": pl.Int64,
         "n_gen": pl.Int64,
         "n_depth": pl.Int64,  # tokens already in the KV cache when the test ran (llama-bench -d; `pp512 @ d4096`), 0 if none
+        "n_sequences": pl.Int64,  # sequences run together (llama-batched-bench B): one read of the weights serves each of them
         "duration_ms": pl.Float64,
         "tokens_per_s": pl.Float64,
         "tokens_per_s_stddev": pl.Float64,
