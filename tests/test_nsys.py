@@ -288,6 +288,30 @@ def test_per_launch_traces_total_kernels_and_copies_apart(realdata_file, tmp_pat
     assert sum(c["duration_ns"] for c in copied.values()) == sum(c["duration_ns"] for c in truth["timeline"]["copies"])
 
 
+NVTX_KERN_SUM = """[9/9] Executing 'nvtx_kern_sum' stats report
+
+   NVTX Range     Style    PID     TID    NVTX Inst  Kern Inst  Total Time (ns)  Avg (ns)  Med (ns)  Min (ns)  Max (ns)  StdDev (ns)  Kernel Name
+ ------------  -------  ------  ------  ---------  ---------  ---------------  --------  --------  --------  --------  -----------  -----------
+ Profile_Loop  PushPop  123456  123456          1       1000        1,812,345   1,812.3   1,792.0     1,760     2,912        60.1  vectorAdd
+
+"""
+
+
+def test_a_report_that_is_not_read_is_skipped_not_the_whole_file(realdata_file, tmp_path):
+    # `nsys stats -r nvtx_kern_sum,...` (kernels projected onto NVTX ranges, handmade here in its documented columns)
+    # has a Style column but no Name: it is no NVTX summary, and must not make the real reports around it unreadable.
+    source = realdata_file("nsys_stats/nsys_console_stats_a100_vectoradd_README.txt")
+    path = tmp_path / "console.txt"
+    path.write_text(NVTX_KERN_SUM + source.read_text())
+    data = analyze_json(path)
+    assert data["kernels"] == analyze_json(source)["kernels"]
+    assert "reports not read: nvtx_kern_sum, osrt_sum" in data["notes"]
+    alone = tmp_path / "alone.txt"
+    alone.write_text(NVTX_KERN_SUM)
+    result = runner.invoke(app, ["analyze", str(alone)])
+    assert result.exit_code == 1 and "no report traceview reads (found nvtx_kern_sum)" in result.stderr
+
+
 def test_console_stats_and_truncated_api_sum(realdata_file):
     console = analyze_json(realdata_file("nsys_stats/nsys_console_stats_a100_vectoradd_README.txt"))
     kernel = console["kernels"][0]

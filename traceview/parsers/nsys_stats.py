@@ -63,6 +63,7 @@ class StatsReports:
 
     reports: dict[str, pl.DataFrame] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # reports in the file that are not read
 
 
 def report_kind(columns: list[str], hint: str | None = None) -> str | None:
@@ -76,6 +77,11 @@ def report_kind(columns: list[str], hint: str | None = None) -> str | None:
         return "cuda_gpu_trace"
     if "kernel dur (ns)" in lowered and "kernel name" in lowered:
         return "cuda_kern_exec_trace"
+    # Per-range projections of kernels onto NVTX ranges: they carry a Style column too but are not the range summary.
+    if "kern inst" in lowered or ("nvtx range" in lowered and "kernel name" in lowered):
+        return "nvtx_kern_sum"
+    if any(c.startswith("total proj time") for c in lowered):
+        return "nvtx_gpu_proj_sum"
     if "range" in lowered or "style" in lowered:
         return "nvtx_sum"
     if "category" in lowered and "operation" in lowered:
@@ -91,6 +97,11 @@ def report_kind(columns: list[str], hint: str | None = None) -> str | None:
     if ("num calls" in lowered or "calls" in lowered) and "name" in lowered:
         return "cuda_api_sum"
     return None
+
+
+# The reports read; any other (osrt_sum, nvtx_kern_sum, um_sum, ...) in the same file is skipped with a note.
+READ_REPORTS = ("cuda_gpu_kern_sum", "cuda_gpu_kern_gb_sum", "cuda_gpu_trace", "cuda_kern_exec_trace", "cuda_api_sum", "cuda_api_gpu_sum",
+                "cuda_gpu_mem_time_sum", "cuda_gpu_mem_size_sum", "nvtx_sum")
 
 
 def looks_like_stats(head: str) -> bool:
@@ -174,7 +185,11 @@ def parse(path: str | Path) -> StatsReports:
     else:
         _parse_csv(path, lines, result)
     if not result.reports:
-        raise TraceFormatError(path, "no nsys stats table found", "pass `nsys stats --format csv --report cuda_gpu_kern_sum` output")
+        others = sorted(set(result.skipped))
+        problem = f"no report traceview reads (found {', '.join(others)})" if others else "no nsys stats table found"
+        raise TraceFormatError(path, problem, f"pass one of {', '.join(READ_REPORTS)}: nsys stats --format csv --report cuda_gpu_kern_sum")
+    if result.skipped:
+        result.notes.append(f"reports not read: {', '.join(sorted(set(result.skipped)))}")
     return result
 
 
@@ -196,7 +211,9 @@ def _parse_table(path: Path, lines: list[str], result: StatsReports) -> None:
             if cursor < len(lines) and lines[cursor].strip() in ("...", "…"):
                 result.notes.append(f"line {cursor + 1}: the table was cut by hand ('...' after its last row); only the rows shown were read")
             kind = report_kind(header)
-            if kind in _PER_LAUNCH:
+            if kind is not None and kind not in READ_REPORTS:
+                result.skipped.append(kind)
+            elif kind in _PER_LAUNCH:
                 _store_per_launch(path, kind, [header, *rows], index + 4, result)
             elif kind is not None and kind not in result.reports:
                 _store(result, kind, _frame(path, header, rows, index + 4, result.notes))
@@ -265,9 +282,11 @@ def _parse_csv(path: Path, lines: list[str], result: StatsReports) -> None:
     rows = list(csv.reader(io.StringIO("\n".join(line for line in lines[start:] if line.strip())), delimiter=delimiter))
     kind = report_kind(rows[0])
     if kind is None:
-        raise TraceFormatError(path, f"unknown nsys stats report with columns {rows[0][:4]}", "supported: cuda_gpu_kern_sum, cuda_gpu_kern_gb_sum, "
-                               "cuda_api_sum, cuda_api_gpu_sum, cuda_gpu_mem_time_sum, cuda_gpu_mem_size_sum, nvtx_sum, cuda_gpu_trace, "
-                               "cuda_kern_exec_trace", line=start + 1)
+        raise TraceFormatError(path, f"unknown nsys stats report with columns {rows[0][:4]}", f"supported: {', '.join(READ_REPORTS)}",
+                               line=start + 1)
+    if kind not in READ_REPORTS:
+        result.skipped.append(kind)
+        return
     if kind in _PER_LAUNCH:
         _note_time_unit(rows[0], result.notes)
         _store_per_launch(path, kind, rows, start + 2, result)
@@ -339,7 +358,9 @@ def _parse_console(path: Path, lines: list[str], result: StatsReports) -> None:
                 rows.append([raw[a:b] for a, b in _widen(spans, raw)])
                 cursor += 1
             kind = report_kind(header, hint)
-            if kind is not None:
+            if kind is not None and kind not in READ_REPORTS:
+                result.skipped.append(kind)
+            elif kind is not None:
                 if kind in result.reports:
                     skipped[kind] = skipped.get(kind, 0) + 1
                 elif kind in _PER_LAUNCH:
