@@ -9,7 +9,7 @@ import pytest
 from markdown_it import MarkdownIt
 from typer.testing import CliRunner
 
-from conftest import SAMPLES
+from conftest import ROOT, SAMPLES
 from traceview.app.cli import app
 
 runner = CliRunner()
@@ -150,3 +150,26 @@ def test_png_beside_the_markdown(tmp_path):
     png = tmp_path / "r.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
     assert "![main figure](r.png)" in out.read_text()
+
+
+FOUND = sorted(p for p in (ROOT / "tests" / "fixtures" / "found").iterdir() if p.name != "PROVENANCE.md")
+
+
+@pytest.mark.parametrize("path", FOUND, ids=[p.name for p in FOUND])
+def test_every_found_file_renders_in_every_format_and_the_dashboard(tmp_path, path):
+    # Outputs found through the search index (tests/fixtures/found/PROVENANCE.md): each is a layout the readers were
+    # built for, so each must come out whole in every report and in what the dashboard sends first.
+    from traceview.app.cli import run_analysis
+    from traceview.app.dashboard import figure_for, side_panel, summary_line, table_rows
+
+    for suffix in (".html", ".md", ".json"):
+        out = tmp_path / f"report{suffix}"
+        result = report(path, "-o", out)
+        assert result.exit_code == 0, result.stderr
+        text = out.read_text()
+        assert "nan%" not in text and "Traceback" not in text
+        if suffix == ".json":
+            json.loads(text)
+    analysis = run_analysis(path, None)
+    json.dumps(figure_for(analysis, None, False).to_plotly_json(), default=str)
+    assert summary_line(analysis) and isinstance(table_rows(analysis), list) and side_panel(analysis) is not None
