@@ -191,3 +191,37 @@ def test_mangled_kernel_names_give_the_demangled_short_name(realdata_file):
     assert len(mangled) >= 80
     assert [short_kernel_name(m) for m, _ in mangled] == [short_kernel_name(d) for _, d in mangled]
     assert short_kernel_name("_Zfoo") == "_Zfoo"  # not a mangled form: left as it is
+
+
+def test_nersc_cache_byte_counts_fill_in_only_where_ncus_chart_metrics_are_missing(realdata_file, tmp_path):
+    # `--metrics ...,lts__t_bytes.sum,l1tex__t_bytes.sum` (NERSC's hierarchical roofline, and most hand-picked metric
+    # lists). Built from the real full raw page: once with the NERSC counts added (ncu's chart metrics win), once with
+    # only the identity columns, DRAM bytes, time and the NERSC counts (then they are the L2 and L1 bytes, said in a note).
+    import csv
+
+    from traceview.parsers import load_trace
+
+    source = realdata_file("ncu_raw/mudock_gtx1650_full_raw.csv")
+    lines = source.read_text(encoding="utf-8").splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith('"ID",'))
+    header, units, *rows = list(csv.reader(lines[start:]))
+    original = load_trace(source).data
+    keep = [i for i, name in enumerate(header) if i < 11 or name in ("dram__bytes_read.sum", "dram__bytes_write.sum", "gpu__time_duration.sum")]
+    for name, columns in (("with_charts.csv", list(range(len(header)))), ("nersc_only.csv", keep)):
+        path = tmp_path / name
+        with path.open("w", newline="") as stream:
+            writer = csv.writer(stream, quoting=csv.QUOTE_ALL)
+            writer.writerow([header[i] for i in columns] + ["lts__t_bytes.sum", "l1tex__t_bytes.sum"])
+            writer.writerow([units[i] for i in columns] + ["Mbyte", "Gbyte"])
+            writer.writerows([[row[i] for i in columns] + ["1,234.50", "2.50"] for row in rows])
+        trace = load_trace(path)
+        if name == "with_charts.csv":
+            assert trace.data["l2_bytes"].to_list() == original["l2_bytes"].to_list()
+            assert not [n for n in trace.notes if "NERSC" in n]
+        else:
+            assert trace.data["l2_bytes"].to_list() == [1234.5e6] * len(rows)
+            assert trace.data["l1_bytes"].to_list() == [2.5e9] * len(rows)
+            duration_s = trace.data["duration_ns"] / 1e9
+            assert trace.data["l2_bytes_per_s"].to_list() == pytest.approx((1234.5e6 / duration_s).to_list())
+            assert trace.data["dram_bytes"].to_list() == original["dram_bytes"].to_list()
+            assert any("NERSC" in n and "lts__t_bytes.sum" in n for n in trace.notes)

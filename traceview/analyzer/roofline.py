@@ -8,7 +8,8 @@ Conventions (stated because the field has two):
   (AI ≥ peak FLOP/s ÷ peak bytes/s), NERSC's hierarchical convention, with the same latency rule first: a kernel
   under 60 % of both compute and memory throughput is latency-bound whatever its arithmetic intensity.
 - FLOPs follow ncu's counting (FP16 counts packed half2 ops twice; see parsers.ncu_csv). Traffic per level
-  follows ncu's hierarchical charts (L2 = lts2xbar bytes, L1 = LSU writeback bytes), not NERSC's t_bytes.
+  follows ncu's hierarchical charts (L2 = lts2xbar bytes, L1 = LSU writeback bytes); only where an export has
+  NERSC's `lts__t_bytes.sum` / `l1tex__t_bytes.sum` alone are those used, and the reader's note says so.
 - Arithmetic intensity is reported against DRAM bytes.
 """
 

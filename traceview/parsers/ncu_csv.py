@@ -150,6 +150,14 @@ for _op in ("ffma", "fadd", "fmul", "dfma", "dadd", "dmul", "hfma", "hadd", "hmu
         _ANY_UNIT_ALIASES[f"{_unit}__{_SASS}{_op}_pred_on.sum"] = f"{_op}_count"
     _ANY_UNIT_ALIASES[f"smsp__{_SASS}{_op}_pred_on.sum.per_cycle_elapsed"] = f"{_op}_per_cycle"
 
+# NERSC's hierarchical roofline (and most hand-picked `--metrics` lists) count all traffic at each cache level:
+# `lts__t_bytes.sum`, `l1tex__t_bytes.sum`. ncu's own charts use L2→SM and L1 writeback bytes instead (above), which
+# win where both were collected; these fill in where only NERSC's were.
+_NERSC_BYTES = (("l2", "lts__t_bytes.sum"), ("l1", "l1tex__t_bytes.sum"))
+for _level, _metric in _NERSC_BYTES:
+    _ANY_UNIT_ALIASES[_metric] = f"{_level}_all_bytes"
+    _ANY_UNIT_ALIASES[f"{_metric}.per_second"] = f"{_level}_all_bytes_per_s"
+
 _WANTED_EXACT = {key.split("|", 1)[0] for key in _ALIASES} | set(_ANY_UNIT_ALIASES)
 
 _TENSOR_COUNT = re.compile(r"^sm__ops_path_tensor_src_(?P<dtype>.+)\.sum$")
@@ -513,6 +521,11 @@ def _assemble(long: pl.DataFrame, identity: pl.DataFrame, rules: pl.DataFrame | 
     if rules is not None and rules.height:
         grouped = rules.group_by(launch, maintain_order=True).agg(pl.col("rule").alias("ncu_rules"))
         frame = frame.join(grouped, on=launch, how="left")
+    nersc = _levels_from_nersc_counts(frame)
+    if nersc and notes is not None:
+        notes.append(f"{' and '.join(level.upper() for level in nersc)} bytes are NERSC's all-traffic counts ("
+                     f"{', '.join(metric for level, metric in _NERSC_BYTES if level in nersc)}), ncu's roofline-chart metrics "
+                     "(L2→SM, L1 writeback) not being in the export: arithmetic intensity at that level follows NERSC's convention")
     frame = _derive(frame)
     frame = frame.with_columns(
         pl.col("launch_id").cast(pl.Int64, strict=False),
@@ -606,6 +619,19 @@ def _col(frame: pl.DataFrame, name: str) -> pl.Expr:
     return pl.col(name) if name in frame.columns else pl.lit(None, dtype=pl.Float64)
 
 
+def _levels_from_nersc_counts(frame: pl.DataFrame) -> list[str]:
+    """Return the cache levels whose bytes will come from NERSC's counts: measured there, ncu's chart metric not."""
+    levels = []
+    for level, _ in _NERSC_BYTES:
+        nersc = [pl.col(c).is_not_null() for c in (f"{level}_all_bytes", f"{level}_all_bytes_per_s") if c in frame.columns]
+        if not nersc:
+            continue
+        chart = pl.col(f"{level}_bytes_per_s").is_null() if f"{level}_bytes_per_s" in frame.columns else pl.lit(True)
+        if frame.select((pl.any_horizontal(nersc) & chart).any()).item():
+            levels.append(level)
+    return levels
+
+
 def _derive(frame: pl.DataFrame) -> pl.DataFrame:
     """Turn the metric columns into the schema's quantities: counts, rates and profile peaks."""
     c = lambda name: _col(frame, name)  # noqa: E731
@@ -657,8 +683,9 @@ def _derive(frame: pl.DataFrame) -> pl.DataFrame:
     out["dram_bytes"] = pl.coalesce(dram_bytes, c("dram_bytes_per_s") * duration_s)
     out["dram_bytes_per_s"] = pl.coalesce(dram_bytes / duration_s, c("dram_bytes_per_s"))
     for level in ("l2", "l1"):
-        out[f"{level}_bytes"] = c(f"{level}_bytes_per_s") * duration_s
-        out[f"{level}_bytes_per_s"] = c(f"{level}_bytes_per_s")
+        all_bytes = pl.coalesce(c(f"{level}_all_bytes"), c(f"{level}_all_bytes_per_s") * duration_s)
+        out[f"{level}_bytes"] = pl.coalesce(c(f"{level}_bytes_per_s") * duration_s, all_bytes)
+        out[f"{level}_bytes_per_s"] = pl.coalesce(c(f"{level}_bytes_per_s"), all_bytes / duration_s)
     out["peak_fp64_flop_per_s"] = c("peak_fp64_flop_per_cycle") * sm_clock
     out["peak_fp32_flop_per_s"] = c("peak_fp32_flop_per_cycle") * sm_clock
     out["peak_fp16_flop_per_s"] = c("peak_fp16_flop_per_cycle") * sm_clock
