@@ -217,6 +217,14 @@ def _ngl_scaling(frame: pl.DataFrame) -> list[dict[str, Any]]:
     return findings
 
 
+def _mean_rate_by(group: pl.DataFrame, setting: str) -> tuple[pl.DataFrame, dict[str, Any], dict[str, Any]] | None:
+    """Return mean tokens/s per value of a setting in its order, with its first and last row; None for one value."""
+    by_setting = group.group_by(setting).agg(pl.col("tokens_per_s").mean()).sort(setting)
+    if by_setting.height < 2:
+        return None
+    return by_setting, by_setting.row(0, named=True), by_setting.row(by_setting.height - 1, named=True)
+
+
 def _depth_scaling(frame: pl.DataFrame) -> list[dict[str, Any]]:
     """Per model, backend and phase measured at several context depths (llama-bench -d): tokens/s from the shallowest
     to the deepest, and the drop between them."""
@@ -228,10 +236,10 @@ def _depth_scaling(frame: pl.DataFrame) -> list[dict[str, Any]]:
         runs = runs.filter(pl.col("n_sequences").fill_null(1) == 1)
     findings = []
     for (table, model, backend, phase), group in runs.group_by(["table", "model", "backend", "phase"], maintain_order=True):
-        by_depth = group.group_by("n_depth").agg(pl.col("tokens_per_s").mean()).sort("n_depth")
-        if by_depth.height < 2:
+        spread = _mean_rate_by(group, "n_depth")
+        if spread is None:
             continue
-        first, last = by_depth.row(0, named=True), by_depth.row(by_depth.height - 1, named=True)
+        by_depth, first, last = spread
         change = 100.0 * (last["tokens_per_s"] / first["tokens_per_s"] - 1.0)
         why = ("each token reads the KV cache of the whole context besides the weights" if phase == "decode"
                else "attention over the context grows with it")
@@ -258,10 +266,10 @@ def _batch_scaling(frame: pl.DataFrame) -> list[dict[str, Any]]:
     decode = frame.filter((pl.col("phase") == "decode") & (pl.col("tokens_per_s") > 0) & (pl.col("n_sequences") > 0))
     findings = []
     for (table, model, depth, tokens), group in decode.group_by(["table", "model", "n_depth", "n_gen"], maintain_order=True):
-        by_batch = group.group_by("n_sequences").agg(pl.col("tokens_per_s").mean()).sort("n_sequences")
-        if by_batch.height < 2:
+        spread = _mean_rate_by(group, "n_sequences")
+        if spread is None:
             continue
-        first, last = by_batch.row(0, named=True), by_batch.row(by_batch.height - 1, named=True)
+        by_batch, first, last = spread
         growth, speedup = last["n_sequences"] / first["n_sequences"], last["tokens_per_s"] / first["tokens_per_s"]
         still_pays = speedup >= _BATCH_STILL_PAYS * growth
         why = ("decode is still memory-bound: one read of the weights serves every sequence, so more sequences keep paying"

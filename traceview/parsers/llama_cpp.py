@@ -143,6 +143,16 @@ def parse(path: str | Path) -> pl.DataFrame:
     return conform(frame, LLAMA_RUNS)
 
 
+def _table_row(path: Path, line: str, number: int, header: list[str], tool: str) -> list[str] | None:
+    """Return the cells of a markdown table row, or None for its alignment row; a row of another width is an error."""
+    cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+    if all(set(cell) <= set("-: ") for cell in cells):
+        return None
+    if len(cells) != len(header):
+        raise TraceFormatError(path, f"table row has {len(cells)} cells for {len(header)} columns", f"pass the table as {tool} printed it", line=number)
+    return cells
+
+
 def _bench_markdown(path: Path, text: str) -> list[dict[str, Any]]:
     context = _Context()
     header: list[str] | None = None
@@ -167,11 +177,9 @@ def _bench_markdown(path: Path, text: str) -> list[dict[str, Any]]:
         if header is None or not line.strip().startswith("|"):
             header = None if not line.strip() else header
             continue
-        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
-        if all(set(cell) <= set("-: ") for cell in cells):
-            continue  # the alignment row
-        if len(cells) != len(header):
-            raise TraceFormatError(path, f"table row has {len(cells)} cells for {len(header)} columns", "pass the table as llama-bench printed it", line=number)
+        cells = _table_row(path, line, number, header, "llama-bench")
+        if cells is None:
+            continue
         values = dict(zip(header, cells, strict=True))
         test = _TEST.match(values.get("test", ""))
         if test and not (test.group("pp") or test.group("tg")):
@@ -213,14 +221,18 @@ def _whole(number: float | None) -> int | None:
     return int(number) if number is not None and abs(number) < 2**53 else None
 
 
+def _finite(values: dict[str, Any], key: str) -> float | None:
+    """A finite number, or None for a missing cell, text, NaN or infinity (a damaged file)."""
+    try:
+        number = float(values[key])
+    except (KeyError, TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
 def _bench_record(values: dict[str, Any], index: int, number: int | None) -> dict[str, Any]:
     def number_or_none(key: str) -> float | None:
-        """A finite number, or None for a missing cell, text, NaN or infinity (a damaged file)."""
-        try:
-            number = float(values[key])
-        except (KeyError, TypeError, ValueError):
-            return None
-        return number if math.isfinite(number) else None
+        return _finite(values, key)
 
     n_prompt = _whole(number_or_none("n_prompt")) or 0
     n_gen = _whole(number_or_none("n_gen")) or 0
@@ -414,11 +426,7 @@ def _batched_records(values: dict[str, Any], settings: dict[str, int], sweep: bo
     for each sequence, so decode runs at depth PP. S_PP and S_TG count the tokens of all sequences. Sweep: one
     sequence, PP prompt tokens and TG generated tokens, both at depth N_KV."""
     def number_or_none(key: str) -> float | None:
-        try:
-            number = float(values[key])
-        except (KeyError, TypeError, ValueError):
-            return None
-        return number if math.isfinite(number) else None
+        return _finite(values, key)
 
     pp, tg = _whole(number_or_none("pp")) or 0, _whole(number_or_none("tg")) or 0
     sequences = 1 if sweep else (_whole(number_or_none("pl")) or 1)
@@ -468,11 +476,9 @@ def _batched_markdown(path: Path, text: str) -> list[dict[str, Any]]:
         if header is None or not line.strip().startswith("|"):
             header = None if not line.strip() else header
             continue
-        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
-        if all(set(cell) <= set("-: ") for cell in cells):
+        cells = _table_row(path, line, number, header, "the tool")
+        if cells is None:
             continue
-        if len(cells) != len(header):
-            raise TraceFormatError(path, f"table row has {len(cells)} cells for {len(header)} columns", "pass the table as the tool printed it", line=number)
         rows += _batched_records(dict(zip(header, cells, strict=True)), settings, sweep, number, len(rows), table, context, model_size)
     return rows
 
