@@ -351,3 +351,19 @@ def test_sweep_bench_jsonl_line_of_its_readme(tmp_path):
     runs = load_trace(path).data
     assert runs["test"].to_list() == ["pp512", "tg128"] and runs["tokens_per_s"].to_list() == [468.086884, 71.897514]
     assert runs["n_gpu_layers"].to_list() == [-1, -1]
+
+
+def test_diff_matches_outputs_that_name_no_model(realdata_file, tmp_path):
+    # Timing lines, batched-bench and sweep-bench name no model: two runs of one such output are one configuration.
+    for source, old, new in ((FOUND / "llama_batched_bench_readme_llama7b_f16.md", "|    41.57 |", "|    45.00 |"),
+                             (realdata_file("llama_cpp/timings_server_rtx3060_issue12237.txt"), None, None)):
+        text = source.read_text()
+        after = tmp_path / f"after_{source.name}"
+        after.write_text(text.replace(old, new) if old else text)
+        result = CliRunner().invoke(app, ["diff", str(source), str(after), "-f", "json"])
+        assert result.exit_code == 0, result.stderr
+        runs = json.loads(result.stdout)["runs"]
+        assert runs and {r["status"] for r in runs} == {"changed"}
+        if old:
+            changed = next(r for r in runs if r["test"] == "tg128@d128 B=1")
+            assert changed["change_pct"] == pytest.approx(100 * (45.00 / 41.57 - 1))

@@ -223,7 +223,7 @@ def _compare_llama(before: Analysis, after: Analysis, gate: float | None) -> Dif
 
 def _configuration(row: dict[str, Any]) -> str:
     settings = ", ".join(f"{k}={v}" for k, v in sorted(run_settings(row).items()))
-    return f"{row.get('model')}" + (f"; {settings}" if settings else "")
+    return "; ".join(part for part in (row.get("model"), settings) if part) or "(no model or settings named)"
 
 
 def _llama_row(x: dict[str, Any] | None, y: dict[str, Any] | None, status: str) -> dict[str, Any]:

@@ -149,11 +149,14 @@ def same_settings(a: dict[str, Any], b: dict[str, Any]) -> bool:
 
 def same_model(a: dict[str, Any], b: dict[str, Any]) -> bool:
     """True when two runs are the same model, whatever its quantization: parameter counts within 2%, else the same
-    name once the quantization and `mostly` are removed."""
+    name once the quantization and `mostly` are removed. Outputs that name no model on either side (timing lines,
+    batched-bench, sweep-bench) are taken as the same model: nothing in them says otherwise."""
     pa, pb = a.get("model_params"), b.get("model_params")
     if pa and pb:
         return abs(pa - pb) <= 0.02 * max(pa, pb)
     name = lambda row: " ".join(_QUANT.sub("", str(row.get("model") or "")).lower().split())
+    if not name(a) and not name(b):
+        return True
     return bool(name(a)) and name(a) == name(b)
 
 
