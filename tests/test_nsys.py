@@ -282,10 +282,22 @@ def test_per_launch_traces_total_kernels_and_copies_apart(realdata_file, tmp_pat
     for path in (gpu_trace, exec_trace):
         assert detect_format(path) is TraceFormat.NSYS_STATS
         assert kernel_totals(analyze_json(path)) == kernel_totals(truth)
-    copied = {c["direction"]: c for c in analyze_json(gpu_trace)["timeline"]["copies"]}
-    assert {k: (c["count"], c["bytes"]) for k, c in copied.items()} == {
-        "[CUDA memcpy Host-to-Device]": (8, 16777216), "[CUDA memcpy Device-to-Host]": (4, 8388608)}
-    assert sum(c["duration_ns"] for c in copied.values()) == sum(c["duration_ns"] for c in truth["timeline"]["copies"])
+    # The console form of the same report (`nsys stats -r cuda_gpu_trace` without --format csv): column widths from
+    # its dashed underline, thousands separators, an empty Bytes cell on kernel rows.
+    console = tmp_path / "gpu_trace.txt"
+    lines = ["[1/1] Executing 'cuda_gpu_trace' stats report", "",
+             f" {'Start (ns)':>14}  {'Duration (ns)':>13}  {'CorrId':>6}  {'Bytes (MB)':>10}  Name", f" {'-' * 14}  {'-' * 13}  {'-' * 6}  {'-' * 10}  {'-' * 30}"]
+    lines += [f" {start:>14,}  {duration:>13,}  {corr:>6}  {'' if mb is None else f'{mb:.3f}':>10}  {name}"
+              for start, duration, corr, mb, name in sorted(kernels + copies)]
+    console.write_text("\n".join(lines) + "\n")
+    for path in (gpu_trace, console):
+        copied = {c["direction"]: c for c in analyze_json(path)["timeline"]["copies"]}
+        assert {k: c["count"] for k, c in copied.items()} == {"[CUDA memcpy Host-to-Device]": 8, "[CUDA memcpy Device-to-Host]": 4}
+        # nsys prints MB with three decimals: each copy's size is known to 500 bytes.
+        assert copied["[CUDA memcpy Host-to-Device]"]["bytes"] == pytest.approx(16777216, abs=8 * 500)
+        assert copied["[CUDA memcpy Device-to-Host]"]["bytes"] == pytest.approx(8388608, abs=4 * 500)
+        assert sum(c["duration_ns"] for c in copied.values()) == sum(c["duration_ns"] for c in truth["timeline"]["copies"])
+    assert kernel_totals(analyze_json(console)) == kernel_totals(truth)
 
 
 NVTX_KERN_SUM = """[9/9] Executing 'nvtx_kern_sum' stats report

@@ -288,7 +288,6 @@ def _parse_csv(path: Path, lines: list[str], result: StatsReports) -> None:
         result.skipped.append(kind)
         return
     if kind in _PER_LAUNCH:
-        _note_time_unit(rows[0], result.notes)
         _store_per_launch(path, kind, rows, start + 2, result)
         return
     _store(result, kind, _frame(path, rows[0], rows[1:], start + 2, result.notes))
@@ -304,6 +303,10 @@ def _store_per_launch(path: Path, kind: str, rows: list[list[str]], first_line: 
     lists among them (`[CUDA memcpy Host-to-Device]`) become the memory time and size summaries."""
     header = [_in_ns(c.strip())[0] for c in rows[0]]
     duration_column, name_column = _PER_LAUNCH[kind]
+    if duration_column not in header:
+        raise TraceFormatError(path, f"a {kind} table without its {duration_column.removesuffix(' (ns)')} column: its header looks damaged",
+                               "pass the report as nsys stats wrote it", line=max(1, first_line - 1))
+    _note_time_unit(rows[0], result.notes)
     duration = header.index(duration_column)
     scale = _in_ns(rows[0][duration].strip())[1]
     name = header.index(name_column) if name_column in header else len(header) - 1
@@ -348,7 +351,7 @@ def _parse_console(path: Path, lines: list[str], result: StatsReports) -> None:
         if match:
             hint = match.group(1)
         dashes = lines[index + 1] if index + 1 < len(lines) else ""
-        if re.match(r"^\s*-{3,}(\s+-{3,})+\s*$", dashes) and ("Time" in line or "Total" in line):
+        if re.match(r"^\s*-{3,}(\s+-{3,})+\s*$", dashes) and (hint is not None or "Time" in line or "Total" in line):
             spans = [(m.start(), m.end()) for m in re.finditer(r"-+", dashes)]
             header = [line[a:b].strip() for a, b in _widen(spans, line)]
             rows = []
