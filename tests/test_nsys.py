@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 
 import pytest
@@ -122,6 +123,7 @@ def test_gpu_peaks_from_the_export(realdata_file):
     assert data["device"]["peaks"]["tensor_flop_per_s"]["source"] == "table"
 
 
+H100 = "nsys_sqlite/nsys2026.2_h100x2_sliced_nsys-ai.sqlite"
 T4_STREAMS = "nsys_sqlite/vecadd_streams_T4_nsys2022.4.2.sqlite"
 STATS = {
     "cuda_gpu_kern_sum_rtx5090_llmperfopt_allstage.csv": 113,
@@ -322,6 +324,38 @@ def test_a_report_that_is_not_read_is_skipped_not_the_whole_file(realdata_file, 
     alone.write_text(NVTX_KERN_SUM)
     result = runner.invoke(app, ["analyze", str(alone)])
     assert result.exit_code == 1 and "no report traceview reads (found nvtx_kern_sum)" in result.stderr
+
+
+def test_a_per_launch_report_gives_the_launch_bound_test_of_the_export(realdata_file, tmp_path):
+    # The real 2×H100 export: 3,442 kernels, 91% under 10 us. Its kernels are spread out in a copy (each starts
+    # twice its own duration after the previous one ends: waiting longer than it runs, as a launch-bound loop
+    # does), and `nsys stats -r cuda_gpu_trace` is written from that copy by SQL. Both must give the same verdict.
+    import csv
+
+    export = tmp_path / "spread.sqlite"
+    shutil.copy(realdata_file(H100), export)
+    connection = sqlite3.connect(export)
+    rows = connection.execute('SELECT rowid, deviceId, "end" - start FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY deviceId, start').fetchall()
+    clock: dict[int, int] = {}
+    for rowid, device, duration in rows:
+        start = clock.get(device, 10**9) + 2 * duration
+        connection.execute('UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = ?, "end" = ? WHERE rowid = ?', (start, start + duration, rowid))
+        clock[device] = start + duration
+    connection.commit()
+    trace = connection.execute('SELECT k.start, k."end" - k.start, k.deviceId, s.value FROM CUPTI_ACTIVITY_KIND_KERNEL k '
+                               "JOIN StringIds s ON s.id = k.demangledName ORDER BY k.start").fetchall()
+    connection.close()
+    path = tmp_path / "gpu_trace.csv"
+    with path.open("w", newline="") as stream:
+        writer = csv.writer(stream)
+        writer.writerow(["Start (ns)", "Duration (ns)", "Device", "Name"])
+        writer.writerows([start, duration, f"NVIDIA H100 80GB HBM3 ({device})", name] for start, duration, device, name in trace)
+    whole, stats = analyze_json(export)["timeline"], analyze_json(path)["timeline"]
+    assert stats["launch"]["tiny_kernels"] == whole["launch"]["tiny_kernels"]
+    [bound] = [f for f in stats["findings"] if f["rule"] == "launch_bound"]
+    [expected] = [f for f in whole["findings"] if f["rule"] == "launch_bound"]
+    assert bound["evidence"] == expected["evidence"] and bound["cost_ns"] == expected["cost_ns"]
+    assert bound["evidence"]["kernels_in_stretches"] > 1000
 
 
 def test_console_stats_and_truncated_api_sum(realdata_file):

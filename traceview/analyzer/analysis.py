@@ -36,7 +36,13 @@ from traceview.analyzer.timeline import (
     stats_unified_memory_findings,
     sync_summary,
 )
-from traceview.analyzer.whole_run import DEFAULT_GAP_THRESHOLD_NS, analyze_whole_run, launch_records
+from traceview.analyzer.whole_run import (
+    DEFAULT_GAP_THRESHOLD_NS,
+    analyze_whole_run,
+    launch_bound_finding,
+    launch_records,
+    tiny_kernel_stretches,
+)
 from traceview.parsers.ncu_csv import short_kernel_name
 from traceview.parsers.nsys_sqlite import NsysExport
 from traceview.parsers.schema import KERNELS, MEMORY_LEVELS, PRECISIONS
@@ -437,9 +443,11 @@ def analyze_stats(
     gpu: str | None = None,
     ncu: Analysis | None = None,
     notes: list[str] | None = None,
+    launches: pl.DataFrame | None = None,
 ) -> Analysis:
     """Return the analysis of `nsys stats` reports: kernels ranked by total time (verdicts from joined ncu results),
-    memcpy time by direction, blocking API time, NVTX ranges. No busy/idle figures: the summaries carry no timeline."""
+    memcpy time by direction, blocking API time, NVTX ranges; with a per-launch report (`launches`, STATS_LAUNCHES)
+    the launch-bound test too. No busy/idle figures: the summaries carry no timeline."""
     kern = reports.get("cuda_gpu_kern_sum")
     summary_rows = []
     if kern is not None:
@@ -472,8 +480,15 @@ def analyze_stats(
         {"name": r["name"], "count": r["count"], "cpu_ns": r["total_ns"], "mean_ns": r["avg_ns"], "gpu_ns": None, "kernels": None, "depth": None, "parent": None}
         for r in nvtx_frame.iter_rows(named=True)
     ]
-    timeline = Timeline([], copies, stats_findings(syncs) + stats_unified_memory_findings(copies), nvtx, sync=syncs,
-                        unmatched_kernels=unmatched, matched_kernels=matched)
+    findings = stats_findings(syncs) + stats_unified_memory_findings(copies)
+    launch: dict[str, Any] = {}
+    if launches is not None and launches.height:
+        calls = launches["launch_call_ns"].drop_nulls()
+        launch = {"median_launch_call_ns": float(calls.median()) if calls.len() else None,  # type: ignore[arg-type]
+                  "tiny_kernels": tiny_kernel_stretches(launches)}
+        bound = launch_bound_finding(launch["tiny_kernels"], launch["median_launch_call_ns"])
+        findings += [bound] if bound is not None else []
+    timeline = Timeline([], copies, findings, nvtx, launch=launch, sync=syncs, unmatched_kernels=unmatched, matched_kernels=matched)
     spec = lookup_gpu(gpu) if gpu else None
     peaks = _with_ncu_peaks(_table_peaks(spec), ncu)
     name = spec.name if spec else (ncu.device.name if ncu is not None else None)

@@ -536,6 +536,19 @@ def tiny_kernel_stretches(kernels: pl.DataFrame) -> dict[str, Any]:
     }
 
 
+def launch_bound_finding(tiny: dict[str, Any], median_launch_call_ns: float | None) -> dict[str, Any] | None:
+    """Return the launch_bound finding for tiny_kernel_stretches' evidence (its cost: the idle time inside the
+    stretches), or None when no stretch is long enough."""
+    if not tiny["stretches"]:
+        return None
+    return _finding(
+        "launch_bound", tiny["idle_in_stretches_ns"],
+        f"{tiny['stretches']} stretch(es) of {LAUNCH_BOUND_STRETCH}+ back-to-back kernels under 10 us ({tiny['kernels_in_stretches']} kernels, "
+        f"{_ms(tiny['stretch_ns'])}) wait longer between launches than they run: launch-bound"
+        + (f"; a launch call takes {median_launch_call_ns / 1e3:.1f} us (median)" if median_launch_call_ns else ""),
+        CAUSES["launch_overhead"][1], tiny)
+
+
 def _where(gap: dict[str, Any]) -> str:
     """Return `inside NVTX range 'outer' (392.9 ms; innermost 'inner', 351.6 ms)` for a gap's evidence."""
     inner, outer = gap["evidence"]["nvtx_innermost"], gap["evidence"]["nvtx_outermost"]
@@ -763,13 +776,9 @@ def analyze_whole_run(
     launch["onto_idle_gpu"] = {"kernels": onto_idle.height,
                                "median_latency_ns": _quantile(latency, 0.5), "p99_latency_ns": _quantile(latency, 0.99)}
     launch["tiny_kernels"] = tiny
-    if tiny["stretches"]:
-        findings.append(_finding(
-            "launch_bound", tiny["idle_in_stretches_ns"],
-            f"{tiny['stretches']} stretch(es) of {LAUNCH_BOUND_STRETCH}+ back-to-back kernels under 10 us ({tiny['kernels_in_stretches']} kernels, "
-            f"{_ms(tiny['stretch_ns'])}) wait longer between launches than they run: launch-bound"
-            + (f"; a launch call takes {launch['median_launch_call_ns'] / 1e3:.1f} us (median)" if launch["median_launch_call_ns"] else ""),
-            CAUSES["launch_overhead"][1], tiny))
+    bound = launch_bound_finding(tiny, launch["median_launch_call_ns"])
+    if bound is not None:
+        findings.append(bound)
     graphs_whole = graphs.height > 0 or (graph_trace_mode == "Graph" and launch["graph_launches"] > 0 and not launch["graph_launched_kernels"])
     if graphs_whole:
         notes.append("CUDA graphs were traced as whole graphs (nsys --cuda-graph-trace=graph): the kernels inside them are not in the export, "

@@ -31,6 +31,13 @@ STATS = pl.Schema({
     # cuda_api_gpu_sum: which of API calls, kernels and memory operations a row is.
     "category": pl.String,
 })
+# Kernels one by one, from the per-launch reports (cuda_gpu_trace, cuda_kern_exec_trace): enough of a timeline for the
+# launch-bound test. `launch_call_ns` is the CPU time of the launch call (exec trace only); `graph_node_id` is set
+# (to 0) for kernels a graph launch replayed, so they are not counted as launched one by one.
+STATS_LAUNCHES = pl.Schema({
+    "device_id": pl.Int64, "start_ns": pl.Int64, "end_ns": pl.Int64, "name": pl.String, "launch_call_ns": pl.Float64,
+    "graph_node_id": pl.Int64,
+})
 _COLUMNS = {
     "time (%)": "time_pct", "time(%)": "time_pct",
     "total time (ns)": "total_ns", "total time": "total_ns",
@@ -64,6 +71,7 @@ class StatsReports:
     reports: dict[str, pl.DataFrame] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # reports in the file that are not read
+    launches: pl.DataFrame | None = None  # STATS_LAUNCHES, where a per-launch report was read
 
 
 def report_kind(columns: list[str], hint: str | None = None) -> str | None:
@@ -293,8 +301,11 @@ def _parse_csv(path: Path, lines: list[str], result: StatsReports) -> None:
     _store(result, kind, _frame(path, rows[0], rows[1:], start + 2, result.notes))
 
 
-# Per-launch reports: the column with each launch's GPU time and the one with its name.
-_PER_LAUNCH = {"cuda_gpu_trace": ("Duration (ns)", "Name"), "cuda_kern_exec_trace": ("Kernel Dur (ns)", "Kernel Name")}
+# Per-launch reports: the column with each launch's GPU time, the one with its name, and the one with its start.
+_PER_LAUNCH = {"cuda_gpu_trace": ("Duration (ns)", "Name", "Start (ns)"),
+               "cuda_kern_exec_trace": ("Kernel Dur (ns)", "Kernel Name", "Kernel Start (ns)")}
+# `NVIDIA A100-SXM4-80GB (0)` in cuda_gpu_trace's Device column; DevId in the exec trace is the number alone.
+_DEVICE_INDEX = re.compile(r"\((\d+)\)\s*$|^\s*(\d+)\s*$")
 _COPY_NAME = re.compile(r"^\[CUDA (memcpy|memset|Unified Memory)", re.IGNORECASE)
 
 
@@ -302,7 +313,7 @@ def _store_per_launch(path: Path, kind: str, rows: list[list[str]], first_line: 
     """Total a per-launch report per name: kernels become the kernel summary; the copies and memsets cuda_gpu_trace
     lists among them (`[CUDA memcpy Host-to-Device]`) become the memory time and size summaries."""
     header = [_in_ns(c.strip())[0] for c in rows[0]]
-    duration_column, name_column = _PER_LAUNCH[kind]
+    duration_column, name_column, start_column = _PER_LAUNCH[kind]
     if duration_column not in header:
         raise TraceFormatError(path, f"a {kind} table without its {duration_column.removesuffix(' (ns)')} column: its header looks damaged",
                                "pass the report as nsys stats wrote it", line=max(1, first_line - 1))
@@ -311,8 +322,13 @@ def _store_per_launch(path: Path, kind: str, rows: list[list[str]], first_line: 
     scale = _in_ns(rows[0][duration].strip())[1]
     name = header.index(name_column) if name_column in header else len(header) - 1
     megabytes = header.index("Bytes (MB)") if "Bytes (MB)" in header else None
+    column = lambda title: header.index(title) if title in header else None  # noqa: E731
+    start, device, call, api = column(start_column), column("Device") or column("DevId"), column("API Dur (ns)"), column("API Function")
+    start_scale = _in_ns(rows[0][start].strip())[1] if start is not None else 1.0
+    call_scale = _in_ns(rows[0][call].strip())[1] if call is not None else 1.0
     times: dict[str, list[float]] = {}
     sizes: dict[str, float] = {}
+    launches: list[dict[str, object]] = []
     for offset, row in enumerate(rows[1:]):
         if len(row) < len(header):
             raise TraceFormatError(path, f"short row in {kind}", "pass the report as nsys stats wrote it", line=first_line + offset)
@@ -324,6 +340,14 @@ def _store_per_launch(path: Path, kind: str, rows: list[list[str]], first_line: 
         moved = _number(row[megabytes]) if megabytes is not None else None
         if moved is not None:
             sizes[label] = sizes.get(label, 0.0) + moved
+        began = _number(row[start]) if start is not None else None
+        if began is not None and not _COPY_NAME.match(label) and abs(began * start_scale) < 2**62:
+            index = _DEVICE_INDEX.search(row[device]) if device is not None else None
+            launch_call = _number(row[call]) if call is not None else None
+            launches.append({"device_id": int(index.group(1) or index.group(2)) if index else None, "start_ns": int(began * start_scale),
+                             "end_ns": int(began * start_scale + value * scale), "name": label,
+                             "launch_call_ns": launch_call * call_scale if launch_call is not None else None,
+                             "graph_node_id": 0 if api is not None and "graph" in row[api].lower() else None})
 
     def totals(names: list[str]) -> pl.DataFrame:
         return _stats_frame([{"total_ns": sum(times[k]), "count": len(times[k]), "avg_ns": sum(times[k]) / len(times[k]),
@@ -333,6 +357,8 @@ def _store_per_launch(path: Path, kind: str, rows: list[list[str]], first_line: 
     copies = [k for k in times if _COPY_NAME.match(k)]
     kernels = [k for k in times if not _COPY_NAME.match(k)]
     result.reports.setdefault("cuda_gpu_kern_sum", totals(kernels))
+    if launches and result.launches is None:
+        result.launches = pl.DataFrame(launches, schema=STATS_LAUNCHES)
     if copies:
         result.reports.setdefault("cuda_gpu_mem_time_sum", totals(copies))
         if any(k in sizes for k in copies):
