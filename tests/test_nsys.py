@@ -358,6 +358,28 @@ def test_a_per_launch_report_gives_the_launch_bound_test_of_the_export(realdata_
     assert bound["evidence"]["kernels_in_stretches"] > 1000
 
 
+def test_several_csv_reports_on_stdout_are_each_read_by_the_script_nsys_names(realdata_file, tmp_path):
+    # `nsys stats --format csv -r osrt_sum,cuda_gpu_kern_sum,cuda_api_sum report.nsys-rep > out.csv`: tables one after
+    # another, each after the `Processing [...] with [.../NAME.py]` line nsys prints. osrt_sum has the very columns of
+    # cuda_api_sum, so the script name decides. Built from the real RTX 4090 CSVs and the real A100 osrt_sum table.
+    kern = realdata_file("nsys_stats/dotllm_llama31_8b_q4km_rtx4090_prefill476_cuda_gpu_kern_sum.csv")
+    api = realdata_file("nsys_stats/dotllm_llama31_8b_q4km_rtx4090_prefill476_cuda_api_sum_TRUNCATED.csv")
+    console = realdata_file("nsys_stats/nsys_console_stats_a100_vectoradd_README.txt").read_text().splitlines()
+    first = next(i for i, line in enumerate(console) if "Executing 'osrt_sum'" in line) + 4  # past the header and its rule
+    table = console[first:console.index("", first)]
+    osrt_csv = ["Time (%),Total Time (ns),Num Calls,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name"] + [
+        ",".join(cell.replace(",", "") for cell in line.split()) for line in table]
+    processing = "Processing [report1.sqlite] with [/opt/nvidia/nsight-systems/2024.2.1/host-linux-x64/reports/{}.py]... "
+    path = tmp_path / "stdout.csv"
+    path.write_text("\n".join(["Generating SQLite file report1.sqlite from report1.nsys-rep", processing.format("osrt_sum"), "", *osrt_csv, "",
+                               processing.format("cuda_gpu_kern_sum"), "", kern.read_text().strip(), "",
+                               processing.format("cuda_api_sum"), "", api.read_text().strip(), ""]))
+    data = analyze_json(path)
+    assert data["kernels"] == analyze_json(kern)["kernels"]
+    assert data["timeline"]["sync"] == analyze_json(api)["timeline"]["sync"]
+    assert "reports not read: osrt_sum" in data["notes"]
+
+
 def test_console_stats_and_truncated_api_sum(realdata_file):
     console = analyze_json(realdata_file("nsys_stats/nsys_console_stats_a100_vectoradd_README.txt"))
     kernel = console["kernels"][0]

@@ -281,24 +281,49 @@ def _store(result: StatsReports, kind: str, frame: pl.DataFrame) -> None:
     result.notes.append("cuda_api_gpu_sum is read as its kernels, memory operations and API calls")
 
 
+_CSV_HEADER_STARTS = ("Time (%)", "Time(%)", "Start (", "API Start (", "Total (MB)")
+# What nsys prints on stdout between the CSV tables of `nsys stats --format csv -r a,b,c`: the report script it runs
+# (`Processing [x.sqlite] with [/opt/nvidia/nsight-systems/.../reports/cuda_api_sum.py]...`), and SKIPPED/Generating lines.
+_PROCESSING = re.compile(r"^Processing \[.*?\] with \[.*?(\w+)\.py\]")
+_NSYS_NOTICE = re.compile(r"^(Processing \[|SKIPPED: |Generating |Generated:|NOTICE: |WARNING: |ERROR: )")
+
+
 def _parse_csv(path: Path, lines: list[str], result: StatsReports) -> None:
-    """`--format csv` or `--format tsv`: the header line is found after any lines nsys printed before it."""
-    start = next((i for i, line in enumerate(lines) if line.startswith(("Time (%)", "Time(%)", "Start (", "API Start (", "Total (MB)"))), None)
-    if start is None:
-        return
-    delimiter = "\t" if "\t" in lines[start] and "," not in lines[start] else ","
-    rows = list(csv.reader(io.StringIO("\n".join(line for line in lines[start:] if line.strip())), delimiter=delimiter))
-    kind = report_kind(rows[0])
+    """`--format csv` or `--format tsv`, one report or several on stdout: each table runs from its header line to the
+    next header or the next line nsys printed between reports; blank lines are skipped."""
+    starts = [i for i, line in enumerate(lines) if line.startswith(_CSV_HEADER_STARTS)]
+    repeated: dict[str, int] = {}
+    for number, start in enumerate(starts):
+        end = starts[number + 1] if number + 1 < len(starts) else len(lines)
+        stop = next((i for i in range(start + 1, end) if _NSYS_NOTICE.match(lines[i])), end)
+        block = [line for line in lines[start:stop] if line.strip()]
+        hint = next((m.group(1) for i in range(start - 1, max(-1, start - 4), -1) if (m := _PROCESSING.match(lines[i]))), None)
+        kind = _csv_table(path, block, start, hint, result)
+        if kind is not None and kind in repeated:
+            repeated[kind] += 1
+        elif kind is not None:
+            repeated[kind] = 0
+    for kind, count in repeated.items():
+        if count:
+            result.notes.append(f"{count} more '{kind}' table(s) in this file were not read; the first one was")
+
+
+def _csv_table(path: Path, block: list[str], start: int, hint: str | None, result: StatsReports) -> str | None:
+    """Read one CSV (or TSV) table whose header is block[0], line start + 1 of the file; return its report name."""
+    delimiter = "\t" if "\t" in block[0] and "," not in block[0] else ","
+    rows = list(csv.reader(io.StringIO("\n".join(block)), delimiter=delimiter))
+    # The report script nsys names wins: osrt_sum has the very columns of cuda_api_sum.
+    kind = report_kind(rows[0], hint) if hint else report_kind(rows[0])
     if kind is None:
         raise TraceFormatError(path, f"unknown nsys stats report with columns {rows[0][:4]}", f"supported: {', '.join(READ_REPORTS)}",
                                line=start + 1)
     if kind not in READ_REPORTS:
         result.skipped.append(kind)
-        return
-    if kind in _PER_LAUNCH:
+    elif kind in _PER_LAUNCH:
         _store_per_launch(path, kind, rows, start + 2, result)
-        return
-    _store(result, kind, _frame(path, rows[0], rows[1:], start + 2, result.notes))
+    elif kind not in result.reports:
+        _store(result, kind, _frame(path, rows[0], rows[1:], start + 2, result.notes))
+    return kind
 
 
 # Per-launch reports: the column with each launch's GPU time, the one with its name, and the one with its start.
