@@ -380,6 +380,29 @@ def test_several_csv_reports_on_stdout_are_each_read_by_the_script_nsys_names(re
     assert "reports not read: osrt_sum" in data["notes"]
 
 
+def test_standalone_nsys_stats_output_names_each_report_by_its_title(realdata_file, tmp_path):
+    # `nsys stats report.nsys-rep` (2023+) prints `Processing [x.sqlite] with [.../reports/NAME.py]...` and a title
+    # ` ** CUDA API Summary (cuda_api_sum):` before each table, not `nsys profile --stats=true`'s `[5/8] Executing`
+    # lines. The real A100 capture rewritten that way must read the same; its osrt_sum table (the columns of
+    # cuda_api_sum) comes before the CUDA API summary.
+    import re
+
+    source = realdata_file("nsys_stats/nsys_console_stats_a100_vectoradd_README.txt")
+    titles = {"nvtx_sum": "NVTX Range Summary", "osrt_sum": "OS Runtime Summary", "cuda_api_sum": "CUDA API Summary",
+              "cuda_gpu_kern_sum": "CUDA GPU Kernel Summary", "cuda_gpu_mem_time_sum": "CUDA GPU MemOps Summary (by Time)",
+              "cuda_gpu_mem_size_sum": "CUDA GPU MemOps Summary (by Size)"}
+    rewritten = re.sub(r"^\[\d+/\d+\] Executing '(\w+)' stats report$",
+                       lambda m: f"Processing [report1.sqlite] with [/opt/nvidia/nsight-systems/2024.5.1/host-linux-x64/reports/{m.group(1)}.py]... \n\n"
+                                 f" ** {titles[m.group(1)]} ({m.group(1)}):", source.read_text(), flags=re.MULTILINE)
+    path = tmp_path / "nsys_stats_stdout.txt"
+    path.write_text(rewritten)
+    original, data = analyze_json(source), analyze_json(path)
+    for part in ("kernels", "summary"):
+        assert data[part] == original[part]
+    assert data["timeline"]["sync"] == original["timeline"]["sync"] and data["timeline"]["copies"] == original["timeline"]["copies"]
+    assert any("osrt_sum" in note for note in data["notes"])
+
+
 def test_console_stats_and_truncated_api_sum(realdata_file):
     console = analyze_json(realdata_file("nsys_stats/nsys_console_stats_a100_vectoradd_README.txt"))
     kernel = console["kernels"][0]

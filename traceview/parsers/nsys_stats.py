@@ -51,6 +51,18 @@ _COLUMNS = {
     "total (mb)": "total_mb", "avg (mb)": "avg_mb", "category": "category",
 }
 _EXECUTING = re.compile(r"^\[\d+/\d+\] Executing '(\w+)' stats report")
+# Lines that name the report printed next: `nsys profile --stats=true`'s `[5/8] Executing 'cuda_api_sum' stats report`,
+# `nsys stats`'s `Processing [x.sqlite] with [.../reports/cuda_api_sum.py]...` and its title ` ** CUDA API Summary
+# (cuda_api_sum):`. The name decides over the columns: osrt_sum has the very columns of cuda_api_sum.
+_PROCESSING = re.compile(r"^Processing \[.*?\] with \[.*?(\w+)\.py\]")
+_TITLE = re.compile(r"^\*\* .*\((\w+)\):$")
+
+
+def _report_named(line: str) -> str | None:
+    """Return the report a line announces (see above), or None."""
+    text = line.strip()
+    match = _EXECUTING.match(text) or _PROCESSING.match(text) or _TITLE.match(text)
+    return match.group(1) if match else None
 # `nsys stats --timeunit` prints times in the unit it names in each header: `Avg (us)`, `Total Time (ms)`.
 _TIME_UNIT = re.compile(r"\((ns|us|\u00b5s|\u03bcs|ms|s|sec)\)\s*$", re.IGNORECASE)
 _NS_PER_UNIT = {"ns": 1.0, "us": 1e3, "\u00b5s": 1e3, "\u03bcs": 1e3, "ms": 1e6, "s": 1e9, "sec": 1e9}
@@ -207,8 +219,9 @@ _TABLE_BORDER = re.compile(r"^\s*\+-+(\+-+)+\+\s*$")
 def _parse_table(path: Path, lines: list[str], result: StatsReports) -> None:
     """`nsys stats --format table`: rows framed by `|`, a `+---+` border above and below the header. A table ends
     at the first line that is not a `|` row (its closing border, or a `...` an author put there to cut it)."""
-    index = 0
+    index, hint = 0, None
     while index < len(lines):
+        hint = _report_named(lines[index]) or hint
         if _TABLE_BORDER.match(lines[index]) and index + 2 < len(lines) and lines[index + 1].strip().startswith("|") \
                 and _TABLE_BORDER.match(lines[index + 2]):
             header = [cell.strip() for cell in lines[index + 1].strip().strip("|").split("|")]
@@ -218,7 +231,7 @@ def _parse_table(path: Path, lines: list[str], result: StatsReports) -> None:
                 cursor += 1
             if cursor < len(lines) and lines[cursor].strip() in ("...", "…"):
                 result.notes.append(f"line {cursor + 1}: the table was cut by hand ('...' after its last row); only the rows shown were read")
-            kind = report_kind(header)
+            kind, hint = report_kind(header, hint), None
             if kind is not None and kind not in READ_REPORTS:
                 result.skipped.append(kind)
             elif kind in _PER_LAUNCH:
@@ -284,8 +297,7 @@ def _store(result: StatsReports, kind: str, frame: pl.DataFrame) -> None:
 _CSV_HEADER_STARTS = ("Time (%)", "Time(%)", "Start (", "API Start (", "Total (MB)")
 # What nsys prints on stdout between the CSV tables of `nsys stats --format csv -r a,b,c`: the report script it runs
 # (`Processing [x.sqlite] with [/opt/nvidia/nsight-systems/.../reports/cuda_api_sum.py]...`), and SKIPPED/Generating lines.
-_PROCESSING = re.compile(r"^Processing \[.*?\] with \[.*?(\w+)\.py\]")
-_NSYS_NOTICE = re.compile(r"^(Processing \[|SKIPPED: |Generating |Generated:|NOTICE: |WARNING: |ERROR: )")
+_NSYS_NOTICE = re.compile(r"^(Processing \[|SKIPPED: |Generating |Generated:|NOTICE: |WARNING: |ERROR: |\s*\*\* )")
 
 
 def _parse_csv(path: Path, lines: list[str], result: StatsReports) -> None:
@@ -297,7 +309,8 @@ def _parse_csv(path: Path, lines: list[str], result: StatsReports) -> None:
         end = starts[number + 1] if number + 1 < len(starts) else len(lines)
         stop = next((i for i in range(start + 1, end) if _NSYS_NOTICE.match(lines[i])), end)
         block = [line for line in lines[start:stop] if line.strip()]
-        hint = next((m.group(1) for i in range(start - 1, max(-1, start - 4), -1) if (m := _PROCESSING.match(lines[i]))), None)
+        previous = starts[number - 1] if number else -1
+        hint = next((name for i in range(start - 1, previous, -1) if (name := _report_named(lines[i]))), None)
         kind = _csv_table(path, block, start, hint, result)
         if kind is not None and kind in repeated:
             repeated[kind] += 1
@@ -398,9 +411,7 @@ def _parse_console(path: Path, lines: list[str], result: StatsReports) -> None:
     skipped: dict[str, int] = {}
     while index < len(lines):
         line = lines[index]
-        match = _EXECUTING.match(line.strip())
-        if match:
-            hint = match.group(1)
+        hint = _report_named(line) or hint
         dashes = lines[index + 1] if index + 1 < len(lines) else ""
         if re.match(r"^\s*-{3,}(\s+-{3,})+\s*$", dashes) and (hint is not None or "Time" in line or "Total" in line):
             spans = [(m.start(), m.end()) for m in re.finditer(r"-+", dashes)]
