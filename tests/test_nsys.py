@@ -403,6 +403,17 @@ def test_standalone_nsys_stats_output_names_each_report_by_its_title(realdata_fi
     assert any("osrt_sum" in note for note in data["notes"])
 
 
+def test_the_earliest_stats_console_names_its_tables_in_prose():
+    # Handmade in the grammar formats.md §2.1 reports for ≈2019.5-2020 `--stats=true` (no saved sample): `CUDA API
+    # Statistics (nanoseconds)` above `Time(%)  Total Time  Calls  Average ...`; the OS runtime table has the same columns.
+    from pathlib import Path
+
+    data = analyze_json(Path(__file__).parent / "fixtures" / "nsys_stats_2020_console_handmade.txt")
+    assert [(k["short_name"], k["launches"], k["duration_ns"]) for k in data["kernels"]] == [("vectorAdd", 1, 2318815.0)]
+    assert data["timeline"]["sync"]["api_calls"] == 6 and data["timeline"]["sync"]["blocking_api_count"] == 3
+    assert "reports not read: osrt_sum" in data["notes"]
+
+
 def test_console_stats_and_truncated_api_sum(realdata_file):
     console = analyze_json(realdata_file("nsys_stats/nsys_console_stats_a100_vectoradd_README.txt"))
     kernel = console["kernels"][0]

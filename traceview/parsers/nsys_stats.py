@@ -58,11 +58,21 @@ _PROCESSING = re.compile(r"^Processing \[.*?\] with \[.*?(\w+)\.py\]")
 _TITLE = re.compile(r"^\*\* .*\((\w+)\):$")
 
 
+# The earliest `--stats=true` (≈2019.5-2020) named its tables in prose (formats.md §2.1): `CUDA API Statistics
+# (nanoseconds)`, `Operating System Runtime API Statistics (nanoseconds)`, ...
+_OLD_TITLES = (("CUDA API Statistics", "cuda_api_sum"), ("CUDA Kernel Statistics", "cuda_gpu_kern_sum"),
+               ("CUDA Memory Operation Statistics (by time", "cuda_gpu_mem_time_sum"),
+               ("CUDA Memory Operation Statistics (by size", "cuda_gpu_mem_size_sum"),
+               ("Operating System Runtime API Statistics", "osrt_sum"), ("NVTX Push-Pop Range Statistics", "nvtx_sum"))
+
+
 def _report_named(line: str) -> str | None:
     """Return the report a line announces (see above), or None."""
     text = line.strip()
     match = _EXECUTING.match(text) or _PROCESSING.match(text) or _TITLE.match(text)
-    return match.group(1) if match else None
+    if match:
+        return match.group(1)
+    return next((name for title, name in _OLD_TITLES if text.startswith(title)), None)
 # `nsys stats --timeunit` prints times in the unit it names in each header: `Avg (us)`, `Total Time (ms)`.
 _TIME_UNIT = re.compile(r"\((ns|us|\u00b5s|\u03bcs|ms|s|sec)\)\s*$", re.IGNORECASE)
 _NS_PER_UNIT = {"ns": 1.0, "us": 1e3, "\u00b5s": 1e3, "\u03bcs": 1e3, "ms": 1e6, "s": 1e9, "sec": 1e9}
@@ -92,7 +102,8 @@ def report_kind(columns: list[str], hint: str | None = None) -> str | None:
     if hint:
         return {"gpukernsum": "cuda_gpu_kern_sum", "cudaapisum": "cuda_api_sum", "gpumemtimesum": "cuda_gpu_mem_time_sum",
                 "gpumemsizesum": "cuda_gpu_mem_size_sum", "nvtxsum": "nvtx_sum", "gputrace": "cuda_gpu_trace",
-                "kernexectrace": "cuda_kern_exec_trace"}.get(hint, hint)
+                "kernexectrace": "cuda_kern_exec_trace", "osrtsum": "osrt_sum", "nvtxkernsum": "nvtx_kern_sum",
+                "kernexecsum": "cuda_kern_exec_sum", "cudaapitrace": "cuda_api_trace"}.get(hint, hint)
     if "start (ns)" in lowered and "duration (ns)" in lowered:
         return "cuda_gpu_trace"
     if "kernel dur (ns)" in lowered and "kernel name" in lowered:
