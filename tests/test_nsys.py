@@ -173,13 +173,14 @@ def test_stats_printed_in_another_time_unit_are_read_in_ns(realdata_file, tmp_pa
     assert any(f"printed in {unit}" in note for note in data["notes"])
 
 
-def test_stats_written_as_tsv_read_as_the_csv(realdata_file, tmp_path):
+@pytest.mark.parametrize("dialect", [{"delimiter": "\t"}, {"quoting": 1}], ids=["tsv", "every-field-quoted"])
+def test_stats_written_as_tsv_or_fully_quoted_read_as_the_csv(realdata_file, tmp_path, dialect):
     import csv
 
     source = realdata_file("nsys_stats/dotllm_llama31_8b_q4km_rtx4090_prefill476_cuda_gpu_kern_sum.csv")
-    path = tmp_path / "kern_sum.tsv"
+    path = tmp_path / "kern_sum.txt"
     with path.open("w", newline="") as stream:
-        csv.writer(stream, delimiter="\t").writerows(csv.reader(source.open()))
+        csv.writer(stream, **dialect).writerows(csv.reader(source.open()))
     assert detect_format(path) is TraceFormat.NSYS_STATS
     assert analyze_json(path)["kernels"] == analyze_json(source)["kernels"]
 

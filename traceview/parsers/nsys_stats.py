@@ -141,7 +141,7 @@ def looks_like_stats(head: str) -> bool:
         text = line.strip()
         if _EXECUTING.match(text):
             return True
-        cells = text.strip("|").strip()  # `--format table` rows are framed by `|`
+        cells = text.strip("|").strip().lstrip('"')  # `--format table` rows are framed by `|`; a quoted CSV header
         if cells.startswith(("Time (%)", "Time(%)")) and "Total Time" in cells:
             return True
         if cells.startswith("Total (MB)") and "Operation" in cells:
@@ -151,7 +151,7 @@ def looks_like_stats(head: str) -> bool:
     return False
 
 
-_TRACE_HEADER = re.compile(r"^(API )?Start \((ns|us|\u00b5s|\u03bcs|ms|s|sec)\)[,\t](API )?Dur(ation)? \(")
+_TRACE_HEADER = re.compile(r'^"?(API )?Start \((ns|us|\u00b5s|\u03bcs|ms|s|sec)\)"?[,\t]"?(API )?Dur(ation)? \(')
 
 
 def _number(text: str) -> float | None:
@@ -314,7 +314,8 @@ _NSYS_NOTICE = re.compile(r"^(Processing \[|SKIPPED: |Generating |Generated:|NOT
 def _parse_csv(path: Path, lines: list[str], result: StatsReports) -> None:
     """`--format csv` or `--format tsv`, one report or several on stdout: each table runs from its header line to the
     next header or the next line nsys printed between reports; blank lines are skipped."""
-    starts = [i for i, line in enumerate(lines) if line.startswith(_CSV_HEADER_STARTS)]
+    # Writers that quote every field (`"Time (%)","Total Time (ns)",...`) quote the header too.
+    starts = [i for i, line in enumerate(lines) if line.lstrip('"').startswith(_CSV_HEADER_STARTS)]
     repeated: dict[str, int] = {}
     for number, start in enumerate(starts):
         end = starts[number + 1] if number + 1 < len(starts) else len(lines)
