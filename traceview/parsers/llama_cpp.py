@@ -428,9 +428,13 @@ def _batched_records(values: dict[str, Any], settings: dict[str, int], sweep: bo
     def number_or_none(key: str) -> float | None:
         return _finite(values, key)
 
-    pp, tg = _whole(number_or_none("pp")) or 0, _whole(number_or_none("tg")) or 0
-    sequences = 1 if sweep else (_whole(number_or_none("pl")) or 1)
-    depth = _whole(number_or_none("n_kv")) or 0 if sweep else 0
+    def count(key: str) -> int:
+        """A token or sequence count; 0 for a missing, negative or damaged cell."""
+        return max(0, _whole(number_or_none(key)) or 0)
+
+    pp, tg = count("pp"), count("tg")
+    sequences = 1 if sweep else (count("pl") or 1)
+    depth = count("n_kv") if sweep else 0
     shared = bool(settings.get("is_pp_shared"))
     label = "" if sweep else f" B={sequences}"
     options = "; ".join(f"{k}={v}" for k, v in settings.items()) or None
