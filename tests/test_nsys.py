@@ -415,6 +415,25 @@ def test_the_earliest_stats_console_names_its_tables_in_prose():
     assert "reports not read: osrt_sum" in data["notes"]
 
 
+def test_a_csv_file_named_by_nsys_for_the_os_runtime_summary_is_not_read_as_cuda_api_calls(realdata_file, tmp_path):
+    # `nsys stats --format csv -o report1` writes `report1_<report>.csv`; osrt_sum has the columns of cuda_api_sum, so
+    # only the name tells them apart. The name settles nothing else: the columns decide where they can.
+    import shutil as files
+
+    api = realdata_file("nsys_stats/dotllm_llama31_8b_q4km_rtx4090_prefill476_cuda_api_sum_TRUNCATED.csv")
+    for name, expected in (("report1_osrt_sum.csv", None), ("report1_cuda_api_sum.csv", api)):
+        path = tmp_path / name
+        files.copy(api, path)
+        result = runner.invoke(app, ["analyze", str(path), "-f", "json"])
+        if expected is None:
+            assert result.exit_code == 1 and "found osrt_sum" in result.stderr
+        else:
+            assert json.loads(result.stdout)["timeline"]["sync"] == analyze_json(expected)["timeline"]["sync"]
+    kern = tmp_path / "run_gputrace.csv"  # a misleading name: the kernel summary's columns win
+    files.copy(realdata_file("nsys_stats/dotllm_llama31_8b_q4km_rtx4090_prefill476_cuda_gpu_kern_sum.csv"), kern)
+    assert analyze_json(kern)["summary"]["launches"] == 679
+
+
 def test_console_stats_and_truncated_api_sum(realdata_file):
     console = analyze_json(realdata_file("nsys_stats/nsys_console_stats_a100_vectoradd_README.txt"))
     kernel = console["kernels"][0]

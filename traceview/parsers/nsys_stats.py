@@ -323,7 +323,7 @@ def _parse_csv(path: Path, lines: list[str], result: StatsReports) -> None:
         block = [line for line in lines[start:stop] if line.strip()]
         previous = starts[number - 1] if number else -1
         hint = next((name for i in range(start - 1, previous, -1) if (name := _report_named(lines[i]))), None)
-        kind = _csv_table(path, block, start, hint, result)
+        kind = _csv_table(path, block, start, hint, result, _report_in_file_name(path) if len(starts) == 1 else None)
         if kind is not None and kind in repeated:
             repeated[kind] += 1
         elif kind is not None:
@@ -333,12 +333,29 @@ def _parse_csv(path: Path, lines: list[str], result: StatsReports) -> None:
             result.notes.append(f"{count} more '{kind}' table(s) in this file were not read; the first one was")
 
 
-def _csv_table(path: Path, block: list[str], start: int, hint: str | None, result: StatsReports) -> str | None:
-    """Read one CSV (or TSV) table whose header is block[0], line start + 1 of the file; return its report name."""
+# `nsys stats --format csv -o base` writes one file per report, `base_<report>.csv` (the usage text): the name tells
+# an OS runtime summary from a CUDA API summary with the same columns.
+_FILE_REPORTS = (*READ_REPORTS, "osrt_sum", "nvtx_kern_sum", "nvtx_gpu_proj_sum", "nvtx_pushpop_sum", "nvtx_startend_sum", "um_sum",
+                 "um_total_sum", "um_cpu_page_faults_sum", "cuda_kern_exec_sum", "cuda_api_trace", "openmp_sum", "mpi_event_sum",
+                 "osrtsum", "cudaapisum", "gpukernsum", "gpumemtimesum", "gpumemsizesum", "nvtxsum", "gputrace", "kernexectrace")
+
+
+def _report_in_file_name(path: Path) -> str | None:
+    """Return the report a file's name ends with (`report1_osrt_sum.csv` → osrt_sum), or None."""
+    stem = path.stem.lower()
+    return next((name for name in sorted(_FILE_REPORTS, key=len, reverse=True) if stem == name or stem.endswith("_" + name)), None)
+
+
+def _csv_table(path: Path, block: list[str], start: int, hint: str | None, result: StatsReports,
+               file_hint: str | None = None) -> str | None:
+    """Read one CSV (or TSV) table whose header is block[0], line start + 1 of the file; return its report name.
+    `hint` is the report nsys said it ran; `file_hint` the one the file's name ends with, which only settles what the
+    columns leave open (osrt_sum has the very columns of cuda_api_sum)."""
     delimiter = "\t" if "\t" in block[0] and "," not in block[0] else ","
     rows = list(csv.reader(io.StringIO("\n".join(block)), delimiter=delimiter))
-    # The report script nsys names wins: osrt_sum has the very columns of cuda_api_sum.
     kind = report_kind(rows[0], hint) if hint else report_kind(rows[0])
+    if hint is None and file_hint is not None and kind in (None, "cuda_api_sum"):
+        kind = report_kind(rows[0], file_hint)
     if kind is None:
         raise TraceFormatError(path, f"unknown nsys stats report with columns {rows[0][:4]}", f"supported: {', '.join(READ_REPORTS)}",
                                line=start + 1)
