@@ -403,6 +403,10 @@ def test_kernel_kinds_read_the_function_name_before_its_arguments():
     assert kernel_kind("quantized_gemv_q6_k") == "gemm" and kernel_kind("fused_add_rmsnorm_f16") == "normalization"
     # A generic function name leaves the kind to its template arguments.
     assert kernel_kind("void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_256x128_32x3_tn_align8>(Params)") == "gemm"
+    # Argument types say what a kernel is given, not what it does: the muDock kernels of a real stats export take a
+    # `curandStatePhilox4_32_10 *` and generate no random numbers.
+    assert kernel_kind("mudock::iterate_gpu(int, float, int, const int *, std::array<float, (unsigned long)516> *, "
+                       "std::array<float, (unsigned long)516> *, curandStatePhilox4_32_10 *, float *)") == "other"
 
 
 def test_sparse_row_ids_are_read_in_one_range_not_billions(realdata_file, tmp_path):

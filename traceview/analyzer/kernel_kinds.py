@@ -47,15 +47,32 @@ def kernel_kind(name: str) -> str:
     """Return the kind of work a kernel name says it does: gemm, attention, convolution, normalization, reduction,
     elementwise, copy, communication, or other.
 
-    The function's own name is read first, then the whole name: words in the parameter list or namespaces describe
-    the arguments (`copyVectorizedKernel(…, ArrayNWithReducedDivisors)` is a copy, not a reduction), while a generic
-    function name (`cutlass::Kernel2<…s16816gemm…>`) leaves it to the template arguments."""
+    The function's own name is read first, then the name without its parameter list: the argument types describe
+    what the kernel is given (`iterate_gpu(…, curandStatePhilox4_32_10 *)` generates no random numbers), while a
+    generic function name (`cutlass::Kernel2<…s16816gemm…>`) leaves it to the template arguments."""
     head = name[:_KIND_CHARS]
-    for text in (short_kernel_name(head), head):
+    for text in (short_kernel_name(head), _without_parameter_list(head)):
         for kind, pattern in _KINDS:
             if pattern.search(text):
                 return kind
     return "other"
+
+
+def _without_parameter_list(name: str) -> str:
+    """Return a demangled name without its trailing parameter list: the argument types (`curandStatePhilox4_32_10 *`,
+    `cudnnTensorStruct`) say what the kernel is given, not what it does; namespaces and template arguments stay."""
+    text = name.rstrip()
+    if not text.endswith(")"):
+        return text
+    depth = 0
+    for index in range(len(text) - 1, -1, -1):
+        if text[index] == ")":
+            depth += 1
+        elif text[index] == "(":
+            depth -= 1
+            if depth == 0:
+                return text[:index]
+    return text
 
 
 def likely_bound(name: str, kind: str) -> str | None:
