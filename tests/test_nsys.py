@@ -285,6 +285,10 @@ def test_per_launch_traces_total_kernels_and_copies_apart(realdata_file, tmp_pat
     for path in (gpu_trace, exec_trace):
         assert detect_format(path) is TraceFormat.NSYS_STATS
         assert kernel_totals(analyze_json(path)) == kernel_totals(truth)
+    # The exec trace's launch calls give the export's launch latency (call start → kernel start) and call time.
+    launch = analyze_json(exec_trace)["timeline"]["launch"]
+    for name in ("median_latency_ns", "p99_latency_ns", "kernels_joined", "median_launch_call_ns"):
+        assert launch[name] == pytest.approx(truth["timeline"]["launch"][name]), name
     # The console form of the same report (`nsys stats -r cuda_gpu_trace` without --format csv): column widths from
     # its dashed underline, thousands separators, an empty Bytes cell on kernel rows.
     console = tmp_path / "gpu_trace.txt"

@@ -41,6 +41,7 @@ from traceview.analyzer.whole_run import (
     analyze_whole_run,
     launch_bound_finding,
     launch_records,
+    launch_statistics,
     tiny_kernel_stretches,
 )
 from traceview.parsers.ncu_csv import short_kernel_name
@@ -437,6 +438,15 @@ def _decode_from_steps(steps: dict[str, Any], weight_bytes: float, peak_bytes_pe
     return record
 
 
+def _stats_launch_statistics(launches: pl.DataFrame) -> dict[str, Any]:
+    """Return the launch record of a per-launch stats report (STATS_LAUNCHES): the tiny-kernel stretches, and where
+    the report has each kernel's launch call (cuda_kern_exec_trace), the export's launch latency and call cost."""
+    called = launches.filter(pl.col("call_start_ns").is_not_null()).with_columns(
+        call_end_ns=(pl.col("call_start_ns") + pl.col("launch_call_ns")).cast(pl.Int64, strict=False))
+    launch = launch_statistics(called, launches, pl.DataFrame(schema={"name": pl.String})) if called.height else {"median_launch_call_ns": None}
+    return {**launch, "tiny_kernels": tiny_kernel_stretches(launches)}
+
+
 def analyze_stats(
     reports: dict[str, pl.DataFrame],
     source: Source,
@@ -483,9 +493,7 @@ def analyze_stats(
     findings = stats_findings(syncs) + stats_unified_memory_findings(copies)
     launch: dict[str, Any] = {}
     if launches is not None and launches.height:
-        calls = launches["launch_call_ns"].drop_nulls()
-        launch = {"median_launch_call_ns": float(calls.median()) if calls.len() else None,  # type: ignore[arg-type]
-                  "tiny_kernels": tiny_kernel_stretches(launches)}
+        launch = _stats_launch_statistics(launches)
         bound = launch_bound_finding(launch["tiny_kernels"], launch["median_launch_call_ns"])
         findings += [bound] if bound is not None else []
     timeline = Timeline([], copies, findings, nvtx, launch=launch, sync=syncs, unmatched_kernels=unmatched, matched_kernels=matched)

@@ -32,11 +32,11 @@ STATS = pl.Schema({
     "category": pl.String,
 })
 # Kernels one by one, from the per-launch reports (cuda_gpu_trace, cuda_kern_exec_trace): enough of a timeline for the
-# launch-bound test. `launch_call_ns` is the CPU time of the launch call (exec trace only); `graph_node_id` is set
-# (to 0) for kernels a graph launch replayed, so they are not counted as launched one by one.
+# launch-bound test. `call_start_ns` and `launch_call_ns` are the start and CPU time of the launch call (exec trace
+# only); `graph_node_id` is set (to 0) for kernels a graph launch replayed, so they are not counted as launched one by one.
 STATS_LAUNCHES = pl.Schema({
-    "device_id": pl.Int64, "start_ns": pl.Int64, "end_ns": pl.Int64, "name": pl.String, "launch_call_ns": pl.Float64,
-    "graph_node_id": pl.Int64,
+    "device_id": pl.Int64, "start_ns": pl.Int64, "end_ns": pl.Int64, "name": pl.String, "call_start_ns": pl.Int64,
+    "launch_call_ns": pl.Float64, "graph_node_id": pl.Int64,
 })
 _COLUMNS = {
     "time (%)": "time_pct", "time(%)": "time_pct",
@@ -391,8 +391,10 @@ def _store_per_launch(path: Path, kind: str, rows: list[list[str]], first_line: 
     megabytes = header.index("Bytes (MB)") if "Bytes (MB)" in header else None
     column = lambda title: header.index(title) if title in header else None  # noqa: E731
     start, device, call, api = column(start_column), column("Device") or column("DevId"), column("API Dur (ns)"), column("API Function")
+    call_start = column("API Start (ns)")
     start_scale = _in_ns(rows[0][start].strip())[1] if start is not None else 1.0
     call_scale = _in_ns(rows[0][call].strip())[1] if call is not None else 1.0
+    call_start_scale = _in_ns(rows[0][call_start].strip())[1] if call_start is not None else 1.0
     times: dict[str, list[float]] = {}
     sizes: dict[str, float] = {}
     launches: list[dict[str, object]] = []
@@ -411,8 +413,10 @@ def _store_per_launch(path: Path, kind: str, rows: list[list[str]], first_line: 
         if began is not None and not _COPY_NAME.match(label) and abs(began * start_scale) < 2**62:
             index = _DEVICE_INDEX.search(row[device]) if device is not None else None
             launch_call = _number(row[call]) if call is not None else None
+            called = _number(row[call_start]) if call_start is not None else None
             launches.append({"device_id": int(index.group(1) or index.group(2)) if index else None, "start_ns": int(began * start_scale),
                              "end_ns": int(began * start_scale + value * scale), "name": label,
+                             "call_start_ns": int(called * call_start_scale) if called is not None and abs(called * call_start_scale) < 2**62 else None,
                              "launch_call_ns": launch_call * call_scale if launch_call is not None else None,
                              "graph_node_id": 0 if api is not None and "graph" in row[api].lower() else None})
 
