@@ -548,3 +548,16 @@ def test_stats_rates_need_sizes_with_enough_digits(realdata_file):
     # The A100 vectorAdd sizes round to 0.000 MB: no rate is made up from them.
     data = json.loads(CliRunner().invoke(app, ["analyze", str(realdata_file("nsys_stats/nsys_console_stats_a100_vectoradd_README.txt")), "-f", "json"]).stdout)
     assert all(c["gb_per_s"] is None for c in data["timeline"]["copies"])
+
+
+@pytest.mark.parametrize("text", [
+    "Start (ns),Duration (ns),Device,Name\n100,1e30,X (0),k\n200,5,X (0),k\n",  # a duration past 2^63 ns
+    "Start (ns),Duration (ns),Device,Name\n100,10,X (999999999999999999999999),k\n200,5,X (0),k\n",  # a device number past 2^63
+    "API Start (ns),API Dur (ns),Kernel Start (ns),Kernel Dur (ns),DevId,Kernel Name\n1e300,1e300,100,10,0,k\n50,1e300,200,5,0,k\n",
+], ids=["huge-duration", "huge-device", "huge-launch-call"])
+def test_damaged_per_launch_cells_leave_the_timeline_not_crash_it(tmp_path, text):
+    # Found reading the per-launch reports back: an Int64 timeline column cannot hold these, and they are damage.
+    path = tmp_path / "trace.csv"
+    path.write_text(text)
+    data = analyze_json(path)
+    assert data["summary"]["launches"] == 2

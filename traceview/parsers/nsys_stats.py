@@ -390,7 +390,8 @@ def _store_per_launch(path: Path, kind: str, rows: list[list[str]], first_line: 
     name = header.index(name_column) if name_column in header else len(header) - 1
     megabytes = header.index("Bytes (MB)") if "Bytes (MB)" in header else None
     column = lambda title: header.index(title) if title in header else None  # noqa: E731
-    start, device, call, api = column(start_column), column("Device") or column("DevId"), column("API Dur (ns)"), column("API Function")
+    device = column("Device") if "Device" in header else column("DevId")
+    start, call, api = column(start_column), column("API Dur (ns)"), column("API Function")
     call_start = column("API Start (ns)")
     start_scale = _in_ns(rows[0][start].strip())[1] if start is not None else 1.0
     call_scale = _in_ns(rows[0][call].strip())[1] if call is not None else 1.0
@@ -410,11 +411,14 @@ def _store_per_launch(path: Path, kind: str, rows: list[list[str]], first_line: 
         if moved is not None:
             sizes[label] = sizes.get(label, 0.0) + moved
         began = _number(row[start]) if start is not None else None
-        if began is not None and not _COPY_NAME.match(label) and abs(began * start_scale) < 2**62:
+        # Times beyond 2^62 ns (146 years) are damaged cells: such a launch is left out of the timeline.
+        fits = began is not None and abs(began * start_scale) < 2**62 and abs(began * start_scale + value * scale) < 2**62
+        if fits and not _COPY_NAME.match(label):
             index = _DEVICE_INDEX.search(row[device]) if device is not None else None
+            device_id = int(index.group(1) or index.group(2)) if index else None
             launch_call = _number(row[call]) if call is not None else None
             called = _number(row[call_start]) if call_start is not None else None
-            launches.append({"device_id": int(index.group(1) or index.group(2)) if index else None, "start_ns": int(began * start_scale),
+            launches.append({"device_id": device_id if device_id is not None and device_id < 2**62 else None, "start_ns": int(began * start_scale),
                              "end_ns": int(began * start_scale + value * scale), "name": label,
                              "call_start_ns": int(called * call_start_scale) if called is not None and abs(called * call_start_scale) < 2**62 else None,
                              "launch_call_ns": launch_call * call_scale if launch_call is not None else None,
