@@ -503,6 +503,8 @@ def analyze_stats(
     how = f"chosen with --gpu {gpu}" if gpu else ("from the joined Nsight Compute results" if ncu is not None and name else
                                                   "nsys stats reports name no device; use --gpu for peaks")
     device = Device(name, spec.compute_capability if spec else None, spec, how, peaks)
-    all_notes = [*(notes or []), "nsys stats summaries carry no timeline: GPU busy %, idle gaps and pageable copies need the SQLite export"]
+    all_notes = [*(notes or []), "nsys stats summaries carry no timeline: GPU busy %, idle gaps and pageable copies need the SQLite export"
+                 if not launch else "the per-launch report gives the launch-bound test only: GPU busy %, idle gaps and their causes, and "
+                 "pageable copies need the SQLite export"]
     all_notes += _join_notes(ncu, matched, summary.height, unmatched)
     return Analysis(source, device, _without_launches(device), ranked, all_notes, timeline=timeline)
