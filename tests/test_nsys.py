@@ -6,6 +6,7 @@ import json
 import shutil
 import sqlite3
 
+import polars as pl
 import pytest
 from typer.testing import CliRunner
 
@@ -115,6 +116,21 @@ def test_nvtx_ranges_and_latin1_strings(realdata_file):
         sqlite3.connect(f"file:{path}?mode=ro", uri=True).execute("SELECT value FROM EXPORT_META_DATA").fetchall()
     windows = load_trace(path).data
     assert windows.product_version == "2022.1.1.61" and windows.schema_version == "2.9.1"
+
+
+def test_an_inline_nvtx_text_of_invalid_utf8_is_read_with_replacement(realdata_file, tmp_path):
+    # Found by fuzzing (a page of the real RTX 2070S export overwritten): invalid UTF-8 in NVTX_EVENTS.text passed into
+    # polars and crashed its conversion to Python. The damaged bytes become U+FFFD; the other names stay.
+    path = tmp_path / "damaged.sqlite"
+    shutil.copy(realdata_file("nsys_sqlite/dlprof_pytorch_cnn_RTX2070S_nsys2022.1.3.sqlite"), path)
+    connection = sqlite3.connect(path)
+    [(rowid, text)] = connection.execute("SELECT rowid, text FROM NVTX_EVENTS WHERE text IS NOT NULL LIMIT 1").fetchall()
+    connection.execute("UPDATE NVTX_EVENTS SET text = CAST(? AS TEXT) WHERE rowid = ?", (text.encode()[:3] + b"\xdc\xff" + text.encode()[3:], rowid))
+    connection.commit()
+    connection.close()
+    names = {range_["name"] for range_ in load_trace(path).data.nvtx.select(pl.col("text").cast(pl.String).alias("name")).iter_rows(named=True)}
+    assert any("\ufffd" in name for name in names)
+    assert analyze_json(path)["timeline"]["nvtx"]
 
 
 def test_gpu_peaks_from_the_export(realdata_file):
@@ -298,11 +314,12 @@ def test_per_launch_traces_total_kernels_and_copies_apart(realdata_file, tmp_pat
               for start, duration, corr, mb, name in sorted(kernels + copies)]
     console.write_text("\n".join(lines) + "\n")
     for path in (gpu_trace, console):
+        # cuda_gpu_trace lists each copy on its GPU: they are read as the export's are, per device and direction.
         copied = {c["direction"]: c for c in analyze_json(path)["timeline"]["copies"]}
-        assert {k: c["count"] for k, c in copied.items()} == {"[CUDA memcpy Host-to-Device]": 8, "[CUDA memcpy Device-to-Host]": 4}
+        assert {k: c["count"] for k, c in copied.items()} == {"HtoD": 8, "DtoH": 4}
         # nsys prints MB with three decimals: each copy's size is known to 500 bytes.
-        assert copied["[CUDA memcpy Host-to-Device]"]["bytes"] == pytest.approx(16777216, abs=8 * 500)
-        assert copied["[CUDA memcpy Device-to-Host]"]["bytes"] == pytest.approx(8388608, abs=4 * 500)
+        assert copied["HtoD"]["bytes"] == pytest.approx(16777216, abs=8 * 500)
+        assert copied["DtoH"]["bytes"] == pytest.approx(8388608, abs=4 * 500)
         assert sum(c["duration_ns"] for c in copied.values()) == sum(c["duration_ns"] for c in truth["timeline"]["copies"])
     assert kernel_totals(analyze_json(console)) == kernel_totals(truth)
 
@@ -436,6 +453,37 @@ def test_a_csv_file_named_by_nsys_for_the_os_runtime_summary_is_not_read_as_cuda
     kern = tmp_path / "run_gputrace.csv"  # a misleading name: the kernel summary's columns win
     files.copy(realdata_file("nsys_stats/dotllm_llama31_8b_q4km_rtx4090_prefill476_cuda_gpu_kern_sum.csv"), kern)
     assert analyze_json(kern)["summary"]["launches"] == 679
+
+
+@pytest.mark.parametrize("export", [H100, T4_STREAMS])
+def test_cuda_gpu_trace_gives_the_exports_time_breakdown(realdata_file, tmp_path, export):
+    # `nsys stats -r cuda_gpu_trace` lists every kernel, copy and memset on each GPU, so where each GPU's time went
+    # follows from it as from the export. Written by SQL over the real exports (the 2×H100 one is copy-bound).
+    import csv
+
+    source = realdata_file(export)
+    connection = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
+    kinds = {1: "Host-to-Device", 2: "Device-to-Host", 8: "Device-to-Device", 10: "Peer-to-Peer"}
+    rows = connection.execute('SELECT k.start, k."end" - k.start, k.deviceId, NULL, s.value FROM CUPTI_ACTIVITY_KIND_KERNEL k '
+                              "JOIN StringIds s ON s.id = k.demangledName").fetchall()
+    rows += [(start, duration, device, size / 1e6, f"[CUDA memcpy {kinds.get(kind, 'Unknown')}]") for start, duration, device, size, kind in
+             connection.execute('SELECT start, "end" - start, deviceId, bytes, copyKind FROM CUPTI_ACTIVITY_KIND_MEMCPY')]
+    if connection.execute("SELECT 1 FROM sqlite_master WHERE name = 'CUPTI_ACTIVITY_KIND_MEMSET'").fetchone():
+        rows += [(start, duration, device, size / 1e6, "[CUDA memset]") for start, duration, device, size in
+                 connection.execute('SELECT start, "end" - start, deviceId, bytes FROM CUPTI_ACTIVITY_KIND_MEMSET')]
+    connection.close()
+    path = tmp_path / "gpu_trace.csv"
+    with path.open("w", newline="") as stream:
+        writer = csv.writer(stream)
+        writer.writerow(["Start (ns)", "Duration (ns)", "Device", "Bytes (MB)", "Name"])
+        writer.writerows([start, duration, f"NVIDIA GPU ({device})", "" if size is None else f"{size:.6f}", name]
+                         for start, duration, device, size, name in sorted(rows))
+    truth, data = analyze_json(source)["timeline"], analyze_json(path)["timeline"]
+    shape = lambda run: [{k: d[k] for k in ("device_id", "span_ns", "busy_pct", "breakdown", "verdict", "gap_count")} for d in run["devices"]]  # noqa: E731
+    assert shape(data) == shape(truth)
+    assert (data["verdict"] or {}).get("verdict") == (truth["verdict"] or {}).get("verdict")
+    # What the GPU waited for needs the CUDA API calls the trace does not have: said, not guessed.
+    assert {c["cause"] for c in data["idle_by_cause"]} <= {"not_traced", "gpu_launch_latency"}
 
 
 def test_console_stats_and_truncated_api_sum(realdata_file):

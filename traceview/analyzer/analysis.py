@@ -38,6 +38,7 @@ from traceview.analyzer.timeline import (
 )
 from traceview.analyzer.whole_run import (
     DEFAULT_GAP_THRESHOLD_NS,
+    WholeRun,
     analyze_whole_run,
     launch_bound_finding,
     launch_records,
@@ -45,7 +46,8 @@ from traceview.analyzer.whole_run import (
     tiny_kernel_stretches,
 )
 from traceview.parsers.ncu_csv import short_kernel_name
-from traceview.parsers.nsys_sqlite import NsysExport
+from traceview.parsers.nsys_sqlite import NSYS_API, NSYS_GRAPHS, NSYS_MEMOPS, NSYS_NVTX, NsysExport
+from traceview.parsers.nsys_stats import STATS_LAUNCHES, StatsReports
 from traceview.parsers.schema import KERNELS, MEMORY_LEVELS, PRECISIONS
 
 PEAK_KEYS = tuple(f"peak_{p}_flop_per_s" for p in PRECISIONS) + tuple(f"peak_{m}_bytes_per_s" for m in MEMORY_LEVELS)
@@ -447,17 +449,30 @@ def _stats_launch_statistics(launches: pl.DataFrame) -> dict[str, Any]:
     return {**launch, "tiny_kernels": tiny_kernel_stretches(launches)}
 
 
-def analyze_stats(
-    reports: dict[str, pl.DataFrame],
-    source: Source,
-    gpu: str | None = None,
-    ncu: Analysis | None = None,
-    notes: list[str] | None = None,
-    launches: pl.DataFrame | None = None,
-) -> Analysis:
+def _whole_run_of_trace(stats: StatsReports) -> WholeRun:
+    """Return the export's whole-run analysis of cuda_gpu_trace's kernels and copies: busy %, the breakdown, gaps and
+    the findings they support. With no CUDA API calls or NVTX ranges, gap causes stay unknown."""
+    launches = stats.launches if stats.launches is not None else pl.DataFrame(schema=STATS_LAUNCHES)
+    copies = stats.copy_launches if stats.copy_launches is not None else pl.DataFrame(schema=NSYS_MEMOPS)
+    if launches["device_id"].null_count() == launches.height and copies["device_id"].null_count() == copies.height:
+        # A trace without its Device column is one GPU's.
+        launches, copies = launches.with_columns(device_id=pl.lit(0, pl.Int64)), copies.with_columns(device_id=pl.lit(0, pl.Int64))
+    names = dict(enumerate(launches["name"].unique(maintain_order=True).to_list()))
+    kernels = launches.select(
+        "start_ns", "end_ns", "device_id",
+        pl.col("name").replace_strict({name: i for i, name in names.items()}, return_dtype=pl.Int64).alias("name_id"),
+        pl.lit(None, pl.Int64).alias("correlation_id"), pl.lit(None, pl.Int64).alias("pid"), "graph_node_id")
+    return analyze_whole_run(kernels, names, copies, pl.DataFrame(schema=NSYS_API), pl.DataFrame(schema=NSYS_NVTX),
+                             pl.DataFrame(schema=NSYS_GRAPHS), {})
+
+
+def analyze_stats(stats: StatsReports, source: Source, gpu: str | None = None, ncu: Analysis | None = None) -> Analysis:
     """Return the analysis of `nsys stats` reports: kernels ranked by total time (verdicts from joined ncu results),
-    memcpy time by direction, blocking API time, NVTX ranges; with a per-launch report (`launches`, STATS_LAUNCHES)
-    the launch-bound test too. No busy/idle figures: the summaries carry no timeline."""
+    memcpy time by direction, blocking API time, NVTX ranges. A per-launch report adds the launch-bound test, and
+    cuda_gpu_trace, which lists every kernel and copy, the export's busy %, breakdown and gaps; summaries alone carry
+    no timeline."""
+    reports, notes, launches = stats.reports, stats.notes, stats.launches
+    whole = _whole_run_of_trace(stats) if stats.whole_timeline else None
     kern = reports.get("cuda_gpu_kern_sum")
     summary_rows = []
     if kern is not None:
@@ -490,21 +505,31 @@ def analyze_stats(
         {"name": r["name"], "count": r["count"], "cpu_ns": r["total_ns"], "mean_ns": r["avg_ns"], "gpu_ns": None, "kernels": None, "depth": None, "parent": None}
         for r in nvtx_frame.iter_rows(named=True)
     ]
-    findings = stats_findings(syncs) + stats_unified_memory_findings(copies)
-    launch: dict[str, Any] = {}
-    if launches is not None and launches.height:
-        launch = _stats_launch_statistics(launches)
-        bound = launch_bound_finding(launch["tiny_kernels"], launch["median_launch_call_ns"])
-        findings += [bound] if bound is not None else []
-    timeline = Timeline([], copies, findings, nvtx, launch=launch, sync=syncs, unmatched_kernels=unmatched, matched_kernels=matched)
+    if whole is not None:
+        findings = sorted(stats_findings(syncs) + whole.findings, key=lambda f: -(f.get("cost_ns") or 0))
+        timeline = Timeline(whole.devices, whole.copies, findings, nvtx, whole.verdict, whole.gaps, whole.idle_by_cause, whole.launch,
+                            sync=syncs, unmatched_kernels=unmatched, matched_kernels=matched)
+    else:
+        findings = stats_findings(syncs) + stats_unified_memory_findings(copies)
+        launch: dict[str, Any] = {}
+        if launches is not None and launches.height:
+            launch = _stats_launch_statistics(launches)
+            bound = launch_bound_finding(launch["tiny_kernels"], launch["median_launch_call_ns"])
+            findings += [bound] if bound is not None else []
+        timeline = Timeline([], copies, findings, nvtx, launch=launch, sync=syncs, unmatched_kernels=unmatched, matched_kernels=matched)
     spec = lookup_gpu(gpu) if gpu else None
     peaks = _with_ncu_peaks(_table_peaks(spec), ncu)
     name = spec.name if spec else (ncu.device.name if ncu is not None else None)
     how = f"chosen with --gpu {gpu}" if gpu else ("from the joined Nsight Compute results" if ncu is not None and name else
                                                   "nsys stats reports name no device; use --gpu for peaks")
     device = Device(name, spec.compute_capability if spec else None, spec, how, peaks)
-    all_notes = [*(notes or []), "nsys stats summaries carry no timeline: GPU busy %, idle gaps and pageable copies need the SQLite export"
-                 if not launch else "the per-launch report gives the launch-bound test only: GPU busy %, idle gaps and their causes, and "
-                 "pageable copies need the SQLite export"]
+    if whole is not None:
+        last = ("cuda_gpu_trace lists every kernel and copy on each GPU: busy %, the breakdown and idle gaps come from it; what the "
+                "GPU waited for (the gaps' causes) needs the CUDA API calls of the SQLite export")
+    elif timeline.launch:
+        last = "the per-launch report gives the launch-bound test only: GPU busy %, idle gaps and their causes, and pageable copies need the SQLite export"
+    else:
+        last = "nsys stats summaries carry no timeline: GPU busy %, idle gaps and pageable copies need the SQLite export"
+    all_notes = [*(notes or []), *(whole.notes if whole is not None else []), last]
     all_notes += _join_notes(ncu, matched, summary.height, unmatched)
     return Analysis(source, device, _without_launches(device), ranked, all_notes, timeline=timeline)

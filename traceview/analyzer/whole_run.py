@@ -88,6 +88,10 @@ CAUSES = {
                        "host reads it (and to the device before the kernels), or use cudaMalloc and one cudaMemcpyAsync"),
     "host_code": ("host code with no CUDA call (Python, CPU work)",
                   "profile the host in that range (nsys --sample=cpu, py-spy) and overlap the CPU work with GPU work or move it off the critical path"),
+    # An input with kernels but no CUDA API calls (nsys stats' cuda_gpu_trace, an export trimmed of its runtime table)
+    # cannot tell host code from a synchronize or a copy: saying which would be a guess.
+    "not_traced": ("unknown: the input has no CUDA API calls to show what the host was doing",
+                   "analyze the SQLite export of the run (nsys export --type sqlite; nsys profile -t cuda) to see what the GPU waited for"),
 }
 
 
@@ -352,14 +356,16 @@ def range_names_matching(nvtx: pl.DataFrame) -> tuple[list[str], list[str]]:
 
 def gap_causes(gaps: pl.DataFrame, classes: pl.DataFrame, nvtx: pl.DataFrame, queued_before: np.ndarray,
                calls_host: pl.Expr | None = None, ranges_host: pl.Expr | None = None,
-               matching: tuple[list[str], list[str]] | None = None, between_migrations: np.ndarray | None = None) -> pl.Series:
+               matching: tuple[list[str], list[str]] | None = None, between_migrations: np.ndarray | None = None,
+               host_traced: bool = True) -> pl.Series:
     """Return a cause (a CAUSES key) for each gap of one device, from the host activity of its processes.
 
     `classes` is api_classes' frame; `calls_host` and `ranges_host` (_host_rows) keep the device's processes in it and
     in `nvtx`; `between_migrations` marks the gaps with a unified-memory migration on each side. In order: the next
     kernel was already queued when the gap began (GPU launch latency); JIT/module loading covers half the gap; one
     class of CUDA call covers half of it; a data-loading NVTX range does; other CUDA calls do; migrations on both sides
-    (the host faulting managed memory back); else host code.
+    (the host faulting managed memory back); else host code. Where no CUDA API call was traced at all (`host_traced`
+    false) the host rules cannot run: those gaps are `not_traced`.
     """
     if gaps.height == 0:
         return pl.Series("cause", [], dtype=pl.String)
@@ -372,10 +378,10 @@ def gap_causes(gaps: pl.DataFrame, classes: pl.DataFrame, nvtx: pl.DataFrame, qu
         starts, durations = gaps["start_ns"].to_numpy(), gaps["duration_ns"].to_numpy()
         a = starts[open_gaps]
         b = a + durations[open_gaps]
-        codes[open_gaps] = _host_cause(a, b, classes, nvtx, calls_host, ranges_host, matching)
+        codes[open_gaps] = _host_cause(a, b, classes, nvtx, calls_host, ranges_host, matching) if host_traced else code("not_traced")
     if between_migrations is not None:
         # Host code between page migrations is the host touching managed memory: each fault moves the next pages.
-        codes[(codes == code("host_code")) & np.asarray(between_migrations, dtype=bool)] = code("unified_memory")
+        codes[np.isin(codes, [code("host_code"), code("not_traced")]) & np.asarray(between_migrations, dtype=bool)] = code("unified_memory")
     return pl.Series("cause", codes, dtype=pl.Int64).replace_strict(dict(enumerate(CAUSE_CODES)), return_dtype=pl.String)
 
 
@@ -659,7 +665,7 @@ def _device_gaps(device: dict[str, Any], pieces: pl.DataFrame, launches: pl.Data
     ends = gaps.with_columns((pl.col("start_ns") + pl.col("duration_ns")).alias("next_start"))
     queued = ends.join(own_launches.unique("start_ns"), left_on="next_start", right_on="start_ns", how="left").select(
         (pl.col("call_end_ns") <= pl.col("start_ns")).fill_null(False)).to_series().to_numpy()
-    causes = gap_causes(gaps, classified, nvtx, queued, _host_rows(classified, pids), nvtx_rows, matching, between)
+    causes = gap_causes(gaps, classified, nvtx, queued, _host_rows(classified, pids), nvtx_rows, matching, between, host_traced=api.height > 0)
     device["gap_count"] = gaps.height
     with_causes = gaps.with_columns(causes)
     totals = with_causes.group_by("cause").agg(pl.col("duration_ns").sum()).sort(["duration_ns", "cause"], descending=[True, False])

@@ -47,7 +47,7 @@ def _nsys_export(trace: Trace, source: Source, options: AnalysisOptions) -> Anal
 
 
 def _nsys_stats(trace: Trace, source: Source, options: AnalysisOptions) -> Analysis:
-    return analyze_stats(trace.data.reports, source, options.gpu, options.ncu, trace.data.notes, trace.data.launches)  # type: ignore[union-attr]
+    return analyze_stats(trace.data, source, options.gpu, options.ncu)  # type: ignore[arg-type]
 
 
 def _telemetry(trace: Trace, source: Source, options: AnalysisOptions) -> Analysis:

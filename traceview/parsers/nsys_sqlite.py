@@ -291,11 +291,15 @@ def _read(path: Path, connection: sqlite3.Connection, tables: set[str], progress
         # Inline texts and StringIds texts are both cut and mapped per distinct value, then joined as categories.
         inline = frame["text"].unique().drop_nulls()
         by_id = frame["text_id"].unique().drop_nulls()
-        inline_map = pl.DataFrame({"text": inline, "name": [t[:MAX_NVTX_TEXT_CHARS] for t in inline.cast(pl.String).to_list()]},
+        # Through bytes: a damaged page can leave invalid UTF-8 in an inline text, which polars cannot hand to Python.
+        raw = inline.cast(pl.String).cast(pl.Binary).to_list()
+        decoded = [text.decode("utf-8", errors="replace") for text in raw]
+        damaged = any("\ufffd" in text for text in decoded)
+        inline_map = pl.DataFrame({"text": inline, "name": [text[:MAX_NVTX_TEXT_CHARS] for text in decoded]},
                                   schema={"text": pl.Categorical(), "name": pl.String})
         id_map = pl.DataFrame({"text_id": by_id, "id_name": [names.get(i, "")[:MAX_NVTX_TEXT_CHARS] for i in by_id.to_list()]},
                               schema={"text_id": pl.Int64, "id_name": pl.String})
-        if id_map.height == 0 and (inline_map["name"].str.len_chars() < MAX_NVTX_TEXT_CHARS).all():
+        if id_map.height == 0 and not damaged and (inline_map["name"].str.len_chars() < MAX_NVTX_TEXT_CHARS).all():
             text = pl.col("text")  # the common case: short inline names, already categories
         else:
             frame = frame.join(inline_map, on="text", how="left").join(id_map, on="text_id", how="left")

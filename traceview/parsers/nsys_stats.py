@@ -22,6 +22,7 @@ from pathlib import Path
 import polars as pl
 
 from traceview.errors import TraceFormatError
+from traceview.parsers.nsys_sqlite import NSYS_MEMOPS
 
 STATS = pl.Schema({
     "time_pct": pl.Float64, "total_ns": pl.Float64, "count": pl.Int64, "avg_ns": pl.Float64, "med_ns": pl.Float64,
@@ -94,6 +95,10 @@ class StatsReports:
     notes: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # reports in the file that are not read
     launches: pl.DataFrame | None = None  # STATS_LAUNCHES, where a per-launch report was read
+    # cuda_gpu_trace lists every kernel and copy of the run on each GPU: with its copies (nsys_sqlite.NSYS_MEMOPS), a
+    # complete enough timeline for the export's busy %, breakdown and gaps (their causes need the CUDA API table).
+    copy_launches: pl.DataFrame | None = None
+    whole_timeline: bool = False
 
 
 def report_kind(columns: list[str], hint: str | None = None) -> str | None:
@@ -396,9 +401,11 @@ def _store_per_launch(path: Path, kind: str, rows: list[list[str]], first_line: 
     start_scale = _in_ns(rows[0][start].strip())[1] if start is not None else 1.0
     call_scale = _in_ns(rows[0][call].strip())[1] if call is not None else 1.0
     call_start_scale = _in_ns(rows[0][call_start].strip())[1] if call_start is not None else 1.0
+    correlation, source_kind, target_kind = column("CorrId"), column("SrcMemKd"), column("DstMemKd")
     times: dict[str, list[float]] = {}
     sizes: dict[str, float] = {}
     launches: list[dict[str, object]] = []
+    copy_launches: list[dict[str, object]] = []
     for offset, row in enumerate(rows[1:]):
         if len(row) < len(header):
             raise TraceFormatError(path, f"short row in {kind}", "pass the report as nsys stats wrote it", line=first_line + offset)
@@ -413,12 +420,18 @@ def _store_per_launch(path: Path, kind: str, rows: list[list[str]], first_line: 
         began = _number(row[start]) if start is not None else None
         # Times beyond 2^62 ns (146 years) are damaged cells: such a launch is left out of the timeline.
         fits = began is not None and abs(began * start_scale) < 2**62 and abs(began * start_scale + value * scale) < 2**62
-        if fits and not _COPY_NAME.match(label):
-            index = _DEVICE_INDEX.search(row[device]) if device is not None else None
-            device_id = int(index.group(1) or index.group(2)) if index else None
+        index = _DEVICE_INDEX.search(row[device]) if device is not None and fits else None
+        device_id = int(index.group(1) or index.group(2)) if index else None
+        device_id = device_id if device_id is not None and device_id < 2**62 else None
+        if fits and _COPY_NAME.match(label):
+            copy_launches.append(_copy_launch(label, int(began * start_scale), int(began * start_scale + value * scale), device_id, moved,
+                                              row[source_kind].strip() if source_kind is not None else None,
+                                              row[target_kind].strip() if target_kind is not None else None,
+                                              _number(row[correlation]) if correlation is not None else None))
+        elif fits:
             launch_call = _number(row[call]) if call is not None else None
             called = _number(row[call_start]) if call_start is not None else None
-            launches.append({"device_id": device_id if device_id is not None and device_id < 2**62 else None, "start_ns": int(began * start_scale),
+            launches.append({"device_id": device_id, "start_ns": int(began * start_scale),
                              "end_ns": int(began * start_scale + value * scale), "name": label,
                              "call_start_ns": int(called * call_start_scale) if called is not None and abs(called * call_start_scale) < 2**62 else None,
                              "launch_call_ns": launch_call * call_scale if launch_call is not None else None,
@@ -434,12 +447,33 @@ def _store_per_launch(path: Path, kind: str, rows: list[list[str]], first_line: 
     result.reports.setdefault("cuda_gpu_kern_sum", totals(kernels))
     if launches and result.launches is None:
         result.launches = pl.DataFrame(launches, schema=STATS_LAUNCHES)
+        result.copy_launches = pl.DataFrame(copy_launches, schema=NSYS_MEMOPS)
+        result.whole_timeline = kind == "cuda_gpu_trace"
     if copies:
         result.reports.setdefault("cuda_gpu_mem_time_sum", totals(copies))
         if any(k in sizes for k in copies):
             result.reports.setdefault("cuda_gpu_mem_size_sum", totals(copies))
     listed = "kernels and copies" if copies else "kernels"
     result.notes.append(f"{kind} is read as a per-launch list of {listed}: totals come from its {duration_column.removesuffix(' (ns)')} column")
+
+
+# cuda_gpu_trace names its copies `[CUDA memcpy Host-to-Device]` (2023+) or `[CUDA memcpy HtoD]` (older), and unified
+# memory `[CUDA Unified Memory memcpy HtoD]`: the CUPTI copy kinds of the export (nsys_sqlite's enum fallback).
+_COPY_KIND = {"host-to-device": 1, "htod": 1, "device-to-host": 2, "dtoh": 2, "device-to-device": 8, "dtod": 8,
+              "peer-to-peer": 10, "ptop": 10}
+
+
+def _copy_launch(label: str, start_ns: int, end_ns: int, device_id: int | None, megabytes: float | None, source: str | None,
+                 target: str | None, correlation: float | None) -> dict[str, object]:
+    """Return one cuda_gpu_trace copy or memset as a row of the export's memory operations (NSYS_MEMOPS)."""
+    text = label.lower()
+    direction = next((kind for name, kind in _COPY_KIND.items() if name in text), None)
+    # Unified-memory migrations are kinds 11-13 (Unified Host-to-Device, Device-to-Host, Device-to-Device).
+    kind = {1: 11, 2: 12, 8: 13}.get(direction, direction) if direction is not None and "unified" in text else direction
+    size = int(round(megabytes * 1e6)) if megabytes is not None and 0 <= megabytes < 1e12 else None
+    return {"start_ns": start_ns, "end_ns": end_ns, "device_id": device_id, "operation": "memset" if "memset" in text else "memcpy",
+            "copy_kind": kind, "bytes": size, "src_kind": source or None, "dst_kind": target or None,
+            "correlation_id": int(correlation) if correlation is not None and 0 <= correlation < 2**62 else None, "pid": None}
 
 
 def _parse_console(path: Path, lines: list[str], result: StatsReports) -> None:
