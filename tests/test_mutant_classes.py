@@ -138,3 +138,14 @@ def test_roofline_survives_a_bandwidth_that_underflows():
     verdict = classify_launch({"fp32_flop_per_s": 1e12, "dram_bytes_per_s": 1e-320},
                               {"peak_fp32_flop_per_s": 1e13, "peak_dram_bytes_per_s": 1e-320})
     assert verdict.bound is not None
+
+
+def test_an_export_whose_schema_names_are_not_utf8(realdata_file, tmp_path):
+    """Found by the mutation campaign: a damaged page left invalid UTF-8 in a table's name in sqlite_master; reading
+    the names raised UnicodeDecodeError, which is no sqlite3.DatabaseError, and escaped as a traceback."""
+    source = realdata_file("nsys_sqlite/vecadd_streams_T4_nsys2022.4.2.sqlite").read_bytes()
+    damaged = bytearray(source)
+    damaged[source.index(b"TARGET_INFO_GPU") + 2] = 0xBB  # the first occurrence is the `name` field of its schema row
+    path = tmp_path / "damaged.sqlite"
+    path.write_bytes(bytes(damaged))
+    assert outcome(path) is None  # refused with one line

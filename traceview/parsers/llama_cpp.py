@@ -331,7 +331,7 @@ def bench_sqlite_rows(path: Path) -> list[dict[str, Any]]:
         connection.row_factory = sqlite3.Row
         try:
             rows = [dict(row) for row in connection.execute("SELECT * FROM llama_bench")]
-        except sqlite3.DatabaseError as error:
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as error:
             raise TraceFormatError(path, f"cannot read its llama_bench table ({error})", "pass the database `llama-bench -o sql | sqlite3` wrote") from error
     return [_bench_record(row, index, None) for index, row in enumerate(rows)]
 

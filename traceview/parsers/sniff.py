@@ -75,8 +75,8 @@ def _has_llama_bench_table(path: Path) -> bool:
     try:
         with closing(open_read_only(path)) as connection:
             names = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    except sqlite3.DatabaseError:
-        return False  # a damaged database: the nsys reader says what is wrong with it
+    except (sqlite3.DatabaseError, UnicodeDecodeError):
+        return False  # a damaged database (its schema page too): the nsys reader says what is wrong with it
     return "llama_bench" in names and not any(name.startswith(("CUPTI_", "NVTX_", "TARGET_INFO")) for name in names)
 
 
