@@ -57,7 +57,7 @@ NSYS_GPUS = pl.Schema({"device_id": pl.Int64, "name": pl.String, "sm_count": pl.
                        "memory_bandwidth_bytes_per_s": pl.Float64, "compute_capability": pl.String})
 
 # Fallbacks for exports without ENUM_* tables (nsys ≤ 2022.1); the values match the later enum tables.
-_COPY_KINDS = {0: "Unknown", 1: "Host-to-Device", 2: "Device-to-Host", 3: "Host-to-Array", 4: "Array-to-Host",
+COPY_KINDS = {0: "Unknown", 1: "Host-to-Device", 2: "Device-to-Host", 3: "Host-to-Array", 4: "Array-to-Host",
                5: "Array-to-Array", 6: "Array-to-Device", 7: "Device-to-Array", 8: "Device-to-Device", 9: "Host-to-Host",
                10: "Peer-to-Peer", 11: "Unified Host-to-Device", 12: "Unified Device-to-Host", 13: "Unified Device-to-Device"}
 _MEM_KINDS = {0: "Pageable", 1: "Pinned", 2: "Device", 3: "Array", 4: "Managed", 5: "Device Static", 6: "Managed Static", 7: "Unknown"}
@@ -212,7 +212,7 @@ def _read(path: Path, connection: sqlite3.Connection, tables: set[str], progress
     long_names = [key for key, value in names.items() if len(value) > MAX_NAME_CHARS]
     for key in long_names:  # a damaged export can hold megabytes in one string; no real name is that long
         names[key] = names[key][:MAX_NAME_CHARS] + "…"
-    copy_kinds = _enum(connection, tables, "ENUM_CUDA_MEMCPY_OPER", _COPY_KINDS)
+    copy_kinds = _enum(connection, tables, "ENUM_CUDA_MEMCPY_OPER", COPY_KINDS)
     mem_kinds = _enum(connection, tables, "ENUM_CUDA_MEM_KIND", _MEM_KINDS)
     sync_types = _enum(connection, tables, "ENUM_CUPTI_SYNC_TYPE", _SYNC_TYPES)
     notes: list[str] = []

@@ -22,7 +22,7 @@ from pathlib import Path
 import polars as pl
 
 from traceview.errors import TraceFormatError
-from traceview.parsers.nsys_sqlite import NSYS_MEMOPS
+from traceview.parsers.nsys_sqlite import COPY_KINDS, NSYS_MEMOPS
 
 STATS = pl.Schema({
     "time_pct": pl.Float64, "total_ns": pl.Float64, "count": pl.Int64, "avg_ns": pl.Float64, "med_ns": pl.Float64,
@@ -75,7 +75,8 @@ def _report_named(line: str) -> str | None:
         return match.group(1)
     return next((name for title, name in _OLD_TITLES if text.startswith(title)), None)
 # `nsys stats --timeunit` prints times in the unit it names in each header: `Avg (us)`, `Total Time (ms)`.
-_TIME_UNIT = re.compile(r"\((ns|us|\u00b5s|\u03bcs|ms|s|sec)\)\s*$", re.IGNORECASE)
+_UNITS = r"ns|us|\u00b5s|\u03bcs|ms|s|sec"
+_TIME_UNIT = re.compile(rf"\(({_UNITS})\)\s*$", re.IGNORECASE)
 _NS_PER_UNIT = {"ns": 1.0, "us": 1e3, "\u00b5s": 1e3, "\u03bcs": 1e3, "ms": 1e6, "s": 1e9, "sec": 1e9}
 
 
@@ -156,7 +157,7 @@ def looks_like_stats(head: str) -> bool:
     return False
 
 
-_TRACE_HEADER = re.compile(r'^"?(API )?Start \((ns|us|\u00b5s|\u03bcs|ms|s|sec)\)"?[,\t]"?(API )?Dur(ation)? \(')
+_TRACE_HEADER = re.compile(rf'^"?(API )?Start \(({_UNITS})\)"?[,\t]"?(API )?Dur(ation)? \(')
 
 
 def _number(text: str) -> float | None:
@@ -459,8 +460,10 @@ def _store_per_launch(path: Path, kind: str, rows: list[list[str]], first_line: 
 
 # cuda_gpu_trace names its copies `[CUDA memcpy Host-to-Device]` (2023+) or `[CUDA memcpy HtoD]` (older), and unified
 # memory `[CUDA Unified Memory memcpy HtoD]`: the CUPTI copy kinds of the export (nsys_sqlite's enum fallback).
-_COPY_KIND = {"host-to-device": 1, "htod": 1, "device-to-host": 2, "dtoh": 2, "device-to-device": 8, "dtod": 8,
-              "peer-to-peer": 10, "ptop": 10}
+# Names as the export's copy-kind enum spells them (longest first: `Unified Host-to-Device` before `Host-to-Device`),
+# then the abbreviations of older nsys.
+_COPY_KIND = {**{name.lower(): kind for kind, name in sorted(COPY_KINDS.items(), key=lambda item: -len(item[1])) if kind},
+              "htod": 1, "dtoh": 2, "dtod": 8, "ptop": 10}
 
 
 def _copy_launch(label: str, start_ns: int, end_ns: int, device_id: int | None, megabytes: float | None, source: str | None,
@@ -468,7 +471,7 @@ def _copy_launch(label: str, start_ns: int, end_ns: int, device_id: int | None, 
     """Return one cuda_gpu_trace copy or memset as a row of the export's memory operations (NSYS_MEMOPS)."""
     text = label.lower()
     direction = next((kind for name, kind in _COPY_KIND.items() if name in text), None)
-    # Unified-memory migrations are kinds 11-13 (Unified Host-to-Device, Device-to-Host, Device-to-Device).
+    # `[CUDA Unified Memory memcpy HtoD]`: unified-memory migrations are kinds 11-13.
     kind = {1: 11, 2: 12, 8: 13}.get(direction, direction) if direction is not None and "unified" in text else direction
     size = int(round(megabytes * 1e6)) if megabytes is not None and 0 <= megabytes < 1e12 else None
     return {"start_ns": start_ns, "end_ns": end_ns, "device_id": device_id, "operation": "memset" if "memset" in text else "memcpy",
