@@ -85,8 +85,24 @@ def test_device_lookup():
     assert find_by_name("NVIDIA GeForce RTX 3090 Ti").key == "rtx3090ti"
     assert find_by_name("NVIDIA GeForce RTX 3090").key == "rtx3090"
     assert find_by_name("NVIDIA GeForce GTX 1650") is None
-    assert [g.key for g in find_by_compute_capability("12.0")] == ["rtx5090"]
-    assert len(find_by_compute_capability("9.0")) == 3
+    assert [g.key for g in find_by_compute_capability("12.0")] == ["rtx5090", "rtx5080", "rtx5070ti", "rtx5070"]
+    assert len(find_by_compute_capability("9.0")) == 6
+    # Names as nvidia-smi, nsys and ncu print them (the real exports' TARGET_INFO_GPU among them).
+    assert find_by_name("NVIDIA TITAN RTX").key == "titan-rtx"
+    assert find_by_name("Quadro RTX 8000").key == "quadro-rtx8000"
+    assert find_by_name("NVIDIA GeForce RTX 2070 SUPER").key == "rtx2070super"
+    assert find_by_name("NVIDIA GeForce RTX 3080").key == "rtx3080"
+    assert find_by_name("NVIDIA A10G").key == "a10g" and find_by_name("NVIDIA A10").key == "a10"
+    assert find_by_name("NVIDIA L40").key == "l40" and find_by_name("NVIDIA L40S").key == "l40s"
+    assert find_by_name("NVIDIA H100 NVL").key == "h100-nvl"
+    # "gh200" contains "h200": the Grace Hopper parts are not taken for an H200.
+    assert find_by_name("NVIDIA GH200 480GB").key == "gh200-96gb" and find_by_name("NVIDIA GH200 144G HBM3e").key == "gh200-144gb"
+    # Another product under a longer name, and laptop parts (their peaks are the maker's choice), match nothing.
+    assert find_by_name("NVIDIA GeForce RTX 4070 SUPER") is None and find_by_name("NVIDIA GeForce RTX 4090 D") is None
+    assert find_by_name("NVIDIA GeForce RTX 3070 Laptop GPU") is None
+    assert find_by_name("GeForce GTX 1060 with Max-Q Design") is None
+    with pytest.raises(UsageError, match="fits several GPUs"):
+        lookup_gpu("gh200")
     with pytest.raises(UsageError, match="unknown GPU"):
         lookup_gpu("rtx9999")
 
@@ -100,3 +116,25 @@ def test_ambiguous_compute_capability_is_not_guessed():
     assert analysis.device.spec is None
     assert "use --gpu" in analysis.device.how_identified
     assert analysis.kernels["bound"][0] == "compute"
+
+
+def test_a_compute_capability_shared_by_several_gpus_is_narrowed_by_the_profiles_own_evidence(realdata_file):
+    # The L4 console capture names no device; CC 8.9 fits nine table GPUs, but its 58 SMs only the L4.
+    device = run(realdata_file("ncu_console/ncu2024plus_l4_cc89_unfused_attention_qkT_softmax_pv_quantizedmha.txt")).device
+    assert device.spec.key == "l4" and "58 SMs" in device.how_identified
+    # The RTX 5090 details export has no SM count, but its DRAM bytes/s over DRAM throughput % implies the card's
+    # peak at its clock (156.5 GB/s at 8.87% → 1,764 GB/s, the figure its roofline-chart export measures).
+    device = run(realdata_file("ncu_details/ncu2025.1_cc120_cutlass_gemm_details_llmperfopt.csv")).device
+    assert device.spec.key == "rtx5090" and "1765 GB/s DRAM peak (DRAM bytes/s ÷ % of peak)" in device.how_identified
+    device = run(realdata_file("ncu_details/ncu2025.1_cc120_cutlass_gemm_rooflinechart_section_llmperfopt.csv")).device
+    assert device.spec.key == "rtx5090" and "1764 GB/s DRAM peak (measured)" in device.how_identified
+
+
+def test_an_sm_count_no_table_gpu_has_is_not_given_a_neighbours_peaks():
+    from traceview.parsers.schema import KERNELS, conform
+
+    # An RTX 4070 SUPER (CC 8.9, 56 SMs) is not in the table: none of the nine CC 8.9 entries has 56 SMs.
+    frame = conform(pl.DataFrame({"launch_id": [0], "kernel_name": ["k"], "compute_capability": ["8.9"], "sm_count": [56],
+                                  "sm_throughput_pct": [90.0], "memory_throughput_pct": [10.0], "duration_ns": [1.0]}), KERNELS)
+    device = analyze(frame, Source("x", "ncu-csv-details", "0", 0)).device
+    assert device.spec is None and device.how_identified == "compute capability 8.9 and 56 SMs matches no GPU in the built-in table; use --gpu"

@@ -367,3 +367,13 @@ def test_diff_matches_outputs_that_name_no_model(realdata_file, tmp_path):
         if old:
             changed = next(r for r in runs if r["test"] == "tg128@d128 B=1")
             assert changed["change_pct"] == pytest.approx(100 * (45.00 / 41.57 - 1))
+
+
+def test_a_named_gpu_the_table_lacks_is_said_so_not_called_unnamed(realdata_file, tmp_path):
+    # The real README CSV with its gpu_info rewritten to a card the table does not hold.
+    text = realdata_file("llama_cpp/llama_bench_readme_rtx3090ti_i9-13900k.csv").read_text()
+    path = tmp_path / "bench.csv"
+    path.write_text(text.replace("RTX 3090 Ti", "RTX 4070 SUPER"))
+    decode = analysis_of(path).llm.runs.filter(phase="decode").row(0, named=True)
+    assert decode["mbu_pct"] is None and decode["bandwidth_bytes_per_s"] == pytest.approx(132.052051 * 3825065984)
+    assert decode["note"] == "NVIDIA GeForce RTX 4070 SUPER is not in the GPU table: pass --gpu NAME or --bandwidth to get MBU"

@@ -118,14 +118,17 @@ def resolve_device(kernels: pl.DataFrame, gpu: str | None = None) -> Device:
         spec = find_by_name(name)
         how = "named in the profile" + ("" if spec else " (not in the built-in GPU table; use --gpu for datasheet peaks)")
     elif cc:
-        matches = find_by_compute_capability(cc)
+        matches, evidence = _narrowed_by_profile(find_by_compute_capability(cc), kernels)
         spec = matches[0] if len(matches) == 1 else None
-        if spec:
-            how = f"guessed from compute capability {cc}: the only GPU in the table with it (use --gpu if it was another)"
+        seen = f"compute capability {cc}" + "".join(f" and {e}" for e in evidence)
+        if spec and evidence:
+            how = f"identified from {seen}: the only table GPU that fits (use --gpu if it was another)"
+        elif spec:
+            how = f"guessed from {seen}: the only GPU in the table with it (use --gpu if it was another)"
         elif matches:
-            how = f"compute capability {cc} matches {', '.join(m.key for m in matches)}; use --gpu to pick one"
+            how = f"{seen} matches {', '.join(m.key for m in matches)}; use --gpu to pick one"
         else:
-            how = f"compute capability {cc} is not in the built-in table; use --gpu"
+            how = f"{seen} matches no GPU in the built-in table; use --gpu"
     else:
         spec = None
         how = "the export names no device (older ncu CSV and console layouts print neither a name nor a compute capability); use --gpu"
@@ -139,6 +142,39 @@ def resolve_device(kernels: pl.DataFrame, gpu: str | None = None) -> Device:
             peaks[key] = Peak(_table_peak(spec, key), "table" if _table_peak(spec, key) else None)
     display = spec.name if spec and not name else name
     return Device(display, cc or (spec.compute_capability if spec else None), spec, how, peaks)
+
+
+def _narrowed_by_profile(candidates: list[GpuSpec], kernels: pl.DataFrame) -> tuple[list[GpuSpec], list[str]]:
+    """Return the table entries of one compute capability that also fit the profile's SM count and measured DRAM
+    peak (within 15%: the profile measures at its own clock), and the evidence used, e.g. ["58 SMs"]. A profile whose
+    SM count fits no entry is of a GPU the table lacks (a SUPER or laptop part): none is returned."""
+    evidence = []
+    sms = _mode(kernels["sm_count"].to_list()) if kernels.height and "sm_count" in kernels.columns else None
+    if candidates and sms:
+        candidates = [spec for spec in candidates if spec.sm_count == int(sms)]
+        evidence.append(f"{int(sms)} SMs")
+    dram_peak, how = _profile_dram_peak(kernels)
+    if len(candidates) > 1 and dram_peak:
+        candidates = [spec for spec in candidates if abs(spec.dram_bytes_per_s - dram_peak) <= 0.15 * spec.dram_bytes_per_s]
+        evidence.append(f"a {dram_peak / 1e9:.0f} GB/s DRAM peak ({how})")
+    return candidates, evidence
+
+
+def _profile_dram_peak(kernels: pl.DataFrame) -> tuple[float | None, str]:
+    """Return the DRAM peak (bytes/s) the profile shows and how: measured (ncu's peak bytes per cycle × clock), else
+    implied by a launch's DRAM bytes/s over its DRAM throughput % of peak (both ncu's, at the same clock). Launches
+    under 1% are left out: their two-decimal percentage is too coarse."""
+    if not kernels.height:
+        return None, ""
+    measured = kernels["peak_dram_bytes_per_s"].drop_nulls()
+    measured = measured.filter(measured > 0)
+    if measured.len():
+        return float(measured.median()), "measured"  # type: ignore[arg-type]
+    implied = kernels.filter(pl.col("dram_throughput_pct") >= 1).select(pl.col("dram_bytes_per_s") / pl.col("dram_throughput_pct") * 100).to_series().drop_nulls()
+    implied = implied.filter(implied > 0)
+    if implied.len():
+        return float(implied.median()), "DRAM bytes/s ÷ % of peak"  # type: ignore[arg-type]
+    return None, ""
 
 
 def _table_peak(spec: GpuSpec | None, key: str) -> float | None:

@@ -45,12 +45,28 @@ def _spec(key: str, name: str, cc: str, sms: int | None, bw_gb: float, fp64: flo
                    tera(int8), patterns, source, jetson)
 
 
-# Order matters for name lookup: specific variants before their families.
+# GeForce figures follow each architecture's whitepaper: boost-clock FP32 from SM count × clock; FP16/BF16 tensor
+# with FP32 accumulate, TF32, FP8 and INT8 at the whitepaper's ratios to FP32 for that generation's GeForce parts
+# (the same ratios as the flagship entries below, whose whitepaper lists them).
+_GEFORCE_TURING = "NVIDIA Turing whitepaper ratios (FP32-accumulate tensor 4x FP32, INT8 16x; reference clocks)"
+_GEFORCE_AMPERE = "NVIDIA GA102 whitepaper ratios (tensor FP32-accumulate 2x FP32, TF32 1x, INT8 8x)"
+_GEFORCE_ADA = "NVIDIA Ada whitepaper ratios (tensor FP32-accumulate 2x FP32, TF32 1x, FP8 4x, INT8 8x)"
+_GEFORCE_BLACKWELL = "NVIDIA RTX Blackwell whitepaper ratios (tensor FP32-accumulate 2x FP32, TF32 1x, FP8 4x, INT8 8x)"
+
+# Order matters for name lookup: specific variants before their families. GeForce patterns are anchored: a SUPER
+# or Ti card is another product, and laptop parts are refused before the patterns are tried (find_by_name).
 GPUS: tuple[GpuSpec, ...] = (
     _spec("v100-sxm2", "Tesla V100 SXM2", "7.0", 80, 900, 7.8, 15.7, 125, None, None, None,
           (r"v100.*sxm", r"^v100( \d+gb)?$", r"v100 dgxs"), "NVIDIA V100 datasheet; FP16 tensor only (no BF16)"),
     _spec("v100-pcie", "Tesla V100 PCIe", "7.0", 80, 900, 7.0, 14.0, 112, None, None, None,
           (r"v100.*pcie",), "NVIDIA V100 datasheet"),
+    _spec("titan-rtx", "TITAN RTX", "7.5", 72, 672, 0.51, 16.3, 130.5, None, None, 261, (r"^titan rtx$",),
+          "NVIDIA Turing whitepaper (TITAN and Quadro run FP32-accumulate tensor math at full rate)"),
+    _spec("quadro-rtx8000", "Quadro RTX 8000 / 6000", "7.5", 72, 672, 0.51, 16.3, 130.5, None, None, 261, (r"^rtx [68]000$",),
+          "NVIDIA Quadro RTX 8000 and 6000 datasheets (same TU102 configuration)"),
+    _spec("rtx2080ti", "GeForce RTX 2080 Ti", "7.5", 68, 616, 0.42, 13.4, 53.8, None, None, 215.2, (r"^rtx 2080 ti$",), _GEFORCE_TURING),
+    _spec("rtx2070super", "GeForce RTX 2070 SUPER", "7.5", 40, 448, 0.28, 9.1, 36.3, None, None, 145, (r"^rtx 2070 super$",), _GEFORCE_TURING),
+    _spec("rtx2060", "GeForce RTX 2060", "7.5", 30, 336, 0.2, 6.5, 25.8, None, None, 103.2, (r"^rtx 2060$",), _GEFORCE_TURING),
     _spec("t4", "Tesla T4", "7.5", 40, 320, 0.25, 8.1, 65, None, None, 130, (r"\bt4\b",), "NVIDIA T4 datasheet"),
     _spec("a100-80gb-pcie", "A100 80GB PCIe", "8.0", 108, 1935, 9.7, 19.5, 312, 156, None, 624,
           (r"a100.*80gb.*pcie", r"a100.*pcie.*80gb"), "NVIDIA A100 datasheet"),
@@ -58,10 +74,29 @@ GPUS: tuple[GpuSpec, ...] = (
           (r"a100.*80gb",), "NVIDIA A100 datasheet"),
     _spec("a100-40gb", "A100 40GB", "8.0", 108, 1555, 9.7, 19.5, 312, 156, None, 624,
           (r"a100",), "NVIDIA A100 datasheet (40GB SXM; PCIe 40GB has the same bandwidth)"),
+    _spec("a30", "A30", "8.0", 56, 933, 5.2, 10.3, 165, 82, None, 330, (r"\ba30\b",), "NVIDIA A30 datasheet"),
+    _spec("a10g", "A10G", "8.6", 80, 600, None, None, None, None, None, None, (r"\ba10g\b",),
+          "AWS G5 instances (24 GB GDDR6, 600 GB/s); NVIDIA publishes no compute peaks for this AWS part"),
+    _spec("a10", "A10", "8.6", 72, 600, None, 31.2, 125, 62.5, None, 250, (r"\ba10\b",), "NVIDIA A10 datasheet"),
+    _spec("a40", "A40", "8.6", 84, 696, None, 37.4, 149.7, 74.8, None, 299.3, (r"\ba40\b",), "NVIDIA A40 datasheet"),
+    _spec("rtx-a6000", "RTX A6000", "8.6", 84, 768, None, 38.7, 154.8, 77.4, None, 309.7, (r"^rtx a6000$",),
+          "NVIDIA RTX A6000 datasheet (its 309.7 TFLOPS tensor figure is sparse FP16: halved); TF32 and INT8 at the A40's ratios"),
     _spec("rtx3090ti", "GeForce RTX 3090 Ti", "8.6", 84, 1008, 0.63, 40.0, 80, 40, None, 320,
-          (r"rtx 3090 ti",), "NVIDIA RTX 3090 Ti specifications; tensor = GA102 whitepaper rates at FP32 accumulate"),
+          (r"^rtx 3090 ti$",), "NVIDIA RTX 3090 Ti specifications; tensor = GA102 whitepaper rates at FP32 accumulate"),
     _spec("rtx3090", "GeForce RTX 3090", "8.6", 82, 936, 0.56, 35.6, 71, 35.6, None, 284,
-          (r"rtx 3090",), "NVIDIA GA102 whitepaper"),
+          (r"^rtx 3090$",), "NVIDIA GA102 whitepaper"),
+    _spec("rtx3080ti", "GeForce RTX 3080 Ti", "8.6", 80, 912, 0.53, 34.1, 68.2, 34.1, None, 272.8,
+          (r"^rtx 3080 ti$",), _GEFORCE_AMPERE),
+    _spec("rtx3080", "GeForce RTX 3080", "8.6", 68, 760, 0.47, 29.8, 59.5, 29.8, None, 238,
+          (r"^rtx 3080$",), _GEFORCE_AMPERE + "; the 10 GB card (the 12 GB one, same name, has 912 GB/s and 70 SMs)"),
+    _spec("rtx3070ti", "GeForce RTX 3070 Ti", "8.6", 48, 608, 0.34, 21.7, 43.5, 21.7, None, 174,
+          (r"^rtx 3070 ti$",), _GEFORCE_AMPERE),
+    _spec("rtx3070", "GeForce RTX 3070", "8.6", 46, 448, 0.32, 20.3, 40.6, 20.3, None, 162.6,
+          (r"^rtx 3070$",), _GEFORCE_AMPERE),
+    _spec("rtx3060ti", "GeForce RTX 3060 Ti", "8.6", 38, 448, 0.25, 16.2, 32.4, 16.2, None, 129.6,
+          (r"^rtx 3060 ti$",), _GEFORCE_AMPERE),
+    _spec("rtx3060", "GeForce RTX 3060", "8.6", 28, 360, 0.2, 12.7, 25.5, 12.7, None, 101.9,
+          (r"^rtx 3060$",), _GEFORCE_AMPERE + "; the 12 GB card (the 8 GB one, same name, has 240 GB/s)"),
     _spec("jetson-agx-orin-64gb", "Jetson AGX Orin 64GB", "8.7", 16, 204.8, None, 5.3, 42.6, 21, None, 85,
           (r"agx orin.*64", r"^orin$", r"orin nvgpu"), "NVIDIA Jetson modules page; tensor and INT8 derived", True),
     _spec("jetson-agx-orin-32gb", "Jetson AGX Orin 32GB", "8.7", 14, 204.8, None, 3.3, 26.7, 13, None, 53,
@@ -72,12 +107,25 @@ GPUS: tuple[GpuSpec, ...] = (
           (r"orin nano",), "Orin Nano Super datasheet summary (JetPack 6.1+ clocks); derived tensor", True),
     _spec("l4", "L4", "8.9", 58, 300, 0.49, 30.3, 121, 60, 242.5, 242.5, (r"\bl4\b",), "NVIDIA L4 datasheet"),
     _spec("l40s", "L40S", "8.9", 142, 864, 1.43, 91.6, 362, 183, 733, 733, (r"l40s",), "NVIDIA L40S datasheet"),
+    _spec("l40", "L40", "8.9", 142, 864, None, 90.5, 181, 90.5, 362, 362, (r"^l40$",), "NVIDIA L40 datasheet"),
     _spec("rtx4090", "GeForce RTX 4090", "8.9", 128, 1008, 1.29, 82.6, 165.2, 82.6, 330.3, 660.6,
-          (r"rtx 4090",), "NVIDIA Ada whitepaper"),
+          (r"^rtx 4090$",), "NVIDIA Ada whitepaper"),
+    _spec("rtx4080", "GeForce RTX 4080", "8.9", 76, 716.8, 0.76, 48.7, 97.5, 48.7, 194.9, 389.9, (r"^rtx 4080$",), _GEFORCE_ADA),
+    _spec("rtx4070ti", "GeForce RTX 4070 Ti", "8.9", 60, 504, 0.63, 40.1, 80.2, 40.1, 160.4, 320.8, (r"^rtx 4070 ti$",), _GEFORCE_ADA),
+    _spec("rtx4070", "GeForce RTX 4070", "8.9", 46, 504, 0.45, 29.1, 58.3, 29.1, 116.6, 233.2, (r"^rtx 4070$",), _GEFORCE_ADA),
+    _spec("rtx4060ti", "GeForce RTX 4060 Ti", "8.9", 34, 288, 0.34, 22.1, 44.1, 22.1, 88.3, 176.6, (r"^rtx 4060 ti$",), _GEFORCE_ADA),
+    _spec("rtx4060", "GeForce RTX 4060", "8.9", 24, 272, 0.24, 15.1, 30.2, 15.1, 60.4, 120.8, (r"^rtx 4060$",), _GEFORCE_ADA),
+    _spec("h100-nvl", "H100 NVL", "9.0", 132, 3938, 30, 60, 835.5, 417.5, 1670.5, 1670.5, (r"h100.*nvl",),
+          "NVIDIA H100 NVL datasheet (per GPU, 94 GB HBM3; its tensor figures are sparse: halved)"),
     _spec("h100-pcie", "H100 PCIe", "9.0", 114, 2000, 26, 51, 756, 378, 1513, 1513, (r"h100.*pcie",),
           "NVIDIA H100 datasheet"),
     _spec("h100-sxm", "H100 SXM5", "9.0", 132, 3350, 34, 67, 989.4, 494.7, 1978.9, 1978.9,
           (r"h100",), "NVIDIA H100 datasheet (SXM5 80GB HBM3)"),
+    # Before the H200: "gh200" contains "h200".
+    _spec("gh200-144gb", "GH200 144GB HBM3e", "9.0", 132, 4900, 34, 67, 989.4, 494.7, 1978.9, 1978.9, (r"gh200.*144",),
+          "NVIDIA GH200 datasheet (144 GB HBM3e; GPU compute as H100 SXM)"),
+    _spec("gh200-96gb", "GH200 96GB HBM3", "9.0", 132, 4000, 34, 67, 989.4, 494.7, 1978.9, 1978.9, (r"gh200",),
+          "NVIDIA GH200 datasheet (96 GB HBM3; GPU compute as H100 SXM)"),
     _spec("h200", "H200 SXM", "9.0", 132, 4800, 34, 67, 989.4, 494.7, 1978.9, 1978.9, (r"h200",),
           "NVIDIA H200 datasheet (GH100 compute as H100 SXM)"),
     _spec("b200", "B200", "10.0", 148, 8000, 40, 80, 2250, 1100, 4500, 4500, (r"b200",),
@@ -85,7 +133,10 @@ GPUS: tuple[GpuSpec, ...] = (
     _spec("jetson-agx-thor", "Jetson AGX Thor (T5000)", "11.0", 20, 273, None, 8.1, None, None, None, None,
           (r"thor",), "LPDDR5X 256-bit; FP32 derived at 1.575 GHz; tensor peaks unverified, left out", True),
     _spec("rtx5090", "GeForce RTX 5090", "12.0", 170, 1792, 1.64, 104.8, 209.5, 104.8, 419, 838,
-          (r"rtx 5090",), "NVIDIA RTX Blackwell whitepaper"),
+          (r"^rtx 5090$",), "NVIDIA RTX Blackwell whitepaper"),
+    _spec("rtx5080", "GeForce RTX 5080", "12.0", 84, 960, 0.88, 56.3, 112.6, 56.3, 225.1, 450.2, (r"^rtx 5080$",), _GEFORCE_BLACKWELL),
+    _spec("rtx5070ti", "GeForce RTX 5070 Ti", "12.0", 70, 896, 0.69, 43.9, 87.9, 43.9, 175.8, 351.5, (r"^rtx 5070 ti$",), _GEFORCE_BLACKWELL),
+    _spec("rtx5070", "GeForce RTX 5070", "12.0", 48, 672, 0.48, 30.9, 61.7, 30.9, 123.5, 246.9, (r"^rtx 5070$",), _GEFORCE_BLACKWELL),
 )
 
 
@@ -115,12 +166,20 @@ def normalise_device_name(name: str) -> str:
     return " ".join(text.split())
 
 
+# A laptop GPU shares its desktop namesake's name but not its bus, clocks or SM count ("RTX 3070 Laptop GPU" has
+# 40 SMs and up to 448 GB/s at the maker's chosen clock): no datasheet figure fits it.
+_MOBILE_PART = re.compile(r"\b(laptop|mobile|max q|maxq)\b")
+
+
 def find_by_name(name: str) -> GpuSpec | None:
-    """Return the table entry whose patterns match a device name as profilers print it, or None."""
+    """Return the table entry whose patterns match a device name as profilers print it, or None (also for laptop
+    parts, whose peaks depend on the maker's configuration)."""
     normalised = normalise_device_name(name)
     for spec in GPUS:
         if spec.key == name.strip().lower():
             return spec
+    if _MOBILE_PART.search(normalised):
+        return None
     for spec in GPUS:
         if any(re.search(pattern, normalised) for pattern in spec.patterns):
             return spec
@@ -156,10 +215,15 @@ def lookup_gpu(name: str) -> GpuSpec:
     return spec
 
 
-# Host link per GPU: PCIe generation at x16 (datasheets). Jetson boards share DRAM with the CPU and have none.
-_PCIE_GENERATION = {
-    "v100-sxm2": 3, "v100-pcie": 3, "t4": 3, "a100-80gb-pcie": 4, "a100-80gb": 4, "a100-40gb": 4, "rtx3090ti": 4, "rtx3090": 4,
-    "l4": 4, "l40s": 4, "rtx4090": 4, "h100-pcie": 5, "h100-sxm": 5, "h200": 5, "b200": 5, "rtx5090": 5,
+# Host link per GPU: PCIe generation and lanes (datasheets). Jetson boards share DRAM with the CPU and have none;
+# GH200's GPU reaches the CPU over NVLink-C2C, not PCIe.
+_PCIE_LINK: dict[str, tuple[int, int]] = {
+    **{key: (3, 16) for key in ("v100-sxm2", "v100-pcie", "t4", "titan-rtx", "quadro-rtx8000", "rtx2080ti", "rtx2070super", "rtx2060")},
+    **{key: (4, 16) for key in ("a100-80gb-pcie", "a100-80gb", "a100-40gb", "a30", "a10g", "a10", "a40", "rtx-a6000", "rtx3090ti",
+                                "rtx3090", "rtx3080ti", "rtx3080", "rtx3070ti", "rtx3070", "rtx3060ti", "rtx3060", "l4", "l40s", "l40",
+                                "rtx4090", "rtx4080", "rtx4070ti", "rtx4070")},
+    **{key: (4, 8) for key in ("rtx4060ti", "rtx4060")},
+    **{key: (5, 16) for key in ("h100-nvl", "h100-pcie", "h100-sxm", "h200", "b200", "rtx5090", "rtx5080", "rtx5070ti", "rtx5070")},
 }
 
 
@@ -169,7 +233,8 @@ def host_link(spec: GpuSpec | None) -> tuple[float, str] | None:
     The per-direction figure is the datasheet's bidirectional bandwidth halved (Gen3 16, Gen4 32, Gen5 64 GB/s at x16),
     the number NVIDIA quotes; real pinned copies reach about 80-90% of it.
     """
-    generation = _PCIE_GENERATION.get(spec.key) if spec else None
-    if generation is None:
+    link = _PCIE_LINK.get(spec.key) if spec else None
+    if link is None:
         return None
-    return 16e9 * 2 ** (generation - 3), f"PCIe Gen{generation} x16"
+    generation, lanes = link
+    return 1e9 * lanes * 2 ** (generation - 3), f"PCIe Gen{generation} x{lanes}"

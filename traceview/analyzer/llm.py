@@ -96,7 +96,9 @@ def analyze_runs(
                 record["note"] = (f"MBU {record['mbu_pct']:.0f}% is above 100%: wrong bytes per token (--weights) or wrong device "
                                   "bandwidth (--gpu/--bandwidth)")
             if peak_bw is None and record["note"] is None:
-                record["note"] = "device not named in the output: pass --gpu NAME or --bandwidth to get MBU"
+                named = row.get("device_name")
+                record["note"] = (f"{named} is not in the GPU table: pass --gpu NAME or --bandwidth to get MBU" if named
+                                  else "device not named in the output: pass --gpu NAME or --bandwidth to get MBU")
             if sequences > 1 and record["bytes_per_token"] is not None:
                 shared = f"{sequences} sequences share each read of the weights: bytes/token = weights / {sequences}"
                 record["note"] = shared if record["note"] is None else f"{record['note']}; {shared}"
