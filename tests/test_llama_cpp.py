@@ -377,3 +377,31 @@ def test_a_named_gpu_the_table_lacks_is_said_so_not_called_unnamed(realdata_file
     decode = analysis_of(path).llm.runs.filter(phase="decode").row(0, named=True)
     assert decode["mbu_pct"] is None and decode["bandwidth_bytes_per_s"] == pytest.approx(132.052051 * 3825065984)
     assert decode["note"] == "NVIDIA GeForce RTX 4070 SUPER is not in the GPU table: pass --gpu NAME or --bandwidth to get MBU"
+
+
+def test_several_gpus_of_one_kind_bound_decode_by_how_the_model_is_split(realdata_file, tmp_path):
+    # The real markdown capture with a second GPU's loader line, as ggml_cuda_init prints it on a two-card machine.
+    text = realdata_file("llama_cpp/llama_bench_md_rtx3090ti_nkvo_pr4812.txt").read_text()
+    device_line = text.splitlines()[0]
+    two = tmp_path / "two.md"
+    two.write_text(text.replace(device_line, f"{device_line}\n{device_line.replace('Device 0', 'Device 1')}", 1))
+    assert rows(two)[1]["device_name"] == "NVIDIA GeForce RTX 3090 Ti, NVIDIA GeForce RTX 3090 Ti"
+    analysis = analysis_of(two)
+    assert analysis.device.spec.key == "rtx3090ti" and "2 GPUs" in analysis.device.how_identified
+    prefill, decode = analysis.llm.runs.row(0, named=True), analysis.llm.runs.row(1, named=True)
+    # Layer split (the default): the token passes through the cards one after another; one card's 1,008 GB/s bounds it.
+    assert decode["device_bandwidth_bytes_per_s"] == 1008e9 and decode["mbu_pct"] == pytest.approx(48.3, abs=0.1)
+    assert "2 GPUs, layer split" in decode["note"]
+    assert prefill["compute_pct"] is None and "2 GPUs: no compute share" in prefill["note"]
+    # Row split: every card reads its share of each layer at once; their bandwidths add up.
+    row_split = tmp_path / "row.csv"
+    csv_text = realdata_file("llama_cpp/llama_bench_readme_rtx3090ti_i9-13900k.csv").read_text()
+    csv_text = csv_text.replace('"NVIDIA GeForce RTX 3090 Ti"', '"NVIDIA GeForce RTX 3090 Ti, NVIDIA GeForce RTX 3090 Ti"')
+    row_split.write_text(csv_text.replace("test_time,", "split_mode,test_time,").replace(',"2023-09-23', ',"row","2023-09-23'))
+    decode = analysis_of(row_split).llm.runs.filter(phase="decode").row(0, named=True)
+    assert decode["device_bandwidth_bytes_per_s"] == 2 * 1008e9 and "row split" in decode["note"]
+    # Two different cards: no single bandwidth to divide by.
+    mixed = tmp_path / "mixed.csv"
+    mixed.write_text(csv_text.replace("Ti, NVIDIA GeForce RTX 3090 Ti", "Ti, NVIDIA GeForce RTX 3060"))
+    decode = analysis_of(mixed).llm.runs.filter(phase="decode").row(0, named=True)
+    assert decode["mbu_pct"] is None and decode["note"].startswith("2 different GPUs")

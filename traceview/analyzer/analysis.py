@@ -21,7 +21,7 @@ from traceview.analyzer.devices import (
 )
 from traceview.analyzer.diagnosis import diagnose_kernels, tensor_core_columns
 from traceview.analyzer.jetson import Board, Telemetry, analyze_telemetry
-from traceview.analyzer.llm import LlmAnalysis, analyze_runs
+from traceview.analyzer.llm import LlmAnalysis, analyze_runs, device_list
 from traceview.analyzer.ncu_steps import decode_steps
 from traceview.analyzer.nvtx import group_summary, nvtx_ranges, steps_from_kernels, steps_from_nvtx
 from traceview.analyzer.ranking import rank_kernels
@@ -363,12 +363,14 @@ def analyze_llama(
     spec = lookup_gpu(gpu) if gpu else None
     llm = analyze_runs(runs, spec, bandwidth_bytes_per_s, weight_bytes)
     names = [n for n in runs["device_name"].unique().drop_nulls().to_list()]
-    if spec is None and len(names) == 1:
-        spec = find_by_name(names[0])
+    gpus = device_list(names[0]) if len(names) == 1 else []
+    if spec is None and len(set(gpus)) == 1:
+        spec = find_by_name(gpus[0])
     if gpu:
         how = f"chosen with --gpu {gpu}"
     elif names:
-        how = "named in the output (gpu_info / Device 0)" + ("" if spec else "; not in the GPU table, use --gpu or --bandwidth")
+        several = f"; {len(gpus)} GPUs" if len(gpus) > 1 else ""
+        how = f"named in the output (gpu_info / Device N){several}" + ("" if spec else "; not in the GPU table, use --gpu or --bandwidth")
     else:
         how = "the output names no device; use --gpu NAME or --bandwidth for MBU"
     peaks = _table_peaks(spec)

@@ -57,6 +57,38 @@ def _offload(row: dict[str, Any], table_max_ngl: int | None) -> tuple[str, str |
     return "full", None
 
 
+def device_list(device_name: str | None) -> list[str]:
+    """Return the GPUs a run names, one per entry ("A, B" when several ran it)."""
+    return [part.strip() for part in (device_name or "").split(",") if part.strip()]
+
+
+_SPLIT_MODE = re.compile(r"(?:^|; )(?:split_mode|sm)=(\w+)")
+
+
+def _device_bandwidth(row: dict[str, Any], gpu: GpuSpec | None) -> tuple[GpuSpec | None, float | None, str | None, int]:
+    """Return (table entry, decode's bandwidth ceiling in bytes/s, note for decode, number of GPUs) for a run's device list ("A, B" when several
+    GPUs ran it, as llama-bench's gpu_info and the loader's Device N lines give them).
+
+    Several GPUs of one kind: with layer split (llama.cpp's default) each token passes through the GPUs one after
+    another, each reading its own layers, so the ceiling is one GPU's bandwidth; with row split every GPU reads its
+    share of each layer at once, so it is their sum; with split mode none only the main GPU works."""
+    names = device_list(row.get("device_name"))
+    spec = gpu or (find_by_name(names[0]) if names and len(set(names)) == 1 else None)
+    count = len(names)
+    if count <= 1 or gpu is not None:
+        return spec, spec.dram_bytes_per_s if spec else None, None, count
+    if spec is None:
+        return None, None, f"{count} different GPUs ({', '.join(dict.fromkeys(names))}): pass --bandwidth to get MBU", count
+    split = _SPLIT_MODE.search(row.get("options") or "")
+    mode = split.group(1) if split else "layer"
+    if mode == "row":
+        return spec, count * spec.dram_bytes_per_s, f"{count} GPUs, row split: each reads its share of every layer at once, MBU against their summed bandwidth", count
+    if mode == "none":
+        return spec, spec.dram_bytes_per_s, f"{count} GPUs, split mode none: the main GPU alone runs the model", count
+    return spec, spec.dram_bytes_per_s, (f"{count} GPUs, layer split: each token passes through them one after another, "
+                                         "MBU against one GPU's bandwidth"), count
+
+
 def analyze_runs(
     runs: pl.DataFrame,
     gpu: GpuSpec | None = None,
@@ -70,12 +102,14 @@ def analyze_runs(
     }
     records = []
     for row in runs.iter_rows(named=True):
-        spec = gpu or (find_by_name(row["device_name"]) if row.get("device_name") else None)
-        peak_bw = bandwidth_bytes_per_s or (spec.dram_bytes_per_s if spec else None)
+        spec, device_bw, devices_note, gpus = _device_bandwidth(row, gpu)
+        peak_bw = bandwidth_bytes_per_s or device_bw
         device = "--bandwidth" if bandwidth_bytes_per_s else (spec.name if spec else row.get("device_name"))
         offload, note = _offload(row, table_max.get((row["table"], row["model"])))
         if note is None and "nkvo=1" in (row.get("options") or ""):
             note = "nkvo=1: the KV cache stays in host memory, so decode reads it over PCIe"
+        if row["phase"] == "decode" and devices_note and not bandwidth_bytes_per_s:
+            note = devices_note if note is None else f"{note}; {devices_note}"
         record = {**row, "device": device, "device_bandwidth_bytes_per_s": peak_bw, "offload": offload, "note": note,
                   "bytes_per_token": None, "bandwidth_bytes_per_s": None, "mbu_pct": None,
                   "achieved_flop_per_s": None, "compute_pct": None}
@@ -108,7 +142,10 @@ def analyze_runs(
                 record["note"] = depth_note if record["note"] is None else f"{record['note']}; {depth_note}"
         elif row["phase"] == "prefill" and rate and row.get("model_params"):
             record["achieved_flop_per_s"] = 2.0 * row["model_params"] * rate
-            if spec and spec.tensor_fp16_flop_per_s and offload == "full":
+            if gpus > 1 and gpu is None:
+                several = f"{gpus} GPUs: no compute share (llama.cpp may pipeline a prompt's micro-batches across them)"
+                record["note"] = several if record["note"] is None else f"{record['note']}; {several}"
+            elif spec and spec.tensor_fp16_flop_per_s and offload == "full":
                 record["compute_pct"] = 100.0 * record["achieved_flop_per_s"] / spec.tensor_fp16_flop_per_s
         records.append(record)
     frame = pl.DataFrame(records, infer_schema_length=None) if records else runs

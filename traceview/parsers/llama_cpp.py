@@ -77,6 +77,15 @@ class _Context:
     build: str | None = None
     rows: list[dict[str, Any]] = field(default_factory=list)
 
+    def see_device(self, line: re.Match[str]) -> None:
+        """Take a `Device N: NAME, compute capability X` line: Device 0 starts the list (a new start of the backend),
+        later ones join it as llama-bench's gpu_info does ("A, B")."""
+        name = line.group(2).strip()
+        if line.group(1) == "0" or self.device is None:
+            self.device, self.compute_capability = name, line.group(3)
+        else:
+            self.device = f"{self.device}, {name}"
+
 
 def detect(head: str) -> str | None:
     """Return which llama.cpp output this text is (bench-md, bench-csv, bench-json, timings), or None."""
@@ -160,8 +169,7 @@ def _bench_markdown(path: Path, text: str) -> list[dict[str, Any]]:
     for number, line in enumerate(text.splitlines(), start=1):
         device = _DEVICE.match(line)
         if device:
-            if device.group(1) == "0":
-                context.device, context.compute_capability = device.group(2).strip(), device.group(3)
+            context.see_device(device)
             continue
         build = _BUILD.match(line)
         if build:
@@ -461,8 +469,8 @@ def _batched_markdown(path: Path, text: str) -> list[dict[str, Any]]:
     model_size: float | None = None
     for number, line in enumerate(text.splitlines(), start=1):
         device = _DEVICE.match(line)
-        if device and device.group(1) == "0":
-            context.device, context.compute_capability = device.group(2).strip(), device.group(3)
+        if device:
+            context.see_device(device)
             continue
         size = _LOG_MODEL_SIZE.search(line)
         if size:
@@ -493,8 +501,8 @@ def _batched_jsonl(path: Path, text: str) -> list[dict[str, Any]]:
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.startswith("{"):
             device = _DEVICE.match(line)
-            if device and device.group(1) == "0":
-                context.device, context.compute_capability = device.group(2).strip(), device.group(3)
+            if device:
+                context.see_device(device)
             continue  # the loader's log lines around the objects
         try:
             item = json.loads(line)
