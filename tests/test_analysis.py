@@ -103,6 +103,12 @@ def test_device_lookup():
     assert find_by_name("GeForce GTX 1060 with Max-Q Design") is None
     with pytest.raises(UsageError, match="fits several GPUs"):
         lookup_gpu("gh200")
+    # Every Orin module is "Orin (nvgpu)" to nsys: the SM count the export records picks the module; without one the
+    # 64 GB AGX Orin is taken. An SM count no entry of that name has (a MIG slice, the 12 GB RTX 3080) matches none.
+    assert [find_by_name("Orin (nvgpu)", sms).key for sms in (16, 14, 8)] == ["jetson-agx-orin-64gb", "jetson-agx-orin-32gb", "jetson-orin-nx-16gb"]
+    assert find_by_name("Orin").key == "jetson-agx-orin-64gb" and find_by_name("Orin (nvgpu)", 6) is None
+    assert find_by_name("NVIDIA A100-SXM4-40GB MIG 1g.5gb", 14) is None and find_by_name("NVIDIA A100-SXM4-40GB", 108).key == "a100-40gb"
+    assert find_by_name("NVIDIA GeForce RTX 3080", 70) is None
     with pytest.raises(UsageError, match="unknown GPU"):
         lookup_gpu("rtx9999")
 

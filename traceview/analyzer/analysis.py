@@ -115,7 +115,8 @@ def resolve_device(kernels: pl.DataFrame, gpu: str | None = None) -> Device:
         spec = lookup_gpu(gpu)
         how = f"chosen with --gpu {gpu}"
     elif name:
-        spec = find_by_name(name)
+        sms = _mode(kernels["sm_count"].to_list()) if "sm_count" in kernels.columns else None
+        spec = find_by_name(name, int(sms) if sms else None)
         how = "named in the profile" + ("" if spec else " (not in the built-in GPU table; use --gpu for datasheet peaks)")
     elif cc:
         matches, evidence = _narrowed_by_profile(find_by_compute_capability(cc), kernels)
@@ -413,10 +414,11 @@ def analyze_nsys(
 
     spec = lookup_gpu(gpu) if gpu else None
     device_names = {row["device_id"]: row["name"] for row in gpus.iter_rows(named=True) if row["name"]}
+    sm_counts = {row["device_id"]: row["sm_count"] for row in gpus.iter_rows(named=True)}
     names_seen = list(dict.fromkeys(device_names.values()))
+    specs = {device: (spec if gpu else find_by_name(name, sm_counts.get(device))) for device, name in device_names.items()}
     if spec is None and names_seen:
-        spec = find_by_name(names_seen[0])
-    specs = {device: (spec if gpu else find_by_name(name)) for device, name in device_names.items()}
+        spec = next(specs[device] for device, name in device_names.items() if name == names_seen[0])
     device_ids = set(kernels["device_id"].drop_nulls().unique().to_list()) | set(export.memops["device_id"].drop_nulls().unique().to_list())
     links: dict[int, tuple[float | None, str | None]] = {}
     for device in device_ids:

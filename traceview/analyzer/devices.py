@@ -53,6 +53,10 @@ _GEFORCE_AMPERE = "NVIDIA GA102 whitepaper ratios (tensor FP32-accumulate 2x FP3
 _GEFORCE_ADA = "NVIDIA Ada whitepaper ratios (tensor FP32-accumulate 2x FP32, TF32 1x, FP8 4x, INT8 8x)"
 _GEFORCE_BLACKWELL = "NVIDIA RTX Blackwell whitepaper ratios (tensor FP32-accumulate 2x FP32, TF32 1x, FP8 4x, INT8 8x)"
 
+# Every Orin module's GPU is named "Orin" (ncu) or "Orin (nvgpu)" (nsys): the SM count tells them apart, the 64 GB
+# AGX Orin is taken when there is none.
+_ORIN = r"^orin( nvgpu)?$"
+
 # Order matters for name lookup: specific variants before their families. GeForce patterns are anchored: a SUPER
 # or Ti card is another product, and laptop parts are refused before the patterns are tried (find_by_name).
 GPUS: tuple[GpuSpec, ...] = (
@@ -98,13 +102,13 @@ GPUS: tuple[GpuSpec, ...] = (
     _spec("rtx3060", "GeForce RTX 3060", "8.6", 28, 360, 0.2, 12.7, 25.5, 12.7, None, 101.9,
           (r"^rtx 3060$",), _GEFORCE_AMPERE + "; the 12 GB card (the 8 GB one, same name, has 240 GB/s)"),
     _spec("jetson-agx-orin-64gb", "Jetson AGX Orin 64GB", "8.7", 16, 204.8, None, 5.3, 42.6, 21, None, 85,
-          (r"agx orin.*64", r"^orin$", r"orin nvgpu"), "NVIDIA Jetson modules page; tensor and INT8 derived", True),
+          (r"agx orin.*64", _ORIN), "NVIDIA Jetson modules page; tensor and INT8 derived", True),
     _spec("jetson-agx-orin-32gb", "Jetson AGX Orin 32GB", "8.7", 14, 204.8, None, 3.3, 26.7, 13, None, 53,
-          (r"agx orin.*32",), "NVIDIA Jetson modules page; tensor and INT8 derived", True),
+          (r"agx orin.*32", _ORIN), "NVIDIA Jetson modules page; tensor and INT8 derived", True),
     _spec("jetson-orin-nx-16gb", "Jetson Orin NX 16GB", "8.7", 8, 102.4, None, 1.88, 15.0, 7.5, None, 30,
-          (r"orin nx",), "NVIDIA Jetson modules page; tensor and INT8 derived", True),
+          (r"orin nx", _ORIN), "NVIDIA Jetson modules page; tensor and INT8 derived", True),
     _spec("jetson-orin-nano-8gb", "Jetson Orin Nano 8GB (Super)", "8.7", 8, 102.0, None, 2.09, 16.7, 8.4, None, 33,
-          (r"orin nano",), "Orin Nano Super datasheet summary (JetPack 6.1+ clocks); derived tensor", True),
+          (r"orin nano", _ORIN), "Orin Nano Super datasheet summary (JetPack 6.1+ clocks); derived tensor", True),
     _spec("l4", "L4", "8.9", 58, 300, 0.49, 30.3, 121, 60, 242.5, 242.5, (r"\bl4\b",), "NVIDIA L4 datasheet"),
     _spec("l40s", "L40S", "8.9", 142, 864, 1.43, 91.6, 362, 183, 733, 733, (r"l40s",), "NVIDIA L40S datasheet"),
     _spec("l40", "L40", "8.9", 142, 864, None, 90.5, 181, 90.5, 362, 362, (r"^l40$",), "NVIDIA L40 datasheet"),
@@ -171,19 +175,23 @@ def normalise_device_name(name: str) -> str:
 _MOBILE_PART = re.compile(r"\b(laptop|mobile|max q|maxq)\b")
 
 
-def find_by_name(name: str) -> GpuSpec | None:
+def find_by_name(name: str, sm_count: int | None = None) -> GpuSpec | None:
     """Return the table entry whose patterns match a device name as profilers print it, or None (also for laptop
-    parts, whose peaks depend on the maker's configuration)."""
+    parts, whose peaks depend on the maker's configuration).
+
+    `sm_count`, when the profile gives it, picks among entries of one name (every Jetson Orin module calls itself
+    "Orin") and refuses a match whose SM count differs: a MIG slice or another variant sold under the same name
+    (RTX 3080 12 GB) does not have the entry's peaks."""
     normalised = normalise_device_name(name)
     for spec in GPUS:
         if spec.key == name.strip().lower():
             return spec
     if _MOBILE_PART.search(normalised):
         return None
-    for spec in GPUS:
-        if any(re.search(pattern, normalised) for pattern in spec.patterns):
-            return spec
-    return None
+    matches = [spec for spec in GPUS if any(re.search(pattern, normalised) for pattern in spec.patterns)]
+    if sm_count:
+        matches = [spec for spec in matches if spec.sm_count is None or spec.sm_count == sm_count]
+    return matches[0] if matches else None
 
 
 def find_by_compute_capability(cc: str) -> list[GpuSpec]:
