@@ -405,3 +405,34 @@ def test_several_gpus_of_one_kind_bound_decode_by_how_the_model_is_split(realdat
     mixed.write_text(csv_text.replace("Ti, NVIDIA GeForce RTX 3090 Ti", "Ti, NVIDIA GeForce RTX 3060"))
     decode = analysis_of(mixed).llm.runs.filter(phase="decode").row(0, named=True)
     assert decode["mbu_pct"] is None and decode["note"].startswith("2 different GPUs")
+
+
+# Vulkan's device list as ggml-vulkan prints it: a discrete card and the CPU's integrated graphics, quoted whole in a
+# public test of whisper.cpp's Vulkan engine (search index id 70128888817), and a name with parentheses of its own.
+VULKAN_TWO_DEVICES = """ggml_vulkan: Found 2 Vulkan devices:
+ggml_vulkan: 0 = NVIDIA GeForce RTX 4070 SUPER (NVIDIA) | uma: 0 | fp16: 1 | bf16: 1 | fp4: 0 | warp size: 32 | shared memory: 49152 | int dot: 1 | matrix cores: NV_coopmat2
+ggml_vulkan: 1 = AMD Ryzen 7 7800X3D 8-Core Processor (RADV RAPHAEL_MENDOCINO) (radv) | uma: 1 | fp16: dot2 | bf16: 0 | fp4: 0 | warp size: 32 | shared memory: 65536 | int dot: 1 | matrix cores: none
+"""
+
+
+@pytest.mark.parametrize(("log", "device"), [
+    # ggml-vulkan uses the discrete GPUs when there are any: the integrated one is not a second device of the run.
+    (VULKAN_TWO_DEVICES, "NVIDIA GeForce RTX 4070 SUPER"),
+    ("ggml_vulkan: 0 = AMD Radeon(TM) Graphics (AMD proprietary driver) | uma: 1 | fp16: 1 | warp size: 32\n", "AMD Radeon(TM) Graphics"),
+    ("ggml_vulkan: Using AMD Radeon RX 7900 XTX (RADV NAVI31) | uma: 0 | fp16: 1 | warp size: 64\n", "AMD Radeon RX 7900 XTX"),
+    ("ggml_metal_init: GPU name:   Apple M2 Ultra\n", "Apple M2 Ultra"),
+    ("ggml_metal_device_init: GPU name:   MTL0 (Apple M4 Max)\n", "Apple M4 Max"),
+    ("ggml_vulkan: 0 = NVIDIA GeForce RTX 3090 (NVIDIA) | uma: 0 | fp16: 1 | warp size: 32 | matrix cores: NV_coopmat2\n", "NVIDIA GeForce RTX 3090"),
+])
+def test_vulkan_and_metal_device_lines_name_the_gpu(tmp_path, log, device):
+    # The real Vulkan depth sweep (tests/fixtures/found) with the backend's device lines above it, as in a full log.
+    path = tmp_path / "bench.md"
+    path.write_text(log + (FOUND / "llama_bench_vulkan_depth_sweep.md").read_text())
+    runs = analysis_of(path).llm.runs
+    assert set(runs["device_name"]) == {device}
+    decode = runs.filter(test="tg128").row(0, named=True)
+    if device == "NVIDIA GeForce RTX 3090":
+        # 15.07 t/s × 13.34 GiB = 216 GB/s of the card's 936 GB/s.
+        assert decode["mbu_pct"] == pytest.approx(100 * 15.07 * 13.34 * 2**30 / 936e9, rel=1e-3)
+    else:
+        assert decode["mbu_pct"] is None and decode["note"].startswith(f"{device} is not in the GPU table")

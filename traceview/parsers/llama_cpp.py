@@ -30,7 +30,13 @@ from traceview.parsers.schema import LLAMA_RUNS, conform
 from traceview.parsers.sqlite_files import open_read_only
 
 _MD_HEADER = re.compile(r"^\s*\|\s*model\s*\|.*\|\s*test\s*\|\s*t/s\s*\|\s*$")
+# The backends' device lines: CUDA and ROCm `Device 0: NAME, compute capability 8.6, ...`; Vulkan
+# `ggml_vulkan: 0 = NAME (DRIVER) | uma: 0 | ...` (older builds: `ggml_vulkan: Using NAME | uma: ...`), whose NAME may
+# hold parentheses of its own; Metal `ggml_metal_init: GPU name:   Apple M2 Ultra` (2025+ `MTL0 (Apple M4 Max)`, from
+# ggml_metal_device_init and the like).
 _DEVICE = re.compile(r"^\s*Device (\d+): ([^,]+)(?:, compute capability ([\d.]+))?")
+_VULKAN_DEVICE = re.compile(r"^\s*ggml_vulkan: (?:(\d+) =|Using) (.+?)(?: \([^()]*\))? \| uma: (\d)")
+_METAL_DEVICE = re.compile(r"^\s*\w*metal\w*: GPU name:\s+(?:MTL\d+ \((.+)\)|(.+?))\s*$")
 _BUILD = re.compile(r"^\s*build: (\S+) \((\d+)\)")
 _TIMING = re.compile(
     r"^(?P<prefix>llama_print_timings|llama_perf_context_print|llama_perf_sampler_print)?:?\s*"
@@ -76,15 +82,33 @@ class _Context:
     compute_capability: str | None = None
     build: str | None = None
     rows: list[dict[str, Any]] = field(default_factory=list)
+    vulkan: list[tuple[str, bool]] = field(default_factory=list)  # (name, shares system memory) per Vulkan device
 
-    def see_device(self, line: re.Match[str]) -> None:
-        """Take a `Device N: NAME, compute capability X` line: Device 0 starts the list (a new start of the backend),
-        later ones join it as llama-bench's gpu_info does ("A, B")."""
-        name = line.group(2).strip()
-        if line.group(1) == "0" or self.device is None:
-            self.device, self.compute_capability = name, line.group(3)
-        else:
-            self.device = f"{self.device}, {name}"
+    def take_device_line(self, line: str) -> bool:
+        """Take a backend's device line into `device` (True if it was one). Device 0 starts the list (a new start of
+        the backend); later ones join it as llama-bench's gpu_info does ("A, B"). Vulkan uses the discrete GPUs it
+        lists, an integrated one only when there is no other (ggml-vulkan's default device choice)."""
+        cuda = _DEVICE.match(line)
+        if cuda:
+            name = cuda.group(2).strip()
+            if cuda.group(1) == "0" or self.device is None:
+                self.device, self.compute_capability = name, cuda.group(3)
+            else:
+                self.device = f"{self.device}, {name}"
+            return True
+        vulkan = _VULKAN_DEVICE.match(line)
+        if vulkan:
+            if vulkan.group(1) in (None, "0"):
+                self.vulkan = []
+            self.vulkan.append((vulkan.group(2).strip(), vulkan.group(3) == "1"))
+            used = [name for name, shared in self.vulkan if not shared] or [self.vulkan[0][0]]
+            self.device, self.compute_capability = ", ".join(used), None
+            return True
+        metal = _METAL_DEVICE.match(line)
+        if metal:
+            self.device, self.compute_capability = (metal.group(1) or metal.group(2)).strip(), None
+            return True
+        return False
 
 
 def detect(head: str) -> str | None:
@@ -167,9 +191,7 @@ def _bench_markdown(path: Path, text: str) -> list[dict[str, Any]]:
     header: list[str] | None = None
     table = -1
     for number, line in enumerate(text.splitlines(), start=1):
-        device = _DEVICE.match(line)
-        if device:
-            context.see_device(device)
+        if context.take_device_line(line):
             continue
         build = _BUILD.match(line)
         if build:
@@ -468,9 +490,7 @@ def _batched_markdown(path: Path, text: str) -> list[dict[str, Any]]:
     context, settings, header, rows, sweep, table = _Context(), {}, None, [], False, -1
     model_size: float | None = None
     for number, line in enumerate(text.splitlines(), start=1):
-        device = _DEVICE.match(line)
-        if device:
-            context.see_device(device)
+        if context.take_device_line(line):
             continue
         size = _LOG_MODEL_SIZE.search(line)
         if size:
@@ -500,9 +520,7 @@ def _batched_jsonl(path: Path, text: str) -> list[dict[str, Any]]:
     context = _Context()
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.startswith("{"):
-            device = _DEVICE.match(line)
-            if device:
-                context.see_device(device)
+            context.take_device_line(line)
             continue  # the loader's log lines around the objects
         try:
             item = json.loads(line)
