@@ -149,3 +149,40 @@ def test_console_pasted_without_its_indentation_reads_the_same_kernels(realdata_
     # Rule texts too: their continuation lines lost their indentation with them.
     assert [[rule["message"] for rule in rules] for rules in ours["ncu_rules"].to_list()] == [
         [rule["message"] for rule in rules] for rules in theirs["ncu_rules"].to_list()]
+
+
+def test_a_section_of_rule_results_alone_gives_the_kernel_and_ncus_estimates():
+    # ncu 2026.1, `--section MemoryWorkloadAnalysis_Tables` on an RTX 3080: no metric table, only WRN and OPT results
+    # (tests/fixtures/found/PROVENANCE.md). It had been refused as "cut or filtered".
+    from pathlib import Path
+
+    path = Path(__file__).parent / "fixtures" / "found" / "ncu2026.1_console_rtx3080_mwa_tables_rules_only.txt"
+    assert detect_format(path) is TraceFormat.NCU_CONSOLE
+    trace = load_trace(path)
+    kernel = trace.data.row(0, named=True)
+    assert trace.data.height == 1 and kernel["kernel_name"].startswith("swe2d_flux_kernel(int, const int *")
+    assert kernel["duration_ns"] is None and kernel["compute_capability"] == "8.6"
+    rules = sorted(kernel["ncu_rules"], key=lambda r: -(r["speedup_pct"] or 0))
+    assert [r["speedup_pct"] for r in rules] == [29.84, 7.493, 4.94, 3.126, 1.193e-05, None]
+    assert rules[0]["type"] == "OPT" and "accesses local memory" in rules[0]["message"]
+    analysis = analyze(trace.data, Source(str(path), trace.format.value, "", 0))
+    diagnosis = analysis.kernels.row(0, named=True)
+    assert diagnosis["advice"][0].startswith("ncu MemoryWorkloadAnalysis_Tables: est. 30% speedup — This workload accesses local memory")
+    assert "re-profile with `ncu --section SpeedOfLight`" in diagnosis["advice"][-1]
+    assert any("no kernel durations" in note for note in analysis.notes)
+
+
+def test_the_2023_estimated_speedup_form_of_a_rule_is_read():
+    # ncu 2023.1 era output, pasted flush left (tests/fixtures/found/PROVENANCE.md): its rules say `Estimated Speedup:`,
+    # which was not read, so ncu's 76% estimate was lost and the ranking fell back on roofline headroom.
+    from pathlib import Path
+
+    path = Path(__file__).parent / "fixtures" / "found" / "ncu2023_console_t4_tiled_matmul_estimated_speedup.txt"
+    trace = load_trace(path)
+    speedups = {rule["name"]: rule["speedup_pct"] for rule in trace.data.row(0, named=True)["ncu_rules"] if rule["speedup_pct"]}
+    assert speedups["IssueSlotUtilization"] == 76.25 and speedups["CPIStall"] == 51.86
+    analysis = analyze(trace.data, Source(str(path), trace.format.value, "", 0))
+    kernel = analysis.kernels.row(0, named=True)
+    assert kernel["duration_ns"] == pytest.approx(46.31e6) and kernel["recoverable_ns"] == pytest.approx(46.31e6 * 0.7625)
+    # No name in the output: CC 7.5 fits six table GPUs, and 93.57 GB/s at 29.27% of peak (319.7 GB/s) the T4 (320).
+    assert analysis.device.spec.key == "t4" and "320 GB/s DRAM peak" in analysis.device.how_identified

@@ -40,7 +40,9 @@ SECTION_LINE = re.compile(r"^\s*Section: (?P<section>.+?)\s*$")
 _RULE_LINE = re.compile(r"^(?P<indent>\s*)(?P<type>OPT|INF|WRN|ERR)(?P<gap>\s+)(?P<text>\S.*?)\s*$")
 _RULE_SEPARATOR = re.compile(r"^\s*-{5} -{5,}\s*$")
 _DASHES = re.compile(r"^\s*-{3,}( +-{3,})+\s*$")
-_SPEEDUP = re.compile(r"^Est\. (?:(?P<kind>Local|Global) )?Speedup: (?P<pct>[0-9.,]+)%\s*")
+# `Est. Speedup: 29.84%` (2023.2+, `Est. Local Speedup:` too), `Estimated Speedup: 5.314%` (2023.1); tiny estimates
+# are printed in exponent form (`1.193e-05%`).
+_SPEEDUP = re.compile(r"^Est(?:\.|imated) (?:(?P<kind>Local|Global) )?Speedup: (?P<pct>[0-9.,]+(?:[eE][-+]?[0-9]+)?)%\s*")
 _HEADER = re.compile(r"^\s*Metric Name\s+Metric Unit\s+Metric Value\s*$")
 _LOG_LINE = re.compile(r"^==[A-Z]+==")
 
@@ -253,9 +255,11 @@ def parse(path: str | Path, notes: list[str] | None = None) -> pl.DataFrame:
     if not identity:
         raise TraceFormatError(path, "no kernel lines (`name (grid)x(block), Context N, Stream N, …`) were found in this Nsight Compute output",
                                _CONSOLE_HINT)
-    if not metrics:
+    if not metrics and not rules:
         raise TraceFormatError(path, f"{len(identity)} kernel line(s) but no metric tables under them: the output looks cut or filtered",
                                _CONSOLE_HINT)
+    # A section made only of rule results (`--section MemoryWorkloadAnalysis_Tables` prints no table in the console)
+    # still names the kernel and ncu's estimated speedups: read, with no metrics (the analysis says what is missing).
     if decimal_comma and notes is not None:
         notes.append(DECIMAL_COMMA_NOTE)
     long = pl.DataFrame(metrics, schema={"launch_id": pl.String, "metric": pl.String, "unit": pl.String, "value": pl.String})
