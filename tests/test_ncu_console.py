@@ -9,6 +9,7 @@ import csv
 import io
 import re
 
+import polars as pl
 import pytest
 
 from traceview.analyzer.analysis import Source, analyze
@@ -186,3 +187,32 @@ def test_the_2023_estimated_speedup_form_of_a_rule_is_read():
     assert kernel["duration_ns"] == pytest.approx(46.31e6) and kernel["recoverable_ns"] == pytest.approx(46.31e6 * 0.7625)
     # No name in the output: CC 7.5 fits six table GPUs, and 93.57 GB/s at 29.27% of peak (319.7 GB/s) the T4 (320).
     assert analysis.device.spec.key == "t4" and "320 GB/s DRAM peak" in analysis.device.how_identified
+
+
+def test_recoverable_time_follows_ncus_global_estimates_not_a_local_one():
+    # ncu 2025 --set full on an RTX 4090 (tests/fixtures/found/PROVENANCE.md): "Est. Local Speedup: 83.33%" is the
+    # occupancy section's own estimate; the largest estimate of the kernel's duration is the global 26.29%.
+    from pathlib import Path
+
+    path = Path(__file__).parent / "fixtures" / "found" / "ncu2025_console_rtx4090_cublas_sgemm_full_set.txt"
+    trace = load_trace(path)
+    analysis = analyze(trace.data, Source(str(path), trace.format.value, "", 0))
+    kernel = analysis.kernels.row(0, named=True)
+    assert kernel["recoverable_source"] == "ncu estimated speedup"
+    assert kernel["recoverable_ns"] == pytest.approx(2.63e6 * 0.2629)
+    assert {(r["name"], r["speedup_type"], r["speedup_pct"]) for r in kernel["rules"]} >= {
+        ("TheoreticalOccupancy", "local", 83.33), ("UncoalescedSharedAccess", "global", 26.29)}
+    # No device name in the console output: CC 8.9 fits nine table GPUs, its 128 SMs only the RTX 4090.
+    assert analysis.device.spec.key == "rtx4090" and "128 SMs" in analysis.device.how_identified
+
+
+def test_a_local_estimate_gives_way_to_the_roofs_headroom():
+    from traceview.analyzer.roofline import classify_launches
+    from traceview.parsers.schema import KERNELS, conform
+
+    rule = {"section": "Occupancy", "name": "TheoreticalOccupancy", "type": "OPT", "message": "m", "speedup_type": "local", "speedup_pct": 40.0}
+    frame = conform(pl.DataFrame({"launch_id": ["0"], "kernel_name": ["k"], "duration_ns": [1000.0], "sm_throughput_pct": [70.0],
+                                  "memory_throughput_pct": [20.0], "ncu_rules": [[rule]]}), KERNELS)
+    verdict = classify_launches(frame, {}).row(0, named=True)
+    # The occupancy section's own 40% is no share of the kernel's time: the headroom under its 70% roof is used.
+    assert verdict["recoverable_source"] == "roofline headroom" and verdict["recoverable_fraction"] == pytest.approx(0.3)

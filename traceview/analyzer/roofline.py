@@ -137,19 +137,26 @@ def _pick(choice: pl.Expr, values: dict[str, pl.Expr]) -> pl.Expr:
 
 def _rule_columns(frame: pl.DataFrame) -> list[pl.Expr]:
     """Per launch from ncu's rule results: whether SOLBottleneck says the grid is too small, the wave count its text
-    quotes (0 when none), and the largest estimated speedup (%)."""
+    quotes (0 when none), and the largest estimated speedups (%), global and local apart.
+
+    ncu's global estimates are of the kernel's whole duration; a local one is of the unit or section the rule looks at
+    (an 83% local occupancy estimate on a kernel whose global estimates top out at 26%), so it is no share of the
+    kernel's time. Estimates with no type (ncu before 2023.3, .ncu-rep wheels that do not say) count as global."""
     dtype = frame.schema.get("ncu_rules")
     fields = {f.name for f in dtype.inner.fields} if isinstance(dtype, pl.List) and isinstance(dtype.inner, pl.Struct) else set()
     if not {"name", "message", "speedup_pct"} <= fields:
         return [pl.lit(False).alias("_small_grid"), pl.lit(None, dtype=pl.Float64).alias("_rule_waves"),
-                pl.lit(None, dtype=pl.Float64).alias("_rule_speedup")]
+                pl.lit(None, dtype=pl.Float64).alias("_rule_speedup"), pl.lit(None, dtype=pl.Float64).alias("_rule_local_speedup")]
     rules = pl.col("ncu_rules")
-    name, message = pl.element().struct.field("name"), pl.element().struct.field("message")
+    name, message, speedup = (pl.element().struct.field(f) for f in ("name", "message", "speedup_pct"))
+    local = (pl.element().struct.field("speedup_type").str.contains("local", literal=True).fill_null(False) if "speedup_type" in fields
+             else pl.lit(False))
     return [
         rules.list.eval((name == "SOLBottleneck") & message.str.contains("grid is too small", literal=True)).list.any().fill_null(False).alias("_small_grid"),
         rules.list.eval(message.str.extract(r"only ([0-9.]+) full waves", 1)).list.drop_nulls().list.first()
         .cast(pl.Float64, strict=False).fill_null(0.0).alias("_rule_waves"),
-        rules.list.eval(pl.element().struct.field("speedup_pct")).list.drop_nulls().list.max().alias("_rule_speedup"),
+        rules.list.eval(speedup.filter(~local)).list.drop_nulls().list.max().alias("_rule_speedup"),
+        rules.list.eval(speedup.filter(local)).list.drop_nulls().list.max().alias("_rule_local_speedup"),
     ]
 
 
@@ -317,12 +324,13 @@ def _reasons(stage: pl.DataFrame) -> tuple[list[str], list[float | None], list[s
     and where that fraction comes from. In Python, so the numbers are exactly those of the single-launch form."""
     names = list(LEVEL_NAMES.values())
     columns = ["bound", "label", "_sol_label", "roof_pct", "binding_roof", "arithmetic_intensity", "compute_pct", "memory_pct",
-               "_sm", "_memory", "_memory_from_units", "_one_sided", "_waves", "_known", "_rule_speedup", *(f"_pipe_{m}" for m in MEMORY_LEVELS)]
+               "_sm", "_memory", "_memory_from_units", "_one_sided", "_waves", "_known", "_rule_speedup", "_rule_local_speedup",
+               *(f"_pipe_{m}" for m in MEMORY_LEVELS)]
     reasons: list[str] = []
     fractions: list[float | None] = []
     sources: list[str | None] = []
     for (bound, label, sol_label, roof, binding, intensity, compute, memory, sm, mem, from_units, one_sided, waves, known, speedup,
-         *pipes) in stage.select(columns).rows():
+         local_speedup, *pipes) in stage.select(columns).rows():
         if not known:
             reasons.append("no FLOP or byte counts with known peaks and no SOL percentages in this export")
             fractions.append(None)
@@ -334,6 +342,10 @@ def _reasons(stage: pl.DataFrame) -> tuple[list[str], list[float | None], list[s
         elif roof is not None:
             fractions.append(max(0.0, 1.0 - min(roof, 100.0) / 100.0))
             sources.append("roofline headroom")
+        elif local_speedup is not None:
+            # Only local estimates and no roof: the largest is an upper bound on what the kernel's time could gain.
+            fractions.append(min(local_speedup, 100.0) / 100.0)
+            sources.append("ncu local estimate (upper bound)")
         else:
             fractions.append(None)
             sources.append(None)
