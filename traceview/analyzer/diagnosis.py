@@ -308,9 +308,15 @@ def _duration(ns: float | None) -> str:
     return f"{ns:.0f} ns"
 
 
-def _rule_speedup(rules: list[dict[str, Any]], *names: str) -> float | None:
-    values = [r["speedup_pct"] for r in rules if r["name"] in names and r["speedup_pct"] is not None]
+def _rule_speedup(rules: list[dict[str, Any]], *names: str) -> tuple[float, str] | None:
+    """Return the largest speedup estimate (%) of the named rules and its wording ("speedup", or "local speedup":
+    of the rule's own unit, not of the kernel's duration), or None."""
+    values = [(r["speedup_pct"], _speedup_words(r)) for r in rules if r["name"] in names and r["speedup_pct"] is not None]
     return max(values) if values else None
+
+
+def _speedup_words(rule: dict[str, Any]) -> str:
+    return "local speedup" if "local" in (rule.get("speedup_type") or "") else "speedup"
 
 
 def _first_sentence(text: str) -> str:
@@ -322,8 +328,9 @@ def _occupancy_advice(occ: dict[str, Any], rules: list[dict[str, Any]]) -> list[
     advice = []
     limiter, theoretical = occ.get("limiter"), occ.get("theoretical_pct")
     blocks, threads, warps_per_block, max_warps = occ.get("blocks_per_sm"), occ.get("block_threads"), occ.get("warps_per_block"), occ.get("max_warps_per_sm")
-    speedup = _rule_speedup(rules, "TheoreticalOccupancy", "AchievedOccupancy")
-    estimate = f"; ncu estimates {speedup:.0f}% speedup" if speedup else ""
+    estimated = _rule_speedup(rules, "TheoreticalOccupancy", "AchievedOccupancy")
+    speedup = estimated[0] if estimated else None
+    estimate = f"; ncu estimates {speedup:.0f}% {estimated[1]}" if estimated and speedup else ""
     # Occupancy above 75 % rarely limits; below it, or where ncu's own occupancy rule estimates a gain, it is a cause.
     limiting = theoretical is not None and (theoretical < 75.0 or (speedup or 0.0) >= 5.0)
     if limiter and limiting and blocks is not None and blocks >= 1:
@@ -420,7 +427,8 @@ def diagnose(launches: list[dict[str, Any]], kernel: dict[str, Any], stall_sums:
             specific.append(f"warps stall most on {top['reason']} ({top['share_pct']:.0f}% of warp cycles): {top['meaning']} — {fix}")
     for rule in rules:
         if rule["type"] in ("OPT", "WRN", "ERR") and rule["name"] not in _COVERED_RULES and (rule["speedup_pct"] or 0) >= 5:
-            specific.append(f"ncu {rule['name'] or rule['section']}: est. {rule['speedup_pct']:.0f}% speedup — {_first_sentence(rule['message'] or '')}")
+            specific.append(f"ncu {rule['name'] or rule['section']}: est. {rule['speedup_pct']:.0f}% {_speedup_words(rule)} — "
+                            f"{_first_sentence(rule['message'] or '')}")
     general = _bound_advice(kernel, kind, tensor[0], bool(specific))
     # A unit at 80 %+ of its peak is the wall: doing less of that work comes first. Otherwise the kernel waits, and
     # the evidence of why (occupancy, grid, stalls, ncu's rules) comes first.
