@@ -187,6 +187,9 @@ def test_the_2023_estimated_speedup_form_of_a_rule_is_read():
     assert kernel["duration_ns"] == pytest.approx(46.31e6) and kernel["recoverable_ns"] == pytest.approx(46.31e6 * 0.7625)
     # No name in the output: CC 7.5 fits six table GPUs, and 93.57 GB/s at 29.27% of peak (319.7 GB/s) the T4 (320).
     assert analysis.device.spec.key == "t4" and "320 GB/s DRAM peak" in analysis.device.how_identified
+    # Compute and memory both at 74.42%: ncu calls it balanced, and the advice says both must shrink, not math alone.
+    assert kernel["label"] == "Balanced Throughput"
+    assert any(line.startswith("compute (74.4%) and memory (74.4%) are within 10 points") for line in kernel["advice"])
 
 
 def test_recoverable_time_follows_ncus_global_estimates_not_a_local_one():

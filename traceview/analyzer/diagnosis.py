@@ -24,7 +24,7 @@ from typing import Any
 import polars as pl
 
 from traceview.analyzer.kernel_kinds import kernel_kind
-from traceview.analyzer.roofline import pct_text, waves_in_rules
+from traceview.analyzer.roofline import BALANCED_GAP_PCT, BALANCED_LABEL, pct_text, waves_in_rules
 
 # A kernel whose median launch is longer than this pays under 10 % for a ~2-5 us launch: CUDA graphs cannot help it.
 LAUNCH_BOUND_MAX_NS = 20_000.0
@@ -451,6 +451,10 @@ def _bound_advice(kernel: dict[str, Any], kind: str, tensor: bool | None, have_s
     bound, label, median = kernel.get("bound"), kernel.get("label") or "", kernel.get("median_duration_ns")
     name = kernel.get("kernel_name") or ""
     lines = []
+    if label == BALANCED_LABEL:
+        lines.append(f"compute ({pct_text(kernel.get('compute_pct'))}) and memory ({pct_text(kernel.get('memory_pct'))}) are within "
+                     f"{BALANCED_GAP_PCT:.0f} points of each other (ncu: Balanced Throughput): cutting only one moves the wall to the other "
+                     "— reduce both the work and the traffic")
     if bound == "memory":
         level = "L1/TEX" if "L1" in label else ("L2" if "L2" in label else None)
         if level:

@@ -38,6 +38,11 @@ class Bound(str, Enum):
     UNKNOWN = "unknown"
 
 
+# ncu's name for a kernel whose compute and memory throughput are within BALANCED_GAP_PCT of each other: the verdict
+# names the higher side, but cutting only one of them moves the wall to the other.
+BALANCED_LABEL = "Balanced Throughput"
+SHORT_BALANCED = "math and bytes"
+
 SHORT_RECOMMENDATIONS = {
     Bound.MEMORY: "fewer bytes",
     Bound.COMPUTE: "cheaper math",
@@ -279,11 +284,11 @@ def classify_launches(launches: pl.DataFrame, peaks: Mapping[str, float | pl.Exp
         .when(latency).then(pl.lit("Latency Issue"))
         .when((sm - memory).abs() >= BALANCED_GAP_PCT)
         .then(pl.when(sm >= memory).then(pl.lit("High Compute Throughput")).otherwise(pl.lit("High Memory Throughput")))
-        .otherwise(pl.lit("Balanced Throughput"))
+        .otherwise(pl.lit(BALANCED_LABEL))
     )
     sol_bound = pl.when(~((sm >= HIGH_THRESHOLD_PCT) | (memory >= HIGH_THRESHOLD_PCT)) & latency).then(pl.lit(Bound.LATENCY.value)).otherwise(higher)
     stage = stage.with_columns(sol_bound.alias("_sol_bound"), sol_label.alias("_sol_label"))
-    labelled_pipe = (col("_sol_bound") == Bound.MEMORY.value) & col("_top_pipe").is_not_null() & (col("_sol_label") != "Balanced Throughput")
+    labelled_pipe = (col("_sol_bound") == Bound.MEMORY.value) & col("_top_pipe").is_not_null() & (col("_sol_label") != BALANCED_LABEL)
     # SOL percentages are measured against each unit's own peak, so the busiest unit is the nearest roof even where
     # the roofline (DRAM only, say) sees less: an L2-bound kernel shows low DRAM use.
     sol_pct = pl.max_horizontal(sm, memory)

@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from traceview.analyzer.analysis import Analysis
-from traceview.analyzer.roofline import SHORT_RECOMMENDATIONS, Bound
+from traceview.analyzer.roofline import BALANCED_LABEL, SHORT_BALANCED, SHORT_RECOMMENDATIONS, Bound
 from traceview.analyzer.timeline import SHORT_KIND_ADVICE, advice_key
 from traceview.app.formatting import middle_cut, terminal_safe
 from traceview.app.reporters.base import (
@@ -151,8 +151,11 @@ class TerminalReporter:
                                        format_duration(k["duration_ns"]), format_pct(k["share_pct"]), verdict]
             if roofline:
                 cells += [format_number(k["arithmetic_intensity"]), format_pct(k["roof_pct"]), format_duration(k["recoverable_ns"])]
-            cells.append(SHORT_RECOMMENDATIONS[Bound(k["bound"])] if k["bound"] != "unknown" or not k.get("likely_bound")
-                         else SHORT_KIND_ADVICE.get(advice_key(k["kind"], k["likely_bound"]), "profile with ncu"))
+            if k.get("label") == BALANCED_LABEL:
+                cells.append(SHORT_BALANCED)
+            else:
+                cells.append(SHORT_RECOMMENDATIONS[Bound(k["bound"])] if k["bound"] != "unknown" or not k.get("likely_bound")
+                             else SHORT_KIND_ADVICE.get(advice_key(k["kind"], k["likely_bound"]), "profile with ncu"))
             table.add_row(*cells)
         console.print(table if records else safe_text("No kernel launches in this export.", style="dim"))
         if heuristic:
