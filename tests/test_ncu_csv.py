@@ -225,3 +225,24 @@ def test_nersc_cache_byte_counts_fill_in_only_where_ncus_chart_metrics_are_missi
             assert trace.data["l2_bytes_per_s"].to_list() == pytest.approx((1234.5e6 / duration_s).to_list())
             assert trace.data["dram_bytes"].to_list() == original["dram_bytes"].to_list()
             assert any("NERSC" in n and "lts__t_bytes.sum" in n for n in trace.notes)
+
+
+def test_a_cc_10_csv_in_base_units_from_a_benchmark_harness():
+    # superbench's cuBLASLt FP8 GEMM on a CC 10.0 GPU with 152 SMs (tests/fixtures/found/PROVENANCE.md): base units
+    # (hz, ns, byte), the harness's own lines before the header.
+    from pathlib import Path
+
+    from traceview.analyzer.analysis import Source, analyze
+
+    path = Path(__file__).parent / "fixtures" / "found" / "ncu_csv_cc100_cublaslt_fp8_gemm_superbench.csv"
+    assert detect_format(path) is TraceFormat.NCU_DETAILS
+    trace = load_trace(path)
+    launch = trace.data.row(0, named=True)
+    assert launch["duration_ns"] == 406240 and launch["sm_clock_hz"] == pytest.approx(1239496049.13)
+    assert launch["sm_count"] == 152 and launch["registers_per_thread"] == 168 and launch["shared_bytes_per_block"] == 205696
+    analysis = analyze(trace.data, Source(str(path), trace.format.value, "", 0))
+    kernel = analysis.kernels.row(0, named=True)
+    assert kernel["bound"] == "latency" and kernel["recoverable_ns"] == pytest.approx(406240 * 0.5)  # the global tail-effect estimate
+    assert kernel["occupancy"]["tail"]["full_waves"] == 1
+    # The table's one CC 10.0 GPU (B200) has 148 SMs: no peaks are borrowed for a 152-SM part.
+    assert analysis.device.spec is None and "152 SMs matches no GPU" in analysis.device.how_identified
