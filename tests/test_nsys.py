@@ -471,14 +471,22 @@ def test_cuda_gpu_trace_gives_the_exports_time_breakdown(realdata_file, tmp_path
     if connection.execute("SELECT 1 FROM sqlite_master WHERE name = 'CUPTI_ACTIVITY_KIND_MEMSET'").fetchone():
         rows += [(start, duration, device, size / 1e6, "[CUDA memset]") for start, duration, device, size in
                  connection.execute('SELECT start, "end" - start, deviceId, bytes FROM CUPTI_ACTIVITY_KIND_MEMSET')]
+    # The Device column names each GPU as nsys does (`Tesla T4 (0)`), from the export's own GPU table.
+    gpu_names = dict(connection.execute("SELECT id, name FROM TARGET_INFO_GPU").fetchall()) if connection.execute(
+        "SELECT 1 FROM sqlite_master WHERE name = 'TARGET_INFO_GPU'").fetchone() else {}
     connection.close()
     path = tmp_path / "gpu_trace.csv"
     with path.open("w", newline="") as stream:
         writer = csv.writer(stream)
         writer.writerow(["Start (ns)", "Duration (ns)", "Device", "Bytes (MB)", "Name"])
-        writer.writerows([start, duration, f"NVIDIA GPU ({device})", "" if size is None else f"{size:.6f}", name]
+        writer.writerows([start, duration, f"{gpu_names.get(device) or 'NVIDIA GPU'} ({device})", "" if size is None else f"{size:.6f}", name]
                          for start, duration, device, size, name in sorted(rows))
-    truth, data = analyze_json(source)["timeline"], analyze_json(path)["timeline"]
+    whole_truth, whole_data = analyze_json(source), analyze_json(path)
+    truth, data = whole_truth["timeline"], whole_data["timeline"]
+    # Copies are judged against the same host link (PCIe Gen3 x16 for the named T4; none where no name is given).
+    assert [c.get("link") for c in data["copies"]] == [c.get("link") for c in truth["copies"]]
+    if any(gpu_names.values()):
+        assert whole_data["device"]["name"] == whole_truth["device"]["name"] == "Tesla T4"
     shape = lambda run: [{k: d[k] for k in ("device_id", "span_ns", "busy_pct", "breakdown", "verdict", "gap_count")} for d in run["devices"]]  # noqa: E731
     assert shape(data) == shape(truth)
     assert (data["verdict"] or {}).get("verdict") == (truth["verdict"] or {}).get("verdict")

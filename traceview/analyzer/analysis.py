@@ -494,9 +494,10 @@ def _stats_launch_statistics(launches: pl.DataFrame) -> dict[str, Any]:
     return {**launch, "tiny_kernels": tiny_kernel_stretches(launches)}
 
 
-def _whole_run_of_trace(stats: StatsReports) -> WholeRun:
+def _whole_run_of_trace(stats: StatsReports, specs: dict[int, GpuSpec | None]) -> WholeRun:
     """Return the export's whole-run analysis of cuda_gpu_trace's kernels and copies: busy %, the breakdown, gaps and
-    the findings they support. With no CUDA API calls or NVTX ranges, gap causes stay unknown."""
+    the findings they support (copies against each GPU's host link, from `specs`). With no CUDA API calls or NVTX
+    ranges, gap causes stay unknown."""
     launches = stats.launches if stats.launches is not None else pl.DataFrame(schema=STATS_LAUNCHES)
     copies = stats.copy_launches if stats.copy_launches is not None else pl.DataFrame(schema=NSYS_MEMOPS)
     if launches["device_id"].null_count() == launches.height and copies["device_id"].null_count() == copies.height:
@@ -507,8 +508,9 @@ def _whole_run_of_trace(stats: StatsReports) -> WholeRun:
         "start_ns", "end_ns", "device_id",
         pl.col("name").replace_strict({name: i for i, name in names.items()}, return_dtype=pl.Int64).alias("name_id"),
         pl.lit(None, pl.Int64).alias("correlation_id"), pl.lit(None, pl.Int64).alias("pid"), "graph_node_id")
+    links = {device: link for device, spec in specs.items() if (link := host_link(spec)) is not None}
     return analyze_whole_run(kernels, names, copies, pl.DataFrame(schema=NSYS_API), pl.DataFrame(schema=NSYS_NVTX),
-                             pl.DataFrame(schema=NSYS_GRAPHS), {})
+                             pl.DataFrame(schema=NSYS_GRAPHS), links)
 
 
 def analyze_stats(stats: StatsReports, source: Source, gpu: str | None = None, ncu: Analysis | None = None) -> Analysis:
@@ -517,7 +519,11 @@ def analyze_stats(stats: StatsReports, source: Source, gpu: str | None = None, n
     cuda_gpu_trace, which lists every kernel and copy, the export's busy %, breakdown and gaps; summaries alone carry
     no timeline."""
     reports, notes, launches = stats.reports, stats.notes, stats.launches
-    whole = _whole_run_of_trace(stats) if stats.whole_timeline else None
+    spec = lookup_gpu(gpu) if gpu else None
+    # cuda_gpu_trace names each GPU in its Device column (`NVIDIA A100-SXM4-80GB (0)`); summaries name none.
+    specs = {device: spec or find_by_name(name) for device, name in stats.device_names.items()}
+    named = list(dict.fromkeys(stats.device_names.values()))
+    whole = _whole_run_of_trace(stats, specs) if stats.whole_timeline else None
     kern = reports.get("cuda_gpu_kern_sum")
     summary_rows = []
     if kern is not None:
@@ -562,11 +568,16 @@ def analyze_stats(stats: StatsReports, source: Source, gpu: str | None = None, n
             bound = launch_bound_finding(launch["tiny_kernels"], launch["median_launch_call_ns"])
             findings += [bound] if bound is not None else []
         timeline = Timeline([], copies, findings, nvtx, launch=launch, sync=syncs, unmatched_kernels=unmatched, matched_kernels=matched)
-    spec = lookup_gpu(gpu) if gpu else None
+    if spec is None and len(named) == 1:
+        spec = find_by_name(named[0])
     peaks = _with_ncu_peaks(_table_peaks(spec), ncu)
-    name = spec.name if spec else (ncu.device.name if ncu is not None else None)
-    how = f"chosen with --gpu {gpu}" if gpu else ("from the joined Nsight Compute results" if ncu is not None and name else
-                                                  "nsys stats reports name no device; use --gpu for peaks")
+    name = named[0] if named and not gpu else (spec.name if spec else (ncu.device.name if ncu is not None else None))
+    if gpu:
+        how = f"chosen with --gpu {gpu}"
+    elif named:
+        how = "named in cuda_gpu_trace's Device column" + ("" if spec else " (not in the built-in GPU table; use --gpu for datasheet peaks)")
+    else:
+        how = "from the joined Nsight Compute results" if ncu is not None and name else "nsys stats reports name no device; use --gpu for peaks"
     device = Device(name, spec.compute_capability if spec else None, spec, how, peaks)
     if whole is not None:
         last = ("cuda_gpu_trace lists every kernel and copy on each GPU: busy %, the breakdown and idle gaps come from it; what the "

@@ -100,6 +100,7 @@ class StatsReports:
     # complete enough timeline for the export's busy %, breakdown and gaps (their causes need the CUDA API table).
     copy_launches: pl.DataFrame | None = None
     whole_timeline: bool = False
+    device_names: dict[int, str] = field(default_factory=dict)  # cuda_gpu_trace's Device column: `NAME (N)` by N
 
 
 def report_kind(columns: list[str], hint: str | None = None) -> str | None:
@@ -424,6 +425,10 @@ def _store_per_launch(path: Path, kind: str, rows: list[list[str]], first_line: 
         index = _DEVICE_INDEX.search(row[device]) if device is not None and fits else None
         device_id = int(index.group(1) or index.group(2)) if index else None
         device_id = device_id if device_id is not None and device_id < 2**62 else None
+        if device_id is not None and device_id not in result.device_names and index.group(1):  # type: ignore[union-attr]
+            named = row[device][:index.start()].strip()  # type: ignore[union-attr]
+            if named:
+                result.device_names[device_id] = named
         if fits and _COPY_NAME.match(label):
             copy_launches.append(_copy_launch(label, int(began * start_scale), int(began * start_scale + value * scale), device_id, moved,
                                               row[source_kind].strip() if source_kind is not None else None,
