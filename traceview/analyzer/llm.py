@@ -66,8 +66,8 @@ _SPLIT_MODE = re.compile(r"(?:^|; )(?:split_mode|sm)=(\w+)")
 
 
 def _device_bandwidth(row: dict[str, Any], gpu: GpuSpec | None) -> tuple[GpuSpec | None, float | None, str | None, int]:
-    """Return (table entry, decode's bandwidth ceiling in bytes/s, note for decode, number of GPUs) for a run's device list ("A, B" when several
-    GPUs ran it, as llama-bench's gpu_info and the loader's Device N lines give them).
+    """Return (table entry, decode's bandwidth ceiling in bytes/s, note for decode, number of GPUs) for a run's device
+    list ("A, B" when several GPUs ran it, as llama-bench's gpu_info and the loader's Device N lines give them).
 
     Several GPUs of one kind: with layer split (llama.cpp's default) each token passes through the GPUs one after
     another, each reading its own layers, so the ceiling is one GPU's bandwidth; with row split every GPU reads its
