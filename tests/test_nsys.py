@@ -617,3 +617,32 @@ def test_damaged_per_launch_cells_leave_the_timeline_not_crash_it(tmp_path, text
     path.write_text(text)
     data = analyze_json(path)
     assert data["summary"]["launches"] == 2
+
+
+def test_summaries_alone_show_a_launch_bound_run():
+    # nsys 2026.3.1 `nsys stats` of a program that launches a 1.29 us kernel 16,777,216 times, each launch call taking
+    # 6.87 us (tests/fixtures/found/PROVENANCE.md). Only the summaries are there, no per-launch report.
+    from pathlib import Path
+
+    path = Path(__file__).parent / "fixtures" / "found" / "nsys2026.3_stats_console_vector_add_16m_launches.txt"
+    data = analyze_json(path)
+    top = data["timeline"]["findings"][0]
+    assert top["rule"] == "launch_bound" and top["evidence"]["launch_calls"] == top["evidence"]["kernel_launches"] == 16_777_216
+    assert top["cost_ns"] == 115_231_828_203 - 21_570_333_587
+    assert top["evidence"]["busy_ceiling_pct"] == pytest.approx(100 * 21_570_333_587 / 115_231_828_203)
+    assert data["kernels"][0]["launches"] == 16_777_216
+
+
+def test_the_summary_launch_test_needs_one_launch_call_per_kernel(realdata_file):
+    from traceview.analyzer.timeline import stats_launch_bound_finding
+
+    # The A100 README: 1,010 vectorAdd launches at 3.17 us per call for 1.81 us kernels.
+    found = analyze_json(realdata_file("nsys_stats/nsys_console_stats_a100_vectoradd_README.txt"))["timeline"]["findings"]
+    assert found[0]["rule"] == "launch_bound" and found[0]["evidence"]["busy_ceiling_pct"] == pytest.approx(57.2, abs=0.1)
+    api = pl.DataFrame({"name": ["cudaLaunchKernel", "cudaGraphLaunch"], "count": [2000, 100], "total_ns": [8e6, 1e6]})
+    # Kernels launched by graphs outnumber the launch calls: the summaries cannot pair them.
+    graphs = pl.DataFrame({"name": ["k"], "count": [50_000], "total_ns": [5e7]})
+    assert stats_launch_bound_finding(api, graphs) is None
+    # Kernels that run longer than a launch call keep the GPU fed.
+    long = pl.DataFrame({"name": ["k"], "count": [2000], "total_ns": [2000 * 9e3]})
+    assert stats_launch_bound_finding(api, long) is None

@@ -33,6 +33,7 @@ from traceview.analyzer.timeline import (
     kernel_summary,
     stats_copies,
     stats_findings,
+    stats_launch_bound_finding,
     stats_unified_memory_findings,
     sync_summary,
 )
@@ -566,7 +567,11 @@ def analyze_stats(stats: StatsReports, source: Source, gpu: str | None = None, n
         if launches is not None and launches.height:
             launch = _stats_launch_statistics(launches)
             bound = launch_bound_finding(launch["tiny_kernels"], launch["median_launch_call_ns"])
-            findings += [bound] if bound is not None else []
+        else:
+            # Without a per-launch report, the two summaries still compare a launch call with the kernel it launches.
+            bound = stats_launch_bound_finding(api, kern)
+        findings += [bound] if bound is not None else []
+        findings.sort(key=lambda f: -(f.get("cost_ns") or 0))
         timeline = Timeline([], copies, findings, nvtx, launch=launch, sync=syncs, unmatched_kernels=unmatched, matched_kernels=matched)
     if spec is None and len(named) == 1:
         spec = find_by_name(named[0])

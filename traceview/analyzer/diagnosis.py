@@ -299,7 +299,8 @@ def stalls(rules: list[dict[str, Any]], totals: tuple[dict[str, float], str | No
     return sorted(entries, key=lambda s: -s["share_pct"]), ("ncu CPIStall rule" if entries else None)
 
 
-def _duration(ns: float | None) -> str:
+def duration_text(ns: float | None) -> str:
+    """Return a duration given in ns as text with three significant digits: `115 s`, `3.2 ms`, `1.29 us`."""
     if ns is None:
         return "n/a"
     for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
@@ -473,7 +474,7 @@ def _bound_advice(kernel: dict[str, Any], kind: str, tensor: bool | None, have_s
             lines.append("do less or cheaper math: remove redundant work, fast intrinsics or lower precision where accuracy allows")
     elif bound == "latency":
         if median is not None and median < LAUNCH_BOUND_MAX_NS:
-            lines.append(f"at {_duration(median)} per launch, launch overhead (2-5 us) is a large share: fuse it with its neighbours or "
+            lines.append(f"at {duration_text(median)} per launch, launch overhead (2-5 us) is a large share: fuse it with its neighbours or "
                          f"capture the sequence in a CUDA graph")
         if not have_specific:
             lines.append("under 60% of both compute and memory throughput: the SMs wait — collect the Occupancy, LaunchStats and "

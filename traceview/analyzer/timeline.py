@@ -14,6 +14,7 @@ from typing import Any
 
 import polars as pl
 
+from traceview.analyzer.diagnosis import duration_text
 from traceview.analyzer.kernel_kinds import display_names, kernel_kind, likely_bound
 from traceview.analyzer.names import normalise_kernel_name
 from traceview.analyzer.roofline import Bound
@@ -247,6 +248,37 @@ def stats_unified_memory_findings(copies: list[dict[str, Any]]) -> list[dict[str
                       "advice": CAUSES["unified_memory"][1],
                       "evidence": {"direction": copy["direction"], "migrations": count, "bytes": size}})
     return found
+
+
+# Calls that launch one kernel each (graph launches and host functions launch other things).
+_KERNEL_LAUNCH_API = re.compile(r"^(cuda|cu)Launch(Kernel|CooperativeKernel)")
+SUMMARY_LAUNCH_BOUND_MIN_CALLS = 1000
+
+
+def stats_launch_bound_finding(api: pl.DataFrame | None, kernels: pl.DataFrame | None) -> dict[str, Any] | None:
+    """Return the launch_bound finding two `nsys stats` summaries support on their own, or None: kernels launched one
+    call each (their count within 10% of the launch calls') that run, on average, for less time than a launch call
+    takes on the host. From one launching thread the GPU is then busy at most kernel time ÷ launch-call time; the
+    cost is the difference, the GPU time those launches leave idle (ns). Both tables: cuda_api_sum, cuda_gpu_kern_sum
+    frames as nsys_stats reads them (count, total_ns, name)."""
+    if api is None or kernels is None or not api.height or not kernels.height:
+        return None
+    calls = api.filter(pl.col("name").cast(pl.String).str.contains(_KERNEL_LAUNCH_API.pattern))
+    call_count, call_ns = int(calls["count"].sum() or 0), float(calls["total_ns"].sum() or 0)
+    launches, kernel_ns = int(kernels["count"].sum() or 0), float(kernels["total_ns"].sum() or 0)
+    if call_count < SUMMARY_LAUNCH_BOUND_MIN_CALLS or not launches or not 0.9 <= launches / call_count <= 1.1:
+        return None
+    per_call, per_kernel = call_ns / call_count, kernel_ns / launches
+    if per_call <= per_kernel:
+        return None
+    busy_pct = 100.0 * kernel_ns / call_ns
+    return {"rule": "launch_bound", "cost_ns": int(call_ns - kernel_ns),
+            "message": (f"{call_count:,} kernel launch calls take {duration_text(per_call)} each on the host ({duration_text(call_ns)} in all) "
+                        f"for kernels that run {duration_text(per_kernel)} on average ({duration_text(kernel_ns)} of GPU time): launched from "
+                        f"one thread, the GPU is busy at most {busy_pct:.0f}% of that time — launch-bound"),
+            "advice": CAUSES["launch_overhead"][1] + " (one kernel over all the work, e.g. a grid-stride loop)",
+            "evidence": {"launch_calls": call_count, "launch_call_ns": call_ns, "kernel_launches": launches, "kernel_ns": kernel_ns,
+                         "busy_ceiling_pct": busy_pct}}
 
 
 def stats_findings(sync: dict[str, Any]) -> list[dict[str, Any]]:
