@@ -646,3 +646,23 @@ def test_the_summary_launch_test_needs_one_launch_call_per_kernel(realdata_file)
     # Kernels that run longer than a launch call keep the GPU fed.
     long = pl.DataFrame({"name": ["k"], "count": [2000], "total_ns": [2000 * 9e3]})
     assert stats_launch_bound_finding(api, long) is None
+
+
+def test_summaries_say_when_cuda_graphs_hide_their_kernels():
+    # nsys 2025.3.2 `nsys stats` of a pi0 policy run with CUDA graphs (tests/fixtures/found/PROVENANCE.md): 55 graph
+    # launches, yet the kernel summary lists only the 45 kernels launched one by one (82 us of a ~110 ms run).
+    from pathlib import Path
+
+    path = Path(__file__).parent / "fixtures" / "found" / "nsys2025.3_stats_console_pi0_cuda_graphs.txt"
+    data = analyze_json(path)
+    graphs = next(f for f in data["timeline"]["findings"] if f["rule"] == "cuda_graph_trace")
+    assert graphs["evidence"] == {"graph_launches": 55, "direct_launch_calls": 45, "kernel_launches": 45}
+    assert "--cuda-graph-trace=node" in graphs["advice"] and any("kernels inside the graphs are not in it" in n for n in data["notes"])
+    # The five iterations are one NVTX group, as in the export's grouping.
+    assert [(g["name"], g["count"]) for g in data["timeline"]["nvtx"]] == [("sample_actions_iter_N_num_steps_10", 5)]
+    assert data["timeline"]["nvtx"][0]["cpu_ns"] == 23_518_204 + 21_848_142 + 21_825_337 + 21_824_597 + 21_805_076
+    # With the graphs' kernels in the table (node tracing) there are more kernels than one-by-one launches: no finding.
+    from traceview.analyzer.timeline import stats_graph_trace_finding
+
+    api = pl.DataFrame({"name": ["cudaGraphLaunch_v10000", "cudaLaunchKernel"], "count": [55, 45], "total_ns": [1.0, 1.0]})
+    assert stats_graph_trace_finding(api, pl.DataFrame({"name": ["k"], "count": [4000], "total_ns": [1.0]})) is None

@@ -23,7 +23,13 @@ from traceview.analyzer.diagnosis import diagnose_kernels, tensor_core_columns
 from traceview.analyzer.jetson import Board, Telemetry, analyze_telemetry
 from traceview.analyzer.llm import LlmAnalysis, analyze_runs, device_list
 from traceview.analyzer.ncu_steps import decode_steps
-from traceview.analyzer.nvtx import group_summary, nvtx_ranges, steps_from_kernels, steps_from_nvtx
+from traceview.analyzer.nvtx import (
+    group_summary,
+    normalise_range_name,
+    nvtx_ranges,
+    steps_from_kernels,
+    steps_from_nvtx,
+)
 from traceview.analyzer.ranking import rank_kernels
 from traceview.analyzer.roofline import RECOMMENDATIONS, Bound, classify_launches
 from traceview.analyzer.timeline import (
@@ -33,6 +39,7 @@ from traceview.analyzer.timeline import (
     kernel_summary,
     stats_copies,
     stats_findings,
+    stats_graph_trace_finding,
     stats_launch_bound_finding,
     stats_unified_memory_findings,
     sync_summary,
@@ -514,6 +521,24 @@ def _whole_run_of_trace(stats: StatsReports, specs: dict[int, GpuSpec | None]) -
                              pl.DataFrame(schema=NSYS_GRAPHS), links)
 
 
+def _stats_nvtx_groups(nvtx_sum: pl.DataFrame | None) -> list[dict[str, Any]]:
+    """Return nvtx_sum's ranges grouped as the export's are (one row per name without its per-call parts, so
+    `iter_0` … `iter_4` are one), most CPU time first. nsys stats writes `domain:name`; the empty default domain's
+    leading colon is dropped."""
+    if nvtx_sum is None or not nvtx_sum.height:
+        return []
+    groups: dict[str, dict[str, Any]] = {}
+    for row in nvtx_sum.iter_rows(named=True):
+        name = normalise_range_name(str(row["name"] or "").removeprefix(":") or None)
+        group = groups.setdefault(name, {"name": name, "count": 0, "cpu_ns": 0.0, "mean_ns": None, "gpu_ns": None, "kernels": None,
+                                          "depth": None, "parent": None})
+        group["count"] += int(row["count"] or 0)
+        group["cpu_ns"] += float(row["total_ns"] or 0)
+    for group in groups.values():
+        group["mean_ns"] = group["cpu_ns"] / group["count"] if group["count"] else None
+    return sorted(groups.values(), key=lambda g: -g["cpu_ns"])
+
+
 def analyze_stats(stats: StatsReports, source: Source, gpu: str | None = None, ncu: Analysis | None = None) -> Analysis:
     """Return the analysis of `nsys stats` reports: kernels ranked by total time (verdicts from joined ncu results),
     memcpy time by direction, blocking API time, NVTX ranges. A per-launch report adds the launch-bound test, and
@@ -552,11 +577,7 @@ def analyze_stats(stats: StatsReports, source: Source, gpu: str | None = None, n
         "blocking_api_calls": [{"name": r["name"], "count": r["count"], "duration_ns": r["total_ns"]} for r in blocking[:10]],
         "api_calls": int(api["count"].sum() or 0) if api is not None else 0,
     }
-    nvtx_frame = reports.get("nvtx_sum")
-    nvtx = [] if nvtx_frame is None else [
-        {"name": r["name"], "count": r["count"], "cpu_ns": r["total_ns"], "mean_ns": r["avg_ns"], "gpu_ns": None, "kernels": None, "depth": None, "parent": None}
-        for r in nvtx_frame.iter_rows(named=True)
-    ]
+    nvtx = _stats_nvtx_groups(reports.get("nvtx_sum"))
     if whole is not None:
         findings = sorted(stats_findings(syncs) + whole.findings, key=lambda f: -(f.get("cost_ns") or 0))
         timeline = Timeline(whole.devices, whole.copies, findings, nvtx, whole.verdict, whole.gaps, whole.idle_by_cause, whole.launch,
@@ -570,8 +591,11 @@ def analyze_stats(stats: StatsReports, source: Source, gpu: str | None = None, n
         else:
             # Without a per-launch report, the two summaries still compare a launch call with the kernel it launches.
             bound = stats_launch_bound_finding(api, kern)
-        findings += [bound] if bound is not None else []
+        graphs = stats_graph_trace_finding(api, kern)
+        findings += [f for f in (bound, graphs) if f is not None]
         findings.sort(key=lambda f: -(f.get("cost_ns") or 0))
+        if graphs is not None:
+            notes = [*(notes or []), graphs["message"]]
         timeline = Timeline([], copies, findings, nvtx, launch=launch, sync=syncs, unmatched_kernels=unmatched, matched_kernels=matched)
     if spec is None and len(named) == 1:
         spec = find_by_name(named[0])

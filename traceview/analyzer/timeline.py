@@ -281,6 +281,31 @@ def stats_launch_bound_finding(api: pl.DataFrame | None, kernels: pl.DataFrame |
                          "busy_ceiling_pct": busy_pct}}
 
 
+_GRAPH_LAUNCH_API = re.compile(r"^(cudaGraphLaunch|cuGraphLaunch)")
+
+
+def stats_graph_trace_finding(api: pl.DataFrame | None, kernels: pl.DataFrame | None) -> dict[str, Any] | None:
+    """Return the cuda_graph_trace finding where `nsys stats` summaries show CUDA graph launches but no more kernels
+    than the calls that launch one kernel each: nsys's default `--cuda-graph-trace=graph` leaves the kernels inside
+    graphs out of cuda_gpu_kern_sum, so its GPU time covers only the kernels launched outside graphs. Else None."""
+    if api is None or not api.height:
+        return None
+    names = api["name"].cast(pl.String)
+    graphs = int(api.filter(names.str.contains(_GRAPH_LAUNCH_API.pattern))["count"].sum() or 0)
+    if not graphs:
+        return None
+    direct = int(api.filter(names.str.contains(_KERNEL_LAUNCH_API.pattern))["count"].sum() or 0)
+    launched = int(kernels["count"].sum() or 0) if kernels is not None and kernels.height else 0
+    if launched > 1.1 * direct:
+        return None  # more kernels than direct launches: the graphs' kernels are in the table (--cuda-graph-trace=node)
+    message = (f"{graphs:,} CUDA graph launches, and the kernel summary holds no more kernels ({launched:,}) than were launched one by "
+               f"one ({direct:,}): the kernels inside the graphs are not in it (nsys --cuda-graph-trace=graph, the default), so its "
+               "GPU time covers only the kernels launched outside graphs")
+    return {"rule": "cuda_graph_trace", "cost_ns": 0, "message": message,
+            "advice": "profile again with nsys --cuda-graph-trace=node to see the kernels inside the graphs",
+            "evidence": {"graph_launches": graphs, "direct_launch_calls": direct, "kernel_launches": launched}}
+
+
 def stats_findings(sync: dict[str, Any]) -> list[dict[str, Any]]:
     """Return the findings an `nsys stats` summary supports: blocking CUDA API time (nsys analyze's cuda_api_sync)."""
     if not sync.get("blocking_api_ns"):
