@@ -23,8 +23,8 @@ RAW = "ncu_raw/mudock_gtx1650_full_raw.csv"
 L4_CONSOLE = "ncu_console/ncu2024plus_l4_cc89_unfused_attention_qkT_softmax_pv_quantizedmha.txt"
 
 
-def kernels_json(path) -> list[dict]:
-    result = CliRunner().invoke(app, ["analyze", str(path), "--format", "json"])
+def kernels_json(path, *options: str) -> list[dict]:
+    result = CliRunner().invoke(app, ["analyze", str(path), "--format", "json", *options])
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)["kernels"]
 
@@ -95,8 +95,9 @@ def test_ffma_only_roofline_of_a_tensor_kernel_is_called_out(realdata_file):
     assert kernel["precision"] == "unknown" and kernel["bound"] == "unknown"
     assert "measured only by FMA counts" in kernel["reason"] and "SpeedOfLight_HierarchicalTensorRooflineChart" in kernel["recommendation"]
     assert any("tensor-core kernels measured only by FMA counts" in note for note in data["notes"])
-    # The details export of the same kernel measures the tensor work: a confident tensor verdict there.
-    details = kernels_json(realdata_file(GEMM))[0]
+    # The details export of the same kernel measures the tensor work: a confident tensor verdict there, against the
+    # RTX 5090's tensor peak (the CSV names no GPU, and an RTX PRO 6000 Blackwell would fit it as well).
+    details = kernels_json(realdata_file(GEMM), "--gpu", "rtx5090")[0]
     assert details["precision"] == "tensor" and details["tensor_core"] is True and details["tensor_core_source"] == "tensor-pipe metrics"
 
 

@@ -436,3 +436,24 @@ def test_vulkan_and_metal_device_lines_name_the_gpu(tmp_path, log, device):
         assert decode["mbu_pct"] == pytest.approx(100 * 15.07 * 13.34 * 2**30 / 936e9, rel=1e-3)
     else:
         assert decode["mbu_pct"] is None and decode["note"].startswith(f"{device} is not in the GPU table")
+
+
+def test_mixtures_of_experts_a_405b_and_an_rtx_pro_6000():
+    # llama-bench on an RTX PRO 6000 Blackwell (tests/fixtures/found/PROVENANCE.md).
+    runs = analysis_of(FOUND / "llama_bench_rtx_pro_6000_power_limits_moe.md").llm.runs
+    decode = {(r["model"], r["table"]): r for r in runs.filter(phase="decode").iter_rows(named=True)}
+    first = decode[("llama 7B Q4_0", 0)]
+    # 278.95 t/s × 3.56 GiB against the card's 1,792 GB/s.
+    assert first["device"] == "RTX PRO 6000 Blackwell" and first["mbu_pct"] == pytest.approx(100 * 278.95 * 3.56 * 2**30 / 1792e9)
+    # `llama ?B` with 405.85 B parameters is the 405B, 126 layers: -ngl 116 leaves ten on the host.
+    big = next(r for (model, _), r in decode.items() if model.startswith("llama ?B"))
+    assert big["offload"] == "partial" and big["mbu_pct"] is None and "ngl 116 of 126 layers" in big["note"]
+    # A mixture of experts reads only its active experts: 3B of 30.53B parameters by its name.
+    qwen = next(r for (model, _), r in decode.items() if model.startswith("qwen3moe"))
+    assert qwen["bytes_per_token"] == pytest.approx(17.28 * 2**30 * 3 / 30.53) and "mixture of experts" in qwen["note"]
+    assert qwen["mbu_pct"] == pytest.approx(100 * 251.04 * 17.28 * 2**30 * 3 / 30.53 / 1792e9)
+    # gpt-oss names no active count: no bytes/token is guessed (the whole 60 GiB would give 12 TB/s).
+    oss = next(r for (model, _), r in decode.items() if model.startswith("gpt-oss"))
+    assert oss["bytes_per_token"] is None and oss["mbu_pct"] is None and "--weights" in oss["note"]
+    prefill = runs.filter(phase="prefill", model="qwen3moe 30B.A3B Q4_K - Medium").row(0, named=True)
+    assert prefill["achieved_flop_per_s"] == pytest.approx(2 * 3e9 * 7432.36)

@@ -129,11 +129,15 @@ def resolve_device(kernels: pl.DataFrame, gpu: str | None = None) -> Device:
     elif cc:
         matches, evidence = _narrowed_by_profile(find_by_compute_capability(cc), kernels)
         spec = matches[0] if len(matches) == 1 else None
+        shared_bandwidth = _shared_bandwidth(matches) if spec is None else None
         seen = f"compute capability {cc}" + "".join(f" and {e}" for e in evidence)
         if spec and evidence:
             how = f"identified from {seen}: the table GPU that fits (use --gpu if it was another)"
         elif spec:
             how = f"guessed from {seen}: the only GPU in the table with it (use --gpu if it was another)"
+        elif matches and shared_bandwidth:
+            how = (f"{seen} matches {', '.join(m.key for m in matches)}, all {shared_bandwidth / 1e9:,.0f} GB/s: that DRAM peak is theirs; "
+                   "their compute peaks differ, use --gpu to pick one")
         elif matches:
             how = f"{seen} matches {', '.join(m.key for m in matches)}; use --gpu to pick one"
         else:
@@ -141,12 +145,16 @@ def resolve_device(kernels: pl.DataFrame, gpu: str | None = None) -> Device:
     else:
         spec = None
         how = "the export names no device (older ncu CSV and console layouts print neither a name nor a compute capability); use --gpu"
+    if gpu or name or not cc:
+        shared_bandwidth = None
     peaks: dict[str, Peak] = {}
     for key in PEAK_KEYS:
         measured = kernels[key].drop_nulls() if kernels.height else pl.Series([], dtype=pl.Float64)
         measured = measured.filter(measured > 0)
         if measured.len():
             peaks[key] = Peak(float(measured.median()), "profile")  # type: ignore[arg-type]
+        elif key == "peak_dram_bytes_per_s" and shared_bandwidth:
+            peaks[key] = Peak(shared_bandwidth, "table")
         else:
             peaks[key] = Peak(_table_peak(spec, key), "table" if _table_peak(spec, key) else None)
     display = spec.name if spec and not name else name
@@ -172,6 +180,15 @@ def _narrowed_by_profile(candidates: list[GpuSpec], kernels: pl.DataFrame) -> tu
             candidates = candidates[:1]
         evidence.append(f"a {dram_peak / 1e9:.0f} GB/s DRAM peak ({how})")
     return candidates, evidence
+
+
+def _shared_bandwidth(candidates: list[GpuSpec]) -> float | None:
+    """Return the DRAM bandwidth (bytes/s) every one of several candidate GPUs has (within 1%: the RTX 5090 and the
+    RTX PRO 6000 Blackwell both have 1,792 GB/s), or None."""
+    if len(candidates) < 2:
+        return None
+    low, high = min(c.dram_bytes_per_s for c in candidates), max(c.dram_bytes_per_s for c in candidates)
+    return low if high <= low * 1.01 else None
 
 
 def _profile_dram_peak(kernels: pl.DataFrame) -> tuple[float | None, str]:

@@ -138,6 +138,10 @@ GPUS: tuple[GpuSpec, ...] = (
           (r"thor",), "LPDDR5X 256-bit; FP32 derived at 1.575 GHz; tensor peaks unverified, left out", True),
     _spec("rtx5090", "GeForce RTX 5090", "12.0", 170, 1792, 1.64, 104.8, 209.5, 104.8, 419, 838,
           (r"^rtx 5090$",), "NVIDIA RTX Blackwell whitepaper"),
+    _spec("rtx-pro-6000-blackwell", "RTX PRO 6000 Blackwell", "12.0", 188, 1792, None, 125, None, None, None, None,
+          (r"^rtx pro 6000 blackwell( workstation edition| server edition)?$",),
+          "NVIDIA RTX PRO 6000 Blackwell Workstation Edition datasheet (96 GB GDDR7, 512-bit); its tensor figures are FP4 sparse "
+          "only, left out"),
     _spec("rtx5080", "GeForce RTX 5080", "12.0", 84, 960, 0.88, 56.3, 112.6, 56.3, 225.1, 450.2, (r"^rtx 5080$",), _GEFORCE_BLACKWELL),
     _spec("rtx5070ti", "GeForce RTX 5070 Ti", "12.0", 70, 896, 0.69, 43.9, 87.9, 43.9, 175.8, 351.5, (r"^rtx 5070 ti$",), _GEFORCE_BLACKWELL),
     _spec("rtx5070", "GeForce RTX 5070", "12.0", 48, 672, 0.48, 30.9, 61.7, 30.9, 123.5, 246.9, (r"^rtx 5070$",), _GEFORCE_BLACKWELL),
@@ -231,7 +235,8 @@ _PCIE_LINK: dict[str, tuple[int, int]] = {
                                 "rtx3090", "rtx3080ti", "rtx3080", "rtx3070ti", "rtx3070", "rtx3060ti", "rtx3060", "l4", "l40s", "l40",
                                 "rtx4090", "rtx4080", "rtx4070ti", "rtx4070")},
     **{key: (4, 8) for key in ("rtx4060ti", "rtx4060")},
-    **{key: (5, 16) for key in ("h100-nvl", "h100-pcie", "h100-sxm", "h200", "b200", "rtx5090", "rtx5080", "rtx5070ti", "rtx5070")},
+    **{key: (5, 16) for key in ("h100-nvl", "h100-pcie", "h100-sxm", "h200", "b200", "rtx5090", "rtx-pro-6000-blackwell", "rtx5080",
+                                "rtx5070ti", "rtx5070")},
 }
 
 

@@ -20,8 +20,8 @@ import polars as pl
 from traceview.analyzer.devices import GpuSpec, find_by_name
 
 # Repeating layers of the Llama family by size, to tell a partial offload (`-ngl` below the layer count).
-_LLAMA_LAYERS = {"1B": 16, "3B": 28, "7B": 32, "8B": 32, "13B": 40, "30B": 60, "33B": 60, "34B": 48, "65B": 80, "70B": 80}
-FULL_OFFLOAD_NGL = 99  # llama-bench's "everything" default
+_LLAMA_LAYERS = {"1B": 16, "3B": 28, "7B": 32, "8B": 32, "13B": 40, "30B": 60, "33B": 60, "34B": 48, "65B": 80, "70B": 80, "405B": 126}
+FULL_OFFLOAD_NGL = 99  # llama-bench's "everything" default: all layers of a model with fewer than 99
 
 
 @dataclass(frozen=True)
@@ -32,11 +32,18 @@ class LlmAnalysis:
     findings: list[dict[str, Any]] = field(default_factory=list)
 
 
-def _layers(model: str | None) -> int | None:
+def _layers(model: str | None, params: float | None = None) -> int | None:
+    """Return the repeating layers of a Llama-family model, by the size in its name (`llama 70B`), or, where
+    llama.cpp prints `llama ?B`, by its parameter count (within 3% of a known size: 405.85 B is the 405B)."""
     if not model:
         return None
-    match = re.search(r"\bllama (\d+B)\b", model, re.IGNORECASE)
-    return _LLAMA_LAYERS.get(match.group(1).upper()) if match else None
+    match = re.search(r"\bllama (\d+B|\?B)(?=\s|$)", model, re.IGNORECASE)
+    if not match:
+        return None
+    if match.group(1) == "?B" and params:
+        size = next((k for k in _LLAMA_LAYERS if abs(float(k[:-1]) * 1e9 - params) <= 0.03 * float(k[:-1]) * 1e9), None)
+        return _LLAMA_LAYERS[size] if size else None
+    return _LLAMA_LAYERS.get(match.group(1).upper())
 
 
 def _offload(row: dict[str, Any], table_max_ngl: int | None) -> tuple[str, str | None]:
@@ -47,14 +54,35 @@ def _offload(row: dict[str, Any], table_max_ngl: int | None) -> tuple[str, str |
         return "cpu", "CPU run: host memory bandwidth bounds decode"
     if ngl is None:
         return "unknown", None
-    if ngl < 0 or ngl >= FULL_OFFLOAD_NGL:  # llama.h: a negative n_gpu_layers means all layers
+    if ngl < 0:  # llama.h: a negative n_gpu_layers means all layers
         return "full", None
-    layers = _layers(row.get("model"))
-    if table_max_ngl is not None and ngl < table_max_ngl:
-        return "partial", f"partial offload (ngl {ngl} < {table_max_ngl}): host memory bounds it"
+    layers = _layers(row.get("model"), row.get("model_params"))
+    # A model with more layers than the 99 that mean "all" to smaller ones keeps the rest on the host (405B: 126).
     if layers is not None and ngl <= layers:
         return "partial", f"partial offload (ngl {ngl} of {layers} layers + output): host memory bounds it"
+    if ngl >= FULL_OFFLOAD_NGL:
+        return "full", None
+    if table_max_ngl is not None and ngl < table_max_ngl:
+        return "partial", f"partial offload (ngl {ngl} < {table_max_ngl}): host memory bounds it"
     return "full", None
+
+
+# Mixture-of-experts models read, per token, only the experts it is routed to: llama.cpp names them `qwen3moe 30B.A3B`
+# (3B of 30B parameters active), `gpt-oss 120B`, `llama 8x7B` (Mixtral) or `... moe`.
+_MOE_ACTIVE = re.compile(r"\b(\d+(?:\.\d+)?)B\.A(\d+(?:\.\d+)?)B\b", re.IGNORECASE)
+_MOE = re.compile(r"moe\b|\bgpt-oss\b|\b\d+x\d+(?:\.\d+)?B\b|\bA\d+(?:\.\d+)?B\b", re.IGNORECASE)
+
+
+def moe_active_share(model: str | None, params: float | None) -> tuple[bool, float | None]:
+    """Return (whether the model is a mixture of experts, the share of its weights one token reads), the share from
+    the active parameters its name gives (`30B.A3B` with 30.53 B parameters: 3/30.53), else None."""
+    if not model:
+        return False, None
+    active = _MOE_ACTIVE.search(model)
+    if active:
+        total = params or float(active.group(1)) * 1e9
+        return True, min(1.0, float(active.group(2)) * 1e9 / total)
+    return bool(_MOE.search(model)), None
 
 
 def device_list(device_name: str | None) -> list[str]:
@@ -117,6 +145,16 @@ def analyze_runs(
         sequences = row.get("n_sequences") or 1
         if row["phase"] == "decode" and rate:
             weights = weight_bytes or row.get("model_size_bytes")
+            moe, share = (False, None) if weight_bytes else moe_active_share(row.get("model"), row.get("model_params"))
+            moe_note = None
+            if moe and share and weights:
+                weights *= share
+                moe_note = (f"mixture of experts: a token reads its active experts, about {share:.0%} of the weights (from the name's active "
+                            "parameters): bytes/token and MBU are estimates; --weights sets the bytes one token reads")
+            elif moe:
+                weights = None
+                moe_note = ("mixture of experts: a token reads only the experts it is routed to, not the whole model: pass --weights with "
+                            "the bytes one token reads for bandwidth and MBU")
             # B sequences decoded together share each step's read of the weights: B tokens per read.
             per_token = weights / sequences if weights else None
             if per_token:
@@ -124,15 +162,18 @@ def analyze_runs(
                 record["bandwidth_bytes_per_s"] = rate * per_token
                 if peak_bw and offload in ("full", "unknown") or (bandwidth_bytes_per_s and peak_bw):
                     record["mbu_pct"] = 100.0 * rate * per_token / peak_bw
-            elif note is None:
+            elif note is None and not moe:
                 record["note"] = "no model size in this output: pass --weights to get bandwidth and MBU"
+            if moe_note:
+                record["note"] = moe_note if record["note"] is None else f"{record['note']}; {moe_note}"
             if record["mbu_pct"] is not None and record["mbu_pct"] > 100:
                 record["note"] = (f"MBU {record['mbu_pct']:.0f}% is above 100%: wrong bytes per token (--weights) or wrong device "
                                   "bandwidth (--gpu/--bandwidth)")
-            if peak_bw is None and record["note"] is None:
+            if peak_bw is None and (record["note"] is None or (per_token and offload in ("full", "unknown"))):
                 named = row.get("device_name")
-                record["note"] = (f"{named} is not in the GPU table: pass --gpu NAME or --bandwidth to get MBU" if named
-                                  else "device not named in the output: pass --gpu NAME or --bandwidth to get MBU")
+                device_note = (f"{named} is not in the GPU table: pass --gpu NAME or --bandwidth to get MBU" if named
+                               else "device not named in the output: pass --gpu NAME or --bandwidth to get MBU")
+                record["note"] = device_note if record["note"] is None else f"{record['note']}; {device_note}"
             if sequences > 1 and record["bytes_per_token"] is not None:
                 shared = f"{sequences} sequences share each read of the weights: bytes/token = weights / {sequences}"
                 record["note"] = shared if record["note"] is None else f"{record['note']}; {shared}"
@@ -141,7 +182,14 @@ def analyze_runs(
                               "the weights alone (a lower bound)")
                 record["note"] = depth_note if record["note"] is None else f"{record['note']}; {depth_note}"
         elif row["phase"] == "prefill" and rate and row.get("model_params"):
-            record["achieved_flop_per_s"] = 2.0 * row["model_params"] * rate
+            moe, share = moe_active_share(row.get("model"), row.get("model_params"))
+            if moe and not share:
+                unknown = "mixture of experts with no active parameter count in its name: prefill FLOP unknown"
+                record["note"] = unknown if record["note"] is None else f"{record['note']}; {unknown}"
+                records.append(record)
+                continue
+            # A token's FLOP are about 2 × the parameters it passes through: for a mixture of experts, the active ones.
+            record["achieved_flop_per_s"] = 2.0 * row["model_params"] * (share or 1.0) * rate
             if gpus > 1 and gpu is None:
                 several = f"{gpus} GPUs: no compute share (llama.cpp may pipeline a prompt's micro-batches across them)"
                 record["note"] = several if record["note"] is None else f"{record['note']}; {several}"
