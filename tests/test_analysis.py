@@ -98,6 +98,7 @@ def test_device_lookup():
     assert find_by_name("NVIDIA L40").key == "l40" and find_by_name("NVIDIA L40S").key == "l40s"
     assert find_by_name("NVIDIA H100 NVL").key == "h100-nvl"
     # "gh200" contains "h200": the Grace Hopper parts are not taken for an H200.
+    assert find_by_name("NVIDIA B200").key == "b200" and find_by_name("NVIDIA GB200") is None
     assert find_by_name("NVIDIA GH200 480GB").key == "gh200-96gb" and find_by_name("NVIDIA GH200 144G HBM3e").key == "gh200-144gb"
     # Another product under a longer name, and laptop parts (their peaks are the maker's choice), match nothing.
     assert find_by_name("NVIDIA GeForce RTX 4070 SUPER") is None and find_by_name("NVIDIA GeForce RTX 4090 D") is None

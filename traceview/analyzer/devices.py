@@ -132,7 +132,8 @@ GPUS: tuple[GpuSpec, ...] = (
           "NVIDIA GH200 datasheet (96 GB HBM3; GPU compute as H100 SXM)"),
     _spec("h200", "H200 SXM", "9.0", 132, 4800, 34, 67, 989.4, 494.7, 1978.9, 1978.9, (r"h200",),
           "NVIDIA H200 datasheet (GH100 compute as H100 SXM)"),
-    _spec("b200", "B200", "10.0", 148, 8000, 40, 80, 2250, 1100, 4500, 4500, (r"b200",),
+    # Not "gb200": the Grace Blackwell superchip's GPUs run at other power and clocks.
+    _spec("b200", "B200", "10.0", 148, 8000, 40, 80, 2250, 1100, 4500, 4500, (r"(?<!g)b200",),
           "NVIDIA DGX B200 datasheet (HGX 1000 W)"),
     _spec("jetson-agx-thor", "Jetson AGX Thor (T5000)", "11.0", 20, 273, None, 8.1, None, None, None, None,
           (r"thor",), "LPDDR5X 256-bit; FP32 derived at 1.575 GHz; tensor peaks unverified, left out", True),
