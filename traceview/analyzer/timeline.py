@@ -22,6 +22,7 @@ from traceview.analyzer.whole_run import (
     CAUSES,
     DEMAND_PAGING_MAX_MEAN_BYTES,
     DEMAND_PAGING_MIN_MIGRATIONS,
+    GRAPH_LAUNCH_API,
     TINY_KERNEL_NS,
     distinct_names,
 )
@@ -281,9 +282,6 @@ def stats_launch_bound_finding(api: pl.DataFrame | None, kernels: pl.DataFrame |
                          "busy_ceiling_pct": busy_pct}}
 
 
-_GRAPH_LAUNCH_API = re.compile(r"^(cudaGraphLaunch|cuGraphLaunch)")
-
-
 def stats_graph_trace_finding(api: pl.DataFrame | None, kernels: pl.DataFrame | None) -> dict[str, Any] | None:
     """Return the cuda_graph_trace finding where `nsys stats` summaries show CUDA graph launches but no more kernels
     than the calls that launch one kernel each: nsys's default `--cuda-graph-trace=graph` leaves the kernels inside
@@ -291,7 +289,7 @@ def stats_graph_trace_finding(api: pl.DataFrame | None, kernels: pl.DataFrame | 
     if api is None or not api.height:
         return None
     names = api["name"].cast(pl.String)
-    graphs = int(api.filter(names.str.contains(_GRAPH_LAUNCH_API.pattern))["count"].sum() or 0)
+    graphs = int(api.filter(names.str.contains(GRAPH_LAUNCH_API.pattern))["count"].sum() or 0)
     if not graphs:
         return None
     direct = int(api.filter(names.str.contains(_KERNEL_LAUNCH_API.pattern))["count"].sum() or 0)

@@ -61,7 +61,7 @@ _API_CLASSES: tuple[tuple[str, re.Pattern[str]], ...] = (
 _ASYNC = re.compile(r"Async")
 _MEMCPY_API = re.compile(r"^(cudaMemcpy|cuMemcpy)")
 _MEMSET_API = re.compile(r"^(cudaMemset|cuMemset)")
-_GRAPH_LAUNCH = re.compile(r"^(cudaGraphLaunch|cuGraphLaunch)")
+GRAPH_LAUNCH_API = re.compile(r"^(cudaGraphLaunch|cuGraphLaunch)")
 JIT_RANGE = re.compile(r"compil|nvrtc|\bjit\b|_jit|jit_|autotun|codegen|ptxas|inductor|triton", re.IGNORECASE)
 DATA_RANGE = re.compile(r"data_?load|dataloader|collate|prefetch|\breader\b|load_data|preprocess|read_batch|next_batch|__next__", re.IGNORECASE)
 
@@ -506,7 +506,7 @@ def launch_statistics(launches: pl.DataFrame, kernels: pl.DataFrame, api: pl.Dat
     direct = launches.filter(pl.col("graph_node_id").is_null())
     latency = (direct["start_ns"] - direct["call_start_ns"]).filter((direct["start_ns"] - direct["call_start_ns"]) >= 0)
     call = direct["call_end_ns"] - direct["call_start_ns"]
-    graph_calls = int(api["name"].is_in([n for n in distinct_names(api["name"]) if _GRAPH_LAUNCH.search(n)]).sum()) if api.height else 0
+    graph_calls = int(api["name"].is_in([n for n in distinct_names(api["name"]) if GRAPH_LAUNCH_API.search(n)]).sum()) if api.height else 0
     return {
         "kernels_joined": launches.height,
         "median_latency_ns": _quantile(latency, 0.5),
