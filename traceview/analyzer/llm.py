@@ -2,8 +2,9 @@
 
 Decode moves every weight once per token, so bytes per token = the model size llama.cpp reports (or --weights),
 achieved bandwidth = tokens/s × bytes per token, and MBU = achieved / the device's DRAM bandwidth. The KV cache and
-activations are left out (small at llama-bench's short contexts), so MBU is a slight underestimate.
-Prefill is judged against compute: about 2 × parameters FLOP per token. A test run at a context depth (llama-bench
+activations are left out (small at llama-bench's short contexts), so MBU is a slight underestimate. A mixture of
+experts reads only its active experts: the share its name gives (`30B.A3B`), an estimate, else no bytes per token.
+Prefill is judged against compute: about 2 × parameters FLOP per token (the active ones for a mixture of experts). A test run at a context depth (llama-bench
 -d, `tg128 @ d4096`) also reads the KV cache of that context per token; without the model's layer shapes its size is
 unknown, so there bytes per token and MBU count the weights alone (a lower bound) and say so, and the slowdown from
 one depth to the next is reported as measured.
