@@ -246,3 +246,14 @@ def test_a_cc_10_csv_in_base_units_from_a_benchmark_harness():
     assert kernel["occupancy"]["tail"]["full_waves"] == 1
     # The table's one CC 10.0 GPU (B200) has 148 SMs: no peaks are borrowed for a 152-SM part.
     assert analysis.device.spec is None and "152 SMs matches no GPU" in analysis.device.how_identified
+
+
+def test_a_device_column_that_holds_a_name_names_the_gpu(realdata_file, tmp_path):
+    # Real exports put the device's index in the Device column ("0"); public parsers' fixtures show a name there. Such
+    # a column is taken as the GPU's name. Made from the real 2025.1 GEMV export by writing a name into that column.
+    text = realdata_file("ncu_details/ncu2025.1_cc120_gemv_details_llmperfopt.csv").read_text()
+    path = tmp_path / "named.csv"
+    assert text.count('"(224, 1, 1)","0","12.0"') == 48
+    path.write_text(text.replace('"(224, 1, 1)","0","12.0"', '"(224, 1, 1)","NVIDIA GeForce RTX 5090","12.0"'))
+    launch = load_trace(path).data.row(0, named=True)
+    assert launch["device_name"] == "NVIDIA GeForce RTX 5090" and launch["device_index"] is None

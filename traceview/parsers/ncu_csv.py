@@ -527,6 +527,11 @@ def _assemble(long: pl.DataFrame, identity: pl.DataFrame, rules: pl.DataFrame | 
                      f"{', '.join(metric for level, metric in _NERSC_BYTES if level in nersc)}), ncu's roofline-chart metrics "
                      "(L2→SM, L1 writeback) not being in the export: arithmetic intensity at that level follows NERSC's convention")
     frame = _derive(frame)
+    if "device_index" in frame.columns:
+        # The Device column holds the device's index (`0`); a column that holds a name instead names the GPU.
+        device = pl.col("device_index").cast(pl.String).str.strip_chars()
+        named = pl.when(device.str.contains(r"[A-Za-z]")).then(device)
+        frame = frame.with_columns(device_name=pl.coalesce(pl.col("device_name"), named) if "device_name" in frame.columns else named)
     frame = frame.with_columns(
         pl.col("launch_id").cast(pl.Int64, strict=False),
         *[pl.col(c).cast(pl.Int64, strict=False) for c in ("process_id", "context_id", "stream_id", "device_index") if c in frame.columns],
