@@ -219,3 +219,23 @@ def test_a_local_estimate_gives_way_to_the_roofs_headroom():
     verdict = classify_launches(frame, {}).row(0, named=True)
     # The occupancy section's own 40% is no share of the kernel's time: the headroom under its 70% roof is used.
     assert verdict["recoverable_source"] == "roofline headroom" and verdict["recoverable_fraction"] == pytest.approx(0.3)
+
+
+def test_body_tables_without_section_lines_and_interleaved_application_output():
+    # `--print-details body` on a CC 10.0 GPU (tests/fixtures/found/PROVENANCE.md): `Table Name :` headings, and the
+    # benchmark's own `Profiling k: ...` line printed between a table's rule and its header. It was "not a supported
+    # trace"; the stall table's rows had no reader.
+    from pathlib import Path
+
+    path = Path(__file__).parent / "fixtures" / "found" / "ncu_console_body_tables_cc100_fp4_gemv_excerpt.txt"
+    assert detect_format(path) is TraceFormat.NCU_CONSOLE
+    launches = load_trace(path).data
+    assert launches.height == 2 and launches["compute_capability"].to_list() == ["10.0", "10.0"]
+    assert launches["memory_throughput_pct"].to_list() == [4.37, 19.25] and launches["sm_throughput_pct"].to_list() == [10.09, 43.08]
+    first = launches.row(0, named=True)
+    stalls = {s["reason"]: s["value"] for s in first["stalls"]}
+    assert first["stall_unit"] == "cycles per issued instruction" and len(stalls) == 17
+    assert stalls["long_scoreboard"] == 10.24 and stalls["selected"] == 1 and stalls["mio_throttle"] == 0
+    kernel = analyze(launches, Source(str(path), "ncu-console", "", 0)).kernels.row(0, named=True)
+    assert kernel["bound"] == "latency" and "averaged over 2 launches (no durations)" in kernel["reason"]
+    assert any(line.startswith("warps stall most on long_scoreboard (64% of warp cycles)") for line in kernel["advice"])

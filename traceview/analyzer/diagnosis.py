@@ -218,7 +218,7 @@ def occupancy(launches: list[dict[str, Any]]) -> dict[str, Any] | None:
         "registers_per_thread": longest.get("registers_per_thread"), "shared_bytes_per_block": longest.get("shared_bytes_per_block"),
         "block_threads": threads, "warps_per_block": warps_per_block, "max_warps_per_sm": round(max_warps) if max_warps else None,
         "waves_per_sm": waves, "tail": _tail(waves),
-        "weighting": ("per launch" if len(launches) == 1 else f"duration-weighted over {len(launches)} launches")
+        "weighting": ("per launch" if len(launches) == 1 else _combination(len(launches), any(r.get('duration_ns') for r in launches)))
                      + (f" with {block_sizes[0]}-thread blocks, the {'most time' if any(r.get('duration_ns') for r in launches) else 'first'} of "
                         f"the kernel's {len(block_sizes)} block sizes: {', '.join(block_sizes)}" if len(block_sizes) > 1 else ""),
         "block_sizes": block_sizes,
@@ -484,12 +484,18 @@ def _bound_advice(kernel: dict[str, Any], kind: str, tensor: bool | None, have_s
     return lines
 
 
+def _combination(launches: int, have_durations: bool) -> str:
+    """How the per-launch figures of several launches were combined: weighted by duration, or, with no durations in
+    the export, alike."""
+    return f"duration-weighted over {launches} launches" if have_durations else f"averaged over {launches} launches (no durations)"
+
+
 def kernel_reason(kernel: dict[str, Any], occ: dict[str, Any] | None, stall_list: list[dict[str, Any]]) -> str | None:
     """Return the kernel-level reason: the same duration-weighted numbers as the kernel's JSON fields, named as such."""
     launches, failed = kernel.get("launches") or 0, kernel.get("failed_launches") or 0
     if launches and failed == launches:
         return "every launch failed under profiling: nothing was measured"
-    weighting = "per launch" if launches - failed == 1 else f"duration-weighted over {launches - failed} launches"
+    weighting = "per launch" if launches - failed == 1 else _combination(launches - failed, bool(kernel.get('duration_ns')))
     label, base = kernel.get("label"), kernel.get("reason")
     if (base or "").startswith("ncu SOL"):
         text = f"ncu SOL ({weighting}): Compute (SM) {pct_text(kernel.get('compute_pct'))}, Memory {pct_text(kernel.get('memory_pct'))} → {label}"

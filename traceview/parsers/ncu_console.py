@@ -36,7 +36,9 @@ _KERNEL_OLD = re.compile(
 )
 PROCESS_LINE = re.compile(r"^\s*\[(?P<pid>\d+)\] (?P<process>.+)@(?P<host>\S+)\s*$")
 # Any indentation, none included: consoles pasted from web pages and chat lose their leading spaces.
-SECTION_LINE = re.compile(r"^\s*Section: (?P<section>.+?)\s*$")
+# `Section: NAME` heads each section; with `--print-details body` (2025+) each body table has its own heading instead,
+# `Table Name : NAME` (and a `Table Description : ...` line).
+SECTION_LINE = re.compile(r"^\s*(?:Section:|Table Name :)\s*(?P<section>.+?)\s*$")
 _RULE_LINE = re.compile(r"^(?P<indent>\s*)(?P<type>OPT|INF|WRN|ERR)(?P<gap>\s+)(?P<text>\S.*?)\s*$")
 _RULE_SEPARATOR = re.compile(r"^\s*-{5} -{5,}\s*$")
 _DASHES = re.compile(r"^\s*-{3,}( +-{3,})+\s*$")
@@ -224,6 +226,9 @@ def parse(path: str | Path, notes: list[str] | None = None) -> pl.DataFrame:
                 in_table = False
             continue
         if in_table:
+            # A line less indented than the table's rules is the application's own output, interleaved with ncu's.
+            if spans and line.strip() and len(line) - len(line.lstrip()) < spans[0][0]:
+                continue
             if _HEADER.match(line):
                 continue
             if not line.strip():

@@ -135,6 +135,9 @@ _STALL_PATTERNS = (
     ("cycles per issued instruction", r"^smsp__average_warp_latency_issue_stalled_(?P<reason>[a-z_]+)\.ratio$"),
     ("PC samples", r"^smsp__pcsamp_warps_issue_stalled_(?P<reason>[a-z_]+?)$"),
 )
+# The same breakdown as a body table (`--print-details body`, table "Warp State (All Cycles)"): labels `Stall Long
+# Scoreboard`, `Selected`, whose words are the raw metrics' reason names (long_scoreboard, selected).
+_STALL_LABEL = re.compile(r"^(?:Stall (?P<reason>[A-Z][A-Za-z]*(?: [A-Z][A-Za-z]*)*)|(?P<selected>Selected))$")
 _STALL_ANY = "|".join(f"(?:{pattern.replace('?P<reason>', '')})" for _, pattern in _STALL_PATTERNS)
 
 
@@ -589,6 +592,11 @@ def _stall_columns(long: pl.DataFrame, launch: list[str]) -> pl.DataFrame:
         found = candidates.filter(pl.col("metric").str.contains(pattern) & ~pl.col("metric").str.ends_with("_not_issued"))
         frames.append(found.select(*launch, pl.col("metric").str.extract(pattern, 1).alias("reason"), pl.col("number").alias("value"),
                                    pl.lit(rank).alias("form"), pl.lit(unit).alias("stall_unit")))
+    labelled = long.filter(pl.col("metric").str.contains(_STALL_LABEL.pattern) & pl.col("number").is_not_null())
+    if labelled.height:
+        reason = pl.coalesce(pl.col("metric").str.extract(_STALL_LABEL.pattern, 1), pl.col("metric").str.extract(_STALL_LABEL.pattern, 2))
+        frames.append(labelled.select(*launch, reason.str.to_lowercase().str.replace_all(" ", "_").alias("reason"), pl.col("number").alias("value"),
+                                      pl.lit(len(_STALL_PATTERNS)).alias("form"), pl.lit("cycles per issued instruction").alias("stall_unit")))
     stalls = pl.concat(frames)
     key_schema = {c: long.schema[c] for c in launch}
     if stalls.height:
