@@ -666,3 +666,15 @@ def test_summaries_say_when_cuda_graphs_hide_their_kernels():
 
     api = pl.DataFrame({"name": ["cudaGraphLaunch_v10000", "cudaLaunchKernel"], "count": [55, 45], "total_ns": [1.0, 1.0]})
     assert stats_graph_trace_finding(api, pl.DataFrame({"name": ["k"], "count": [4000], "total_ns": [1.0]})) is None
+
+
+def test_cuda_gpu_sum_the_report_of_nsys_easy_is_read():
+    # nsys 2025.3.1 `cuda_gpu_sum`, the default report of nsys_easy (tests/fixtures/found/PROVENANCE.md): kernels and
+    # memory operations in one table by Category. It had been refused as "no report traceview reads".
+    from pathlib import Path
+
+    data = analyze_json(Path(__file__).parent / "fixtures" / "found" / "nsys2025.3_cuda_gpu_sum_nsys_easy_add.txt")
+    assert [(k["short_name"], k["launches"], k["duration_ns"]) for k in data["kernels"]] == [("add", 1, 114_793_377)]
+    copies = {c["direction"]: (c["count"], c["duration_ns"]) for c in data["timeline"]["copies"]}
+    assert copies == {"[CUDA memcpy Unified Host-to-Device]": (48, 703_231), "[CUDA memcpy Unified Device-to-Host]": (24, 342_227)}
+    assert "cuda_gpu_sum is read as its kernels and memory operations" in data["notes"]

@@ -110,7 +110,7 @@ def report_kind(columns: list[str], hint: str | None = None) -> str | None:
         return {"gpukernsum": "cuda_gpu_kern_sum", "cudaapisum": "cuda_api_sum", "gpumemtimesum": "cuda_gpu_mem_time_sum",
                 "gpumemsizesum": "cuda_gpu_mem_size_sum", "nvtxsum": "nvtx_sum", "gputrace": "cuda_gpu_trace",
                 "kernexectrace": "cuda_kern_exec_trace", "osrtsum": "osrt_sum", "nvtxkernsum": "nvtx_kern_sum",
-                "kernexecsum": "cuda_kern_exec_sum", "cudaapitrace": "cuda_api_trace"}.get(hint, hint)
+                "kernexecsum": "cuda_kern_exec_sum", "cudaapitrace": "cuda_api_trace", "gpusum": "cuda_gpu_sum"}.get(hint, hint)
     if "start (ns)" in lowered and "duration (ns)" in lowered:
         return "cuda_gpu_trace"
     if "kernel dur (ns)" in lowered and "kernel name" in lowered:
@@ -139,7 +139,7 @@ def report_kind(columns: list[str], hint: str | None = None) -> str | None:
 
 # The reports read; any other (osrt_sum, nvtx_kern_sum, um_sum, ...) in the same file is skipped with a note.
 READ_REPORTS = ("cuda_gpu_kern_sum", "cuda_gpu_kern_gb_sum", "cuda_gpu_trace", "cuda_kern_exec_trace", "cuda_api_sum", "cuda_api_gpu_sum",
-                "cuda_gpu_mem_time_sum", "cuda_gpu_mem_size_sum", "nvtx_sum")
+                "cuda_gpu_sum", "cuda_gpu_mem_time_sum", "cuda_gpu_mem_size_sum", "nvtx_sum")
 
 
 def looks_like_stats(head: str) -> bool:
@@ -268,7 +268,9 @@ def _note_time_unit(columns: list[str], notes: list[str]) -> None:
         notes.append(note)
 
 
-# cuda_api_gpu_sum puts API calls, kernels and memory operations in one table; each category is the report of its own.
+# cuda_api_gpu_sum puts API calls, kernels and memory operations in one table, and cuda_gpu_sum (the report of
+# nsys_easy and NVIDIA's introductory CUDA blog) kernels and memory operations; each category is the report of its own.
+_BY_CATEGORY = ("cuda_api_gpu_sum", "cuda_gpu_sum")
 _CATEGORY_REPORTS = {"CUDA_KERNEL": "cuda_gpu_kern_sum", "MEMORY_OPER": "cuda_gpu_mem_time_sum", "CUDA_API": "cuda_api_sum"}
 
 
@@ -288,8 +290,8 @@ def _by_kernel(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def _store(result: StatsReports, kind: str, frame: pl.DataFrame) -> None:
-    """Keep a report; a cuda_api_gpu_sum is split by category into the reports it holds, and a kernel summary by
-    launch shape becomes the kernel summary (where either is not given alone)."""
+    """Keep a report; a cuda_api_gpu_sum or cuda_gpu_sum is split by category into the reports it holds, and a
+    kernel summary by launch shape becomes the kernel summary (where either is not given alone)."""
     if kind == "cuda_gpu_kern_gb_sum":
         if "cuda_gpu_kern_sum" not in result.reports:
             merged = _by_kernel(frame)
@@ -297,19 +299,23 @@ def _store(result: StatsReports, kind: str, frame: pl.DataFrame) -> None:
             result.notes.append(f"cuda_gpu_kern_gb_sum lists each launch shape apart: its {frame.height} rows are read as "
                                 f"{merged.height} kernels (medians of kernels with several shapes cannot be combined)")
         return
-    if kind != "cuda_api_gpu_sum":
+    if kind not in _BY_CATEGORY:
         result.reports[kind] = frame
         return
     categories = frame["category"].str.strip_chars().str.to_uppercase()
     unknown = sorted(set(categories.drop_nulls().unique().to_list()) - set(_CATEGORY_REPORTS))
     if unknown:
-        result.notes.append(f"cuda_api_gpu_sum rows of category {', '.join(unknown)} were not read")
+        result.notes.append(f"{kind} rows of category {', '.join(unknown)} were not read")
+    held = []
     for category, report in _CATEGORY_REPORTS.items():
-        # Its Time (%) is a share of all three categories together, not of the kernels' or copies' own time.
+        # Its Time (%) is a share of all the categories together, not of the kernels' or copies' own time.
         part = frame.filter(categories == category).with_columns(time_pct=pl.lit(None, pl.Float64))
         if part.height and report not in result.reports:
             result.reports[report] = part
-    result.notes.append("cuda_api_gpu_sum is read as its kernels, memory operations and API calls")
+        if part.height:
+            held.append({"CUDA_KERNEL": "kernels", "MEMORY_OPER": "memory operations", "CUDA_API": "API calls"}[category])
+    listed = " and ".join([", ".join(held[:-1]), held[-1]] if len(held) > 1 else held) or "rows"
+    result.notes.append(f"{kind} is read as its {listed}")
 
 
 _CSV_HEADER_STARTS = ("Time (%)", "Time(%)", "Start (", "API Start (", "Total (MB)")
