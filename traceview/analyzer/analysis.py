@@ -119,6 +119,7 @@ def resolve_device(kernels: pl.DataFrame, gpu: str | None = None) -> Device:
     name = _mode(kernels["device_name"].to_list()) if kernels.height else None
     cc = _mode(kernels["compute_capability"].to_list()) if kernels.height else None
     spec: GpuSpec | None
+    shared_bandwidth = None  # a DRAM bandwidth every candidate of an unresolved compute capability has
     if gpu:
         spec = lookup_gpu(gpu)
         how = f"chosen with --gpu {gpu}"
@@ -145,8 +146,6 @@ def resolve_device(kernels: pl.DataFrame, gpu: str | None = None) -> Device:
     else:
         spec = None
         how = "the export names no device (older ncu CSV and console layouts print neither a name nor a compute capability); use --gpu"
-    if gpu or name or not cc:
-        shared_bandwidth = None
     peaks: dict[str, Peak] = {}
     for key in PEAK_KEYS:
         measured = kernels[key].drop_nulls() if kernels.height else pl.Series([], dtype=pl.Float64)
@@ -615,7 +614,7 @@ def analyze_stats(stats: StatsReports, source: Source, gpu: str | None = None, n
             notes = [*(notes or []), graphs["message"]]
         timeline = Timeline([], copies, findings, nvtx, launch=launch, sync=syncs, unmatched_kernels=unmatched, matched_kernels=matched)
     if spec is None and len(named) == 1:
-        spec = find_by_name(named[0])
+        spec = next(iter(specs.values()))  # every device carries the one name
     peaks = _with_ncu_peaks(_table_peaks(spec), ncu)
     name = named[0] if named and not gpu else (spec.name if spec else (ncu.device.name if ncu is not None else None))
     if gpu:
