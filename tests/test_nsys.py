@@ -678,3 +678,50 @@ def test_cuda_gpu_sum_the_report_of_nsys_easy_is_read():
     copies = {c["direction"]: (c["count"], c["duration_ns"]) for c in data["timeline"]["copies"]}
     assert copies == {"[CUDA memcpy Unified Host-to-Device]": (48, 703_231), "[CUDA memcpy Unified Device-to-Host]": (24, 342_227)}
     assert "cuda_gpu_sum is read as its kernels and memory operations" in data["notes"]
+
+
+def _projection_console(rows):
+    """Return nvtx_gpu_proj_sum rows laid out as nsys's console prints a summary: each column as wide as its widest
+    cell under a dashed rule, text left-aligned, numbers right-aligned, two spaces between columns."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    text = [i < 2 for i in range(len(rows[0]))]  # Range and Style
+    def line(row):
+        return "  ".join(cell.ljust(w) if left else cell.rjust(w) for cell, w, left in zip(row, widths, text, strict=True)).rstrip()
+    return "\n".join([line(rows[0]), "  ".join("-" * w for w in widths), *(line(row) for row in rows[1:])]) + "\n"
+
+
+def test_nvtx_gpu_projection_summary_gives_each_range_group_its_gpu_span(tmp_path):
+    # nvtx_gpu_proj_sum of an 8-GPU FSDP training run (tests/fixtures/found/PROVENANCE.md), as a report quoted it: cut
+    # inside its last row. It had been refused as "not a supported trace".
+    import csv
+    import io
+    from pathlib import Path
+
+    path = Path(__file__).parent / "fixtures" / "found" / "nsys_nvtx_gpu_proj_sum_nemotron_fsdp_8gpu_excerpt.csv"
+    assert detect_format(path) == TraceFormat.NSYS_STATS
+    data = analyze_json(path)
+    groups = {g["name"]: g for g in data["timeline"]["nvtx"]}
+    # The three captured steps (one row each, 8 ranks apiece) are one group, as the export's grouping makes them.
+    step = groups["train_step_N"]
+    assert step["count"] == 24 and step["cpu_ns"] == 6294692138 + 6015563708 + 6245456245
+    assert step["gpu_projected_ns"] == 6290231188 + 6242626032 + 6012845525 and step["gpu_ops"] == 3 * 27544 and step["depth"] == 0
+    # The per-layer module ranges (`:40: FSDPNemotronV3Block`) are one group; the cut row is left out and said so.
+    blocks = groups["N: FSDPNemotronV3Block"]
+    assert blocks["count"] == 27 * 48 and blocks["depth"] == 2
+    assert not any("39" in name for name in groups)
+    assert "line 50: the table's last row has 2 of its 14 fields (cut short?) and was left out" in data["notes"]
+    # A range whose GPU work outlasts it (the CPU runs ahead) and one that spends its time on the host.
+    assert groups["mixer: MoE"]["gpu_projected_ns"] > 2 * groups["mixer: MoE"]["cpu_ns"]
+    assert groups["grad_clip"]["gpu_projected_ns"] < groups["grad_clip"]["cpu_ns"] / 4
+    text = runner.invoke(app, ["analyze", str(path)]).stdout
+    assert "train_step_N: 24× 18.56 s, GPU span 18.55 s (82,632 GPU operations)" in text
+    # The console layout of the same rows (`nsys stats -r nvtx_gpu_proj_sum`), and its TSV, read the same.
+    rows = list(csv.reader(io.StringIO(path.read_text())))[:-1]
+    console = tmp_path / "console.txt"
+    console.write_text("Processing [report1.sqlite] with [/opt/nvidia/nsight-systems/2025.3.1/host-linux-x64/reports/nvtx_gpu_proj_sum.py]... \n\n"
+                       " ** NVTX GPU Projection Summary (nvtx_gpu_proj_sum):\n\n" + _projection_console(rows))
+    tsv = tmp_path / "report1_nvtx_gpu_proj_sum.tsv"
+    tsv.write_text("\n".join("\t".join(row) for row in rows) + "\n")
+    for other in (console, tsv):
+        assert detect_format(other) == TraceFormat.NSYS_STATS
+        assert analyze_json(other)["timeline"]["nvtx"] == data["timeline"]["nvtx"]

@@ -537,19 +537,35 @@ def _whole_run_of_trace(stats: StatsReports, specs: dict[int, GpuSpec | None]) -
                              pl.DataFrame(schema=NSYS_GRAPHS), links)
 
 
-def _stats_nvtx_groups(nvtx_sum: pl.DataFrame | None) -> list[dict[str, Any]]:
+def _stats_nvtx_groups(nvtx_sum: pl.DataFrame | None, projection: pl.DataFrame | None) -> list[dict[str, Any]]:
     """Return nvtx_sum's ranges grouped as the export's are (one row per name without its per-call parts, so
     `iter_0` … `iter_4` are one), most CPU time first. nsys stats writes `domain:name`; the empty default domain's
-    leading colon is dropped."""
-    if nvtx_sum is None or not nvtx_sum.height:
-        return []
+    leading colon is dropped.
+
+    nvtx_gpu_proj_sum adds each group's projection onto the GPU, summed over its ranges (`gpu_projected_ns`: nsys's
+    definition, from the start of a range's first GPU operation to the end of its last, nested ranges not
+    subtracted), the GPU operations launched (`gpu_ops`) and the shallowest mean depth; alone, its range times and
+    instances stand for nvtx_sum's (it lists only ranges that launched GPU work and began and ended on one thread)."""
     groups: dict[str, dict[str, Any]] = {}
-    for row in nvtx_sum.iter_rows(named=True):
-        name = normalise_range_name(str(row["name"] or "").removeprefix(":") or None)
-        group = groups.setdefault(name, {"name": name, "count": 0, "cpu_ns": 0.0, "mean_ns": None, "gpu_ns": None, "kernels": None,
-                                          "depth": None, "parent": None})
+
+    def group_of(name: object) -> dict[str, Any]:
+        key = normalise_range_name(str(name or "").removeprefix(":") or None)
+        return groups.setdefault(key, {"name": key, "count": 0, "cpu_ns": 0.0, "mean_ns": None, "gpu_ns": None, "kernels": None,
+                                       "depth": None, "parent": None, "gpu_projected_ns": None, "gpu_ops": None})
+
+    for row in nvtx_sum.iter_rows(named=True) if nvtx_sum is not None else ():
+        group = group_of(row["name"])
         group["count"] += int(row["count"] or 0)
         group["cpu_ns"] += float(row["total_ns"] or 0)
+    for row in projection.iter_rows(named=True) if projection is not None else ():
+        group = group_of(row["name"])
+        group["gpu_projected_ns"] = (group["gpu_projected_ns"] or 0.0) + float(row["total_ns"] or 0)
+        group["gpu_ops"] = (group["gpu_ops"] or 0) + int(row["gpu_ops"] or 0)
+        if row["avg_level"] is not None:
+            group["depth"] = min(group["depth"] if group["depth"] is not None else 1 << 30, int(row["avg_level"]))
+        if nvtx_sum is None:
+            group["count"] += int(row["count"] or 0)
+            group["cpu_ns"] += float(row["range_ns"] or 0)
     for group in groups.values():
         group["mean_ns"] = group["cpu_ns"] / group["count"] if group["count"] else None
     return sorted(groups.values(), key=lambda g: -g["cpu_ns"])
@@ -593,7 +609,7 @@ def analyze_stats(stats: StatsReports, source: Source, gpu: str | None = None, n
         "blocking_api_calls": [{"name": r["name"], "count": r["count"], "duration_ns": r["total_ns"]} for r in blocking[:10]],
         "api_calls": int(api["count"].sum() or 0) if api is not None else 0,
     }
-    nvtx = _stats_nvtx_groups(reports.get("nvtx_sum"))
+    nvtx = _stats_nvtx_groups(reports.get("nvtx_sum"), reports.get("nvtx_gpu_proj_sum"))
     if whole is not None:
         findings = sorted(stats_findings(syncs) + whole.findings, key=lambda f: -(f.get("cost_ns") or 0))
         timeline = Timeline(whole.devices, whole.copies, findings, nvtx, whole.verdict, whole.gaps, whole.idle_by_cause, whole.launch,

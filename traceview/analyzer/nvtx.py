@@ -26,6 +26,8 @@ _VOLATILE = (
     (re.compile(r"0x[0-9a-fA-F]+"), "0x…"),
     (re.compile(r"(?i)(?<![a-z])(step|iter|iteration|epoch|batch|layer|layers|token|block|blocks|rank|microbatch|h)([\s_:#=.\[-]*)\d+"), r"\1\2N"),
     (re.compile(r"(?i)(step|iter)#\d+"), r"\1#N"),
+    # A module's index before its class, as PyTorch module hooks name ranges (`:40: FSDPNemotronV3Block`).
+    (re.compile(r"(?<![\w.])\d+(?=:\s)"), "N"),
     (re.compile(r"\d{4,}"), "N"),
 )
 # A step is a whole word of the name (`train_step`, `ProfilerStep#N`, `decode`, `forward`), not a framework hook such
@@ -218,10 +220,11 @@ def nvtx_ranges(nvtx: pl.DataFrame, launches: pl.DataFrame) -> NvtxRanges:
 
 def group_summary(ranges: NvtxRanges, top: int = 60) -> list[dict[str, Any]]:
     """Return NVTX groups by CPU time: name, count, cpu_ns, mean_ns, gpu_ns, kernels, depth, parent (the group that
-    most often encloses it)."""
+    most often encloses it); gpu_projected_ns and gpu_ops are nvtx_gpu_proj_sum's, unknown here."""
     grouped = ranges.groups.sort(["cpu_ns", "group"], descending=[True, False]).head(top)
     return [{"name": r["group"], "count": r["count"], "cpu_ns": r["cpu_ns"], "mean_ns": r["cpu_ns"] / r["count"], "gpu_ns": r["gpu_ns"],
-             "kernels": r["kernels"], "depth": r["depth"], "parent": r["parent"]} for r in grouped.iter_rows(named=True)]
+             "kernels": r["kernels"], "depth": r["depth"], "parent": r["parent"], "gpu_projected_ns": None, "gpu_ops": None}
+            for r in grouped.iter_rows(named=True)]
 
 
 def _step_statistics(durations: np.ndarray, gpu: np.ndarray | None = None) -> dict[str, Any]:

@@ -242,7 +242,8 @@ def write_output(text: str, output: Path | None, force: bool) -> None:
 
 
 # Options shared by every command that reads a trace.
-FileArgument = Annotated[Path, typer.Argument(help="An Nsight Compute CSV export, a tegrastats log, or llama-bench / llama.cpp timing output; detected from content.")]
+FileArgument = Annotated[Path, typer.Argument(help="An Nsight Compute export (CSV, console text or .ncu-rep), an Nsight Systems SQLite export or "
+                                                    "`nsys stats` output, a tegrastats log, or llama-bench / llama.cpp output; detected from content.")]
 GpuOption = Annotated[str | None, typer.Option("--gpu", "--device", help="GPU or Jetson board for peaks (see `traceview gpus`); default: from the profile or log.")]
 TopOption = Annotated[int | None, typer.Option("--top", min=1, help="Show only the N kernels with the most recoverable time.")]
 OutputOption = Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file instead of stdout; the format follows its extension.")]

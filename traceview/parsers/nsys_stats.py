@@ -31,6 +31,10 @@ STATS = pl.Schema({
     "total_mb": pl.Float64, "avg_mb": pl.Float64,
     # cuda_api_gpu_sum: which of API calls, kernels and memory operations a row is.
     "category": pl.String,
+    # nvtx_gpu_proj_sum, whose times (total_ns, avg_ns, ...) are each range's projection onto the GPU: from the start
+    # of its first GPU operation to the end of its last. `range_ns` is the ranges' own CPU time, `gpu_ops` the GPU
+    # operations they launched, `avg_level` their mean nesting depth (0 = outermost).
+    "range_ns": pl.Float64, "gpu_ops": pl.Float64, "avg_level": pl.Float64,
 })
 # Kernels one by one, from the per-launch reports (cuda_gpu_trace, cuda_kern_exec_trace): enough of a timeline for the
 # launch-bound test. `call_start_ns` and `launch_call_ns` are the start and CPU time of the launch call (exec trace
@@ -50,6 +54,9 @@ _COLUMNS = {
     "stddev (ns)": "stddev_ns", "stddev": "stddev_ns",
     "name": "name", "operation": "name", "range": "name", "style": "style",
     "total (mb)": "total_mb", "avg (mb)": "avg_mb", "category": "category",
+    "total proj time (ns)": "total_ns", "proj avg (ns)": "avg_ns", "proj med (ns)": "med_ns", "proj min (ns)": "min_ns",
+    "proj max (ns)": "max_ns", "proj stddev (ns)": "stddev_ns", "range instances": "count", "total range time (ns)": "range_ns",
+    "total gpu ops": "gpu_ops", "avg range lvl": "avg_level",
 }
 _EXECUTING = re.compile(r"^\[\d+/\d+\] Executing '(\w+)' stats report")
 # Lines that name the report printed next: `nsys profile --stats=true`'s `[5/8] Executing 'cuda_api_sum' stats report`,
@@ -139,7 +146,9 @@ def report_kind(columns: list[str], hint: str | None = None) -> str | None:
 
 # The reports read; any other (osrt_sum, nvtx_kern_sum, um_sum, ...) in the same file is skipped with a note.
 READ_REPORTS = ("cuda_gpu_kern_sum", "cuda_gpu_kern_gb_sum", "cuda_gpu_trace", "cuda_kern_exec_trace", "cuda_api_sum", "cuda_api_gpu_sum",
-                "cuda_gpu_sum", "cuda_gpu_mem_time_sum", "cuda_gpu_mem_size_sum", "nvtx_sum")
+                "cuda_gpu_sum", "cuda_gpu_mem_time_sum", "cuda_gpu_mem_size_sum", "nvtx_sum", "nvtx_gpu_proj_sum")
+# nvtx_gpu_proj_sum's header opens with the range's name, not with `Time (%)` as the other summaries do.
+_PROJECTION_HEADER = re.compile(r'^"?Range"?\s*[,\t|]?\s*"?Style"?\s*[,\t|]?\s*"?Total Proj Time \(')
 
 
 def looks_like_stats(head: str) -> bool:
@@ -153,7 +162,7 @@ def looks_like_stats(head: str) -> bool:
             return True
         if cells.startswith("Total (MB)") and "Operation" in cells:
             return True
-        if _TRACE_HEADER.match(text):
+        if _TRACE_HEADER.match(text) or _PROJECTION_HEADER.match(cells):
             return True
     return False
 
@@ -194,6 +203,11 @@ def _frame(path: Path, columns: list[str], rows: list[list[str]], first_line: in
     for offset, row in enumerate(rows):
         if [cell.strip() for cell in row] in (["..."], ["…"]):
             notes.append(f"line {first_line + offset}: a literal '...' row (the table was cut by hand) was skipped")
+            continue
+        if len(row) < len(columns) and offset == len(rows) - 1 and offset:
+            # A copy cut short (a report that quotes the table up to a character limit) ends inside its last row.
+            notes.append(f"line {first_line + offset}: the table's last row has {len(row)} of its {len(columns)} fields "
+                         "(cut short?) and was left out")
             continue
         if len(row) != len(columns):
             raise TraceFormatError(path, f"row has {len(row)} fields for {len(columns)} columns", "pass the report as nsys stats wrote it",
@@ -328,7 +342,7 @@ def _parse_csv(path: Path, lines: list[str], result: StatsReports) -> None:
     """`--format csv` or `--format tsv`, one report or several on stdout: each table runs from its header line to the
     next header or the next line nsys printed between reports; blank lines are skipped."""
     # Writers that quote every field (`"Time (%)","Total Time (ns)",...`) quote the header too.
-    starts = [i for i, line in enumerate(lines) if line.lstrip('"').startswith(_CSV_HEADER_STARTS)]
+    starts = [i for i, line in enumerate(lines) if line.lstrip('"').startswith(_CSV_HEADER_STARTS) or _PROJECTION_HEADER.match(line)]
     repeated: dict[str, int] = {}
     for number, start in enumerate(starts):
         end = starts[number + 1] if number + 1 < len(starts) else len(lines)

@@ -342,10 +342,14 @@ def timeline_lines(analysis: Analysis) -> list[str]:
                          f"{decode['bandwidth_bytes_per_s'] / 1e9:.0f} GB/s" + (f" = MBU {decode['mbu_pct']:.1f}% (ceiling {decode['ceiling_tokens_per_s']:.0f} tokens/s)" if decode.get("mbu_pct") is not None else "")
                          + (f" — {decode['warning']}" if decode.get("warning") else ""))
     if t["nvtx"]:
-        lines.append("NVTX ranges (grouped; CPU time, and the GPU time of the kernels they launched):")
+        projected = any(entry.get("gpu_projected_ns") is not None for entry in t["nvtx"])
+        lines.append("NVTX ranges (grouped; CPU time, and " + ("the GPU time they span: nvtx_gpu_proj_sum's projection, from each range's first "
+                     "GPU operation to its last):" if projected else "the GPU time of the kernels they launched):"))
         for entry in t["nvtx"][:12]:
             indent = "  " * min(int(entry["depth"] or 0), 6)
             gpu = f", GPU {format_duration(entry['gpu_ns'])}" if entry.get("gpu_ns") else ""
+            if entry.get("gpu_projected_ns") is not None:
+                gpu = f", GPU span {format_duration(entry['gpu_projected_ns'])} ({entry['gpu_ops']:,} GPU operations)"
             lines.append(f"- {indent}{(entry['name'] or '<unnamed>')[:70]}: {entry['count']}× {format_duration(entry['cpu_ns'])}{gpu}")
     join = t["ncu_join"]
     if join["matched_kernels"] or join["unmatched_ncu_kernels"]:
