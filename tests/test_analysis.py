@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import polars as pl
 import pytest
 
 from traceview.analyzer.analysis import Source, analyze
-from traceview.analyzer.devices import find_by_compute_capability, find_by_name, lookup_gpu
+from traceview.analyzer.devices import find_by_compute_capability, find_by_name, host_link, lookup_gpu
 from traceview.errors import UsageError
 from traceview.parsers import load_trace
 
@@ -110,6 +112,15 @@ def test_device_lookup():
     # 64 GB AGX Orin is taken. An SM count no entry of that name has (a MIG slice, the 12 GB RTX 3080) matches none.
     assert [find_by_name("Orin (nvgpu)", sms).key for sms in (16, 14, 8)] == ["jetson-agx-orin-64gb", "jetson-agx-orin-32gb", "jetson-orin-nx-16gb"]
     assert find_by_name("Orin").key == "jetson-agx-orin-64gb" and find_by_name("Orin (nvgpu)", 6) is None
+    # The names CUDA, nvidia-smi and Vulkan give the older Jetson GPUs (real ones from the search index: "Xavier (nvgpu)",
+    # "NVIDIA Tegra Xavier (nvgpu)", "NVIDIA Tegra X1 (rev B) (nvgpu)", "NVIDIA Tegra X2 (nvgpu)"); the Nano and the TX1
+    # are both a Tegra X1 and are told apart by SMs, as the two Xavier modules are.
+    assert find_by_name("NVIDIA Tegra Orin (nvgpu)").key == "jetson-agx-orin-64gb"
+    assert [find_by_name("Xavier (nvgpu)", sms).key for sms in (8, 6)] == ["jetson-agx-xavier", "jetson-xavier-nx"]
+    assert find_by_name("NVIDIA Tegra Xavier (nvgpu)").key == "jetson-agx-xavier"
+    assert [find_by_name("NVIDIA Tegra X1 (rev B) (nvgpu)", sms).key for sms in (1, 2)] == ["jetson-nano", "jetson-tx1"]
+    assert find_by_name("NVIDIA Tegra X2 (nvgpu)").key == "jetson-tx2" and find_by_name("NVIDIA Tegra X2", 4) is None
+    assert lookup_gpu("jetson-xavier-nx").dram_bytes_per_s == 51.2e9 and host_link(lookup_gpu("jetson-nano")) is None
     assert find_by_name("NVIDIA A100-SXM4-40GB MIG 1g.5gb", 14) is None and find_by_name("NVIDIA A100-SXM4-40GB", 108).key == "a100-40gb"
     assert find_by_name("NVIDIA GeForce RTX 3080", 70) is None
     with pytest.raises(UsageError, match="unknown GPU"):
@@ -148,3 +159,33 @@ def test_an_sm_count_no_table_gpu_has_is_not_given_a_neighbours_peaks():
                                   "sm_throughput_pct": [90.0], "memory_throughput_pct": [10.0], "duration_ns": [1.0]}), KERNELS)
     device = analyze(frame, Source("x", "ncu-csv-details", "0", 0)).device
     assert device.spec is None and device.how_identified == "compute capability 8.9 and 56 SMs matches no GPU in the built-in table; use --gpu"
+
+
+def test_a_name_several_jetson_modules_share_is_settled_by_the_profile_or_said_to_be_assumed(realdata_file, tmp_path):
+    from traceview.parsers.schema import KERNELS, conform
+
+    def device(**columns):
+        frame = conform(pl.DataFrame({"launch_id": [0], "kernel_name": ["k"], "device_name": ["Orin"], "compute_capability": ["8.7"],
+                                      "sm_throughput_pct": [10.0], "memory_throughput_pct": [80.0], "duration_ns": [1.0], **columns}), KERNELS)
+        return analyze(frame, Source("x", "ncu-csv-details", "0", 0)).device
+
+    # ncu measures a 102 GB/s DRAM peak: not the 204.8 GB/s AGX Orin the bare name would give.
+    assert device(peak_dram_bytes_per_s=[101.9e9]).spec.dram_bytes_per_s < 103e9
+    # An SM count settles it; with neither, the AGX Orin 64 GB is assumed and the output says so.
+    assert device(sm_count=[14]).spec.key == "jetson-agx-orin-32gb"
+    bare = device()
+    assert bare.spec.key == "jetson-agx-orin-64gb" and "Jetson Orin NX 16GB 102.4 GB/s" in bare.how_identified and "--gpu" in bare.how_identified
+    # llama.cpp prints CUDA's name alone (`Device 0: Orin, compute capability 8.7`): the real RTX 3090 Ti output with its
+    # device line changed to an Orin's says which module its MBU assumes; --gpu settles it and drops the note.
+    source = realdata_file("llama_cpp/llama_bench_md_rtx3090ti_nkvo_pr4812.txt").read_text()
+    path = tmp_path / "orin.txt"
+    path.write_text(source.replace("NVIDIA GeForce RTX 3090 Ti, compute capability 8.6", "Orin, compute capability 8.7"))
+    from typer.testing import CliRunner
+
+    from traceview.app.cli import app
+
+    def identified(*options):
+        return json.loads(CliRunner().invoke(app, ["analyze", "--format", "json", str(path), *options]).stdout)["device"]["identified"]
+
+    assert "\"Orin\" is the name of several GPUs: Jetson AGX Orin 64GB (204.8 GB/s) was assumed" in identified()
+    assert identified("--gpu", "jetson-orin-nano-8gb") == "chosen with --gpu jetson-orin-nano-8gb"

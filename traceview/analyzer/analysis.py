@@ -13,10 +13,12 @@ import polars as pl
 from traceview.analyzer.decode import decode_ceiling
 from traceview.analyzer.devices import (
     GpuSpec,
+    assumed_module_note,
     find_by_compute_capability,
     find_by_name,
     host_link,
     lookup_gpu,
+    namesakes,
     plausible_bandwidth,
 )
 from traceview.analyzer.diagnosis import diagnose_kernels, tensor_core_columns
@@ -125,8 +127,14 @@ def resolve_device(kernels: pl.DataFrame, gpu: str | None = None) -> Device:
         how = f"chosen with --gpu {gpu}"
     elif name:
         sms = _mode(kernels["sm_count"].to_list()) if "sm_count" in kernels.columns else None
-        spec = find_by_name(name, int(sms) if sms else None)
-        how = "named in the profile" + ("" if spec else " (not in the built-in GPU table; use --gpu for datasheet peaks)")
+        # One name can be several GPUs (every Jetson Orin module is "Orin"): the profile's DRAM peak may tell them apart.
+        candidates = namesakes(name, int(sms) if sms else None)
+        narrowed = _narrowed_by_profile(candidates, kernels)[0] if len(candidates) > 1 else candidates
+        spec = narrowed[0] if len(narrowed) == 1 else (candidates[0] if candidates else None)
+        still = narrowed or candidates  # none within reach of the profile's DRAM peak: all stay possible
+        assumed = assumed_module_note(name, still) if len(still) > 1 else None
+        how = ("named in the profile" + ("" if spec else " (not in the built-in GPU table; use --gpu for datasheet peaks)")
+               + (f"; {assumed}" if assumed else ""))
     elif cc:
         matches, evidence = _narrowed_by_profile(find_by_compute_capability(cc), kernels)
         spec = matches[0] if len(matches) == 1 else None
@@ -394,13 +402,16 @@ def analyze_llama(
     llm = analyze_runs(runs, spec, bandwidth_bytes_per_s, weight_bytes)
     names = [n for n in runs["device_name"].unique().drop_nulls().to_list()]
     gpus = device_list(names[0]) if len(names) == 1 else []
+    assumed = None
     if spec is None and len(set(gpus)) == 1:
         spec = find_by_name(gpus[0])
+        assumed = assumed_module_note(gpus[0], namesakes(gpus[0])) if not bandwidth_bytes_per_s else None
     if gpu:
         how = f"chosen with --gpu {gpu}"
     elif names:
         several = f"; {len(gpus)} GPUs" if len(gpus) > 1 else ""
-        how = f"named in the output (gpu_info / Device N){several}" + ("" if spec else "; not in the GPU table, use --gpu or --bandwidth")
+        how = (f"named in the output (gpu_info / Device N){several}" + ("" if spec else "; not in the GPU table, use --gpu or --bandwidth")
+               + (f"; {assumed}" if assumed else ""))
     else:
         how = "the output names no device; use --gpu NAME or --bandwidth for MBU"
     peaks = _table_peaks(spec)

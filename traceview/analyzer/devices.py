@@ -53,9 +53,13 @@ _GEFORCE_AMPERE = "NVIDIA GA102 whitepaper ratios (tensor FP32-accumulate 2x FP3
 _GEFORCE_ADA = "NVIDIA Ada whitepaper ratios (tensor FP32-accumulate 2x FP32, TF32 1x, FP8 4x, INT8 8x)"
 _GEFORCE_BLACKWELL = "NVIDIA RTX Blackwell whitepaper ratios (tensor FP32-accumulate 2x FP32, TF32 1x, FP8 4x, INT8 8x)"
 
-# Every Orin module's GPU is named "Orin" (ncu) or "Orin (nvgpu)" (nsys): the SM count tells them apart, the 64 GB
-# AGX Orin is taken when there is none.
-_ORIN = r"^orin( nvgpu)?$"
+# Every Orin module's GPU is named "Orin" (ncu, CUDA) or "Orin (nvgpu)" (nsys, nvidia-smi), "NVIDIA Tegra Orin (nvgpu)"
+# to Vulkan: the SM count tells them apart, the 64 GB AGX Orin is taken when there is none. Xavier modules are named
+# the same way; the Nano and the TX1 are both "NVIDIA Tegra X1", the TX2 "NVIDIA Tegra X2".
+_ORIN = r"^(tegra )?orin( nvgpu)?$"
+_XAVIER = r"^(tegra )?xavier( nvgpu)?$"
+_TEGRA_X1 = r"^tegra x1( rev [a-z])?( nvgpu)?$"
+_JETSON_DERIVED = "NVIDIA Jetson module datasheet (cores, clock, memory); FP32 derived as cores x 2 x max GPU clock"
 
 # Order matters for name lookup: specific variants before their families. GeForce patterns are anchored: a SUPER
 # or Ti card is another product, and laptop parts are refused before the patterns are tried (find_by_name).
@@ -109,6 +113,18 @@ GPUS: tuple[GpuSpec, ...] = (
           (r"orin nx", _ORIN), "NVIDIA Jetson modules page; tensor and INT8 derived", True),
     _spec("jetson-orin-nano-8gb", "Jetson Orin Nano 8GB (Super)", "8.7", 8, 102.0, None, 2.09, 16.7, 8.4, None, 33,
           (r"orin nano", _ORIN), "Orin Nano Super datasheet summary (JetPack 6.1+ clocks); derived tensor", True),
+    _spec("jetson-agx-xavier", "Jetson AGX Xavier", "7.2", 8, 136.5, None, 1.41, 11.0, None, None, 22.0, (r"agx xavier", _XAVIER),
+          "NVIDIA Jetson AGX Xavier datasheet (512 CUDA cores, 64 Tensor Cores, 1377 MHz: 11 TFLOPS FP16, 22 TOPS INT8 on the "
+          "GPU); FP32 derived", True),
+    _spec("jetson-xavier-nx", "Jetson Xavier NX", "7.2", 6, 51.2, None, 0.845, 6.76, None, None, 13.5, (r"xavier nx", _XAVIER),
+          _JETSON_DERIVED + " (384 cores, 48 Tensor Cores, 1100 MHz); tensor FP16 and INT8 derived at the AGX Xavier's per-core "
+          "rates (its 21 TOPS count the DLAs)", True),
+    _spec("jetson-tx2", "Jetson TX2", "6.2", 2, 59.7, None, 0.665, None, None, None, None, (r"jetson tx2", r"^tegra x2( nvgpu)?$"),
+          _JETSON_DERIVED + " (256 Pascal cores, 1300 MHz); no tensor cores", True),
+    _spec("jetson-nano", "Jetson Nano 4GB", "5.3", 1, 25.6, None, 0.236, None, None, None, None, (r"jetson nano", _TEGRA_X1),
+          _JETSON_DERIVED + " (128 Maxwell cores, 921.6 MHz); no tensor cores", True),
+    _spec("jetson-tx1", "Jetson TX1", "5.3", 2, 25.6, None, 0.511, None, None, None, None, (r"jetson tx1", _TEGRA_X1),
+          _JETSON_DERIVED + " (256 Maxwell cores, 998 MHz); no tensor cores", True),
     _spec("l4", "L4", "8.9", 58, 300, 0.49, 30.3, 121, 60, 242.5, 242.5, (r"\bl4\b",), "NVIDIA L4 datasheet"),
     _spec("l40s", "L40S", "8.9", 142, 864, 1.43, 91.6, 362, 183, 733, 733, (r"l40s",), "NVIDIA L40S datasheet"),
     _spec("l40", "L40", "8.9", 142, 864, None, 90.5, 181, 90.5, 362, 362, (r"^l40$",), "NVIDIA L40 datasheet"),
@@ -187,16 +203,33 @@ def find_by_name(name: str, sm_count: int | None = None) -> GpuSpec | None:
     `sm_count`, when the profile gives it, picks among entries of one name (every Jetson Orin module calls itself
     "Orin") and refuses a match whose SM count differs: a MIG slice or another variant sold under the same name
     (RTX 3080 12 GB) does not have the entry's peaks."""
+    matches = namesakes(name, sm_count)
+    return matches[0] if matches else None
+
+
+def namesakes(name: str, sm_count: int | None = None) -> list[GpuSpec]:
+    """Return every table entry a device name (and SM count, when given) fits, the one find_by_name takes first."""
     normalised = normalise_device_name(name)
     for spec in GPUS:
         if spec.key == name.strip().lower():
-            return spec
+            return [spec]
     if _MOBILE_PART.search(normalised):
-        return None
+        return []
     matches = [spec for spec in GPUS if any(re.search(pattern, normalised) for pattern in spec.patterns)]
     if sm_count:
         matches = [spec for spec in matches if spec.sm_count is None or spec.sm_count == sm_count]
-    return matches[0] if matches else None
+    return matches
+
+
+def assumed_module_note(name: str, matches: list[GpuSpec]) -> str | None:
+    """Return a note when the GPUs a device name still fits (`matches`, the first taken) differ in bandwidth and nothing
+    tells them apart (every Jetson Orin module is "Orin" to CUDA), saying which was assumed; None when they agree."""
+    others = [spec for spec in matches[1:] if spec.dram_bytes_per_s != matches[0].dram_bytes_per_s]
+    if not matches or not others:
+        return None
+    listed = ", ".join(f"{spec.name} {spec.dram_bytes_per_s / GIGA:,.1f} GB/s" for spec in others)
+    return (f"\"{name}\" is the name of several GPUs: {matches[0].name} ({matches[0].dram_bytes_per_s / GIGA:,.1f} GB/s) was assumed, "
+            f"not {listed}; pass --gpu KEY (see `traceview gpus`) for another")
 
 
 def find_by_compute_capability(cc: str) -> list[GpuSpec]:
