@@ -686,3 +686,50 @@ def test_diff_shows_the_unified_memory_share_that_prefetching_moved():
         share = analyze_json(path)["timeline"]["devices"][0]["breakdown"]["unified_memory_pct"]
         assert rows["gpu0_unified_memory_pct"][side] == pytest.approx(share)
     assert rows["gpu0_unified_memory_pct"]["before"] != rows["gpu0_unified_memory_pct"]["after"]
+
+
+FOUND = Path(__file__).parent / "fixtures" / "found"
+
+
+def _union_overlap(windows, intervals):
+    """Total ns of the windows covered by the union of the intervals (plain Python, as a check)."""
+    merged = []
+    for start, end in sorted(intervals):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return sum(max(0, min(b, e) - max(a, s)) for a, b in windows for s, e in merged)
+
+
+def test_a_synchronous_copy_that_waits_for_kernels_costs_only_its_own_time():
+    # nsys 2023.1.2 on a GTX 1660 SUPER (tests/fixtures/found/PROVENANCE.md): a cuckoo-hash insert loop whose
+    # cudaMemcpy calls mostly wait for the 1.34 s of kernels queued before them. They had ranked first at 1.40 s with
+    # the advice to make them asynchronous, which would give back none of the kernels' time.
+    path = FOUND / "nsys2023.1_gtx1660super_cuckoo_hash_sync_memcpy.sqlite"
+    calls = sql(path, """SELECT r.start, r."end", m.start FROM CUPTI_ACTIVITY_KIND_MEMCPY m
+                         JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = m.correlationId JOIN StringIds s ON s.id = r.nameId
+                         WHERE s.value LIKE 'cudaMemcpy%' AND s.value NOT LIKE '%Async%'""")
+    kernels = sql(path, 'SELECT start, "end" FROM CUPTI_ACTIVITY_KIND_KERNEL')
+    blocked = sum(end - start for start, end, _ in calls)
+    waited = _union_overlap([(start, min(copy, end)) for start, end, copy in calls if copy > start], kernels)
+    data = analyze_json(path)
+    rule = next(f for f in data["timeline"]["findings"] if f["rule"] == "cuda_memcpy_sync")
+    assert rule["evidence"]["blocked_ns"] == blocked and rule["evidence"]["waiting_for_kernels_ns"] == waited
+    assert rule["cost_ns"] == blocked - waited and waited > 0.9 * blocked
+    assert "of it waiting for the device's earlier kernels to finish" in rule["message"]
+    # What the GPU lost is its idle time in host code between the inserts: the utilisation finding says so first.
+    first = data["timeline"]["findings"][0]
+    assert first["rule"] == "gpu_time_util" and "of the idle time is host code with no CUDA call" in first["message"]
+    assert first["advice"].startswith("profile the host")
+
+
+def test_pageable_synchronous_copies_keep_their_whole_cost():
+    # nsys 2025.5.2 on an RTX 3060 (tests/fixtures/found/PROVENANCE.md): a vector add whose three cudaMemcpy calls
+    # from pageable memory are the run; they do not wait for kernels, so their whole time is the copies'.
+    data = analyze_json(FOUND / "nsys2025.5_rtx3060_vector_add_pageable_copies.sqlite")
+    rules = {f["rule"]: f for f in data["timeline"]["findings"]}
+    sync = rules["cuda_memcpy_sync"]
+    assert sync["evidence"]["waiting_for_kernels_ns"] < 0.01 * sync["evidence"]["blocked_ns"] and "waiting for" not in sync["message"]
+    assert data["timeline"]["verdict"]["verdict"] == "copy" and "PCIe Gen4 x16" in rules["copy_bound"]["message"]
+    assert "pin the host memory" in rules["copy_bound"]["advice"]

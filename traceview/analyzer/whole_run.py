@@ -572,17 +572,46 @@ def _ms(ns: float) -> str:
     return f"{ns / 1e6:.2f} ms" if ns >= 1e5 else f"{ns / 1e3:.1f} us"
 
 
-def api_rules(memops: pl.DataFrame, api: pl.DataFrame) -> list[dict[str, Any]]:
-    """Return the `nsys analyze` host-API rules: cuda_memcpy_async, cuda_memcpy_sync, cuda_memset_sync, cuda_api_sync."""
+def _waited_for_kernels(ops: pl.DataFrame, kernels: pl.DataFrame) -> int:
+    """Return the ns synchronous copy calls (`ops`: copies joined to their calls) spent before their copy began while
+    the copy's device ran kernels: a synchronous copy starts only after the work queued before it, so that wait is
+    those kernels' time, not the copy's."""
+    waited = 0
+    for (device,), own in ops.filter(pl.col("start_ns") > pl.col("call_start_ns")).group_by("device_id"):
+        ran = kernels.filter(pl.col("device_id") == device)
+        if ran.height:
+            before = own.select("call_start_ns", pl.min_horizontal("start_ns", "call_end_ns").alias("until"))
+            waited += int(_coverage(ran).overlap(before["call_start_ns"].to_numpy(), before["until"].to_numpy()).sum())
+    return waited
+
+
+def _sync_copy_finding(rule: str, ops: pl.DataFrame, kernels: pl.DataFrame, what: str, advice: str, evidence: dict[str, Any]) -> dict[str, Any]:
+    """Return a synchronous memcpy or memset finding whose cost is the host time the copies themselves held: the
+    calls' time less what they spent waiting for earlier kernels on the device (the GPU was busy then; making the
+    copy asynchronous frees the host, not the GPU, for that part)."""
+    blocked = int(ops["call_ns"].sum())
+    waited = min(_waited_for_kernels(ops, kernels), blocked)
+    message = f"{ops.height} {what} blocked the host for {_ms(blocked)}"
+    if waited >= 0.1 * blocked:
+        message += (f", {_ms(waited)} of it waiting for the device's earlier kernels to finish (a synchronous copy starts after them: "
+                    f"that is kernel time) and {_ms(blocked - waited)} for the copies themselves")
+    return _finding(rule, blocked - waited, message, advice, {**evidence, "blocked_ns": blocked, "waiting_for_kernels_ns": waited})
+
+
+def api_rules(memops: pl.DataFrame, api: pl.DataFrame, kernels: pl.DataFrame | None = None) -> list[dict[str, Any]]:
+    """Return the `nsys analyze` host-API rules: cuda_memcpy_async, cuda_memcpy_sync, cuda_memset_sync, cuda_api_sync.
+    With the kernels, a synchronous copy's cost leaves out its wait for earlier kernels (_sync_copy_finding)."""
     found: list[dict[str, Any]] = []
     if api.height == 0:
         return found
+    kernels = kernels if kernels is not None else pl.DataFrame(schema={"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64})
     names = distinct_names(api["name"])
     # Only calls that can make a copy rule (the patterns the filters below test) are joined to the copies: millions
     # of launch calls are not copied with their names to be dropped again.
     copy_calls = [n for n in names if _ASYNC.search(n) or _MEMCPY_API.search(n) or _MEMSET_API.search(n)]
     calls = api.filter(pl.col("name").is_in(copy_calls)).select(
-        "pid", "correlation_id", pl.col("name").cast(pl.String).alias("call"), (pl.col("end_ns") - pl.col("start_ns")).alias("call_ns"))
+        "pid", "correlation_id", pl.col("name").cast(pl.String).alias("call"), (pl.col("end_ns") - pl.col("start_ns")).alias("call_ns"),
+        pl.col("start_ns").alias("call_start_ns"), pl.col("end_ns").alias("call_end_ns"))
     ops = memops.join(calls, on=["pid", "correlation_id"], how="inner") if memops.height else memops
     if ops.height:
         pageable = (pl.col("src_kind") == "Pageable") | (pl.col("dst_kind") == "Pageable")
@@ -596,16 +625,14 @@ def api_rules(memops: pl.DataFrame, api: pl.DataFrame) -> list[dict[str, Any]]:
                 {"copies": async_pageable.height, "bytes": int(async_pageable["bytes"].sum() or 0)}))
         sync_copies = ops.filter((pl.col("operation") != "memset") & pl.col("call").str.contains(_MEMCPY_API.pattern) & ~pl.col("call").str.contains(_ASYNC.pattern))
         if sync_copies.height:
-            found.append(_finding(
-                "cuda_memcpy_sync", sync_copies["call_ns"].sum(),
-                f"{sync_copies.height} synchronous memcpy calls ({', '.join(sorted(set(sync_copies['call'].to_list())))[:80]}) blocked the host "
-                f"for {_ms(sync_copies['call_ns'].sum())}",
-                CAUSES["synchronous_copy"][1], {"copies": sync_copies.height, "pageable": int(sync_copies.select(pageable.fill_null(False).sum()).item())}))
+            found.append(_sync_copy_finding(
+                "cuda_memcpy_sync", sync_copies, kernels,
+                f"synchronous memcpy calls ({', '.join(sorted(set(sync_copies['call'].to_list())))[:80]})", CAUSES["synchronous_copy"][1],
+                {"copies": sync_copies.height, "pageable": int(sync_copies.select(pageable.fill_null(False).sum()).item())}))
         sync_sets = ops.filter((pl.col("operation") == "memset") & pl.col("call").str.contains(_MEMSET_API.pattern) & ~pl.col("call").str.contains(_ASYNC.pattern))
         if sync_sets.height:
-            found.append(_finding("cuda_memset_sync", sync_sets["call_ns"].sum(),
-                                  f"{sync_sets.height} synchronous memset calls blocked the host for {_ms(sync_sets['call_ns'].sum())}",
-                                  "use cudaMemsetAsync on the work's stream", {"calls": sync_sets.height}))
+            found.append(_sync_copy_finding("cuda_memset_sync", sync_sets, kernels, "synchronous memset calls", "use cudaMemsetAsync on the work's stream",
+                                            {"calls": sync_sets.height}))
     syncs = api.filter(pl.col("name").is_in([n for n in names if _API_CLASSES[1][1].search(n)]))
     if syncs.height:
         durations = syncs.with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("d"))
@@ -706,7 +733,7 @@ def analyze_whole_run(
     # the GIL): on a large export of kernels alone, the second core is otherwise idle.
     with pool_for(kernels.height + memops.height + api.height, workers=2) as pool:
         tiny_work = pool.submit(tiny_kernel_stretches, kernels)
-        api_work = pool.submit(api_rules, memops, api)
+        api_work = pool.submit(api_rules, memops, api, kernels)
         intervals = activity_intervals(kernels, memops, graphs, names)
         notes: list[str] = []
         dropped = kernels.height + memops.height + graphs.height - intervals.height
@@ -770,6 +797,11 @@ def analyze_whole_run(
             CAUSES["jit_compile"][1]))
     utilisation = time_util_rule(pieces, devices)
     if utilisation:
+        if causes_list and causes_list[0]["idle_ns"] and not any(f["rule"] == "host_bound" for f in findings):
+            # The run is not host-bound overall, but its idle stretches still have a cause the gaps name: say it here.
+            top = causes_list[0]
+            utilisation["message"] += f"; {top['share_of_idle_pct']:.0f}% of the idle time is {top['description']}"
+            utilisation["advice"] = f"{top['advice']}; {utilisation['advice']}"
         findings.append(utilisation)
     findings += found_by_api
     launch = launch_statistics(launches, kernels, api)
