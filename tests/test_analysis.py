@@ -121,6 +121,9 @@ def test_device_lookup():
     assert [find_by_name("NVIDIA Tegra X1 (rev B) (nvgpu)", sms).key for sms in (1, 2)] == ["jetson-nano", "jetson-tx1"]
     assert find_by_name("NVIDIA Tegra X2 (nvgpu)").key == "jetson-tx2" and find_by_name("NVIDIA Tegra X2", 4) is None
     assert lookup_gpu("jetson-xavier-nx").dram_bytes_per_s == 51.2e9 and host_link(lookup_gpu("jetson-nano")) is None
+    # Workstation parts that real exports name (an nsys export in the search index: "NVIDIA RTX A5000").
+    assert find_by_name("NVIDIA RTX A5000").key == "rtx-a5000" and find_by_name("NVIDIA RTX 6000 Ada Generation").key == "rtx-6000-ada"
+    assert find_by_name("Quadro RTX 6000").key == "quadro-rtx8000"
     assert find_by_name("NVIDIA A100-SXM4-40GB MIG 1g.5gb", 14) is None and find_by_name("NVIDIA A100-SXM4-40GB", 108).key == "a100-40gb"
     assert find_by_name("NVIDIA GeForce RTX 3080", 70) is None
     with pytest.raises(UsageError, match="unknown GPU"):

@@ -84,6 +84,15 @@ def test_nsys_rep_says_how_to_export(tmp_path):
     one_line_error(invoke("analyze", report), "nsys export --type sqlite")
 
 
+def test_a_git_lfs_pointer_says_to_fetch_the_file(tmp_path):
+    # A repository cloned without Git LFS holds these lines in place of its exports (seen in real repositories that
+    # commit their nsys exports: koshiq/WikiText102-Optimizations-CUDA-vs-Mojo's report1.sqlite).
+    pointer = tmp_path / "report1.sqlite"
+    pointer.write_text("version https://git-lfs.github.com/spec/v1\n"
+                       "oid sha256:a1c2af0d6058114d6a1c2a21e86fbe5812197ea2d6e4293dcf997dd24db63123\nsize 552960\n")
+    one_line_error(invoke("analyze", pointer), "a Git LFS pointer, not the file itself (the file is 552,960 bytes)", "git lfs pull")
+
+
 def test_sizes_need_units_and_gpu_families_are_ambiguous():
     one_line_error(invoke("decode", "--weights", "4.2", "--gpu", "h100-sxm"), "no unit", "4.2GB")
     one_line_error(invoke("decode", "--weights", "4.2GB", "--gpu", "a100"), "a100-80gb", "a100-40gb")

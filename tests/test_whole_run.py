@@ -717,6 +717,7 @@ def test_a_synchronous_copy_that_waits_for_kernels_costs_only_its_own_time():
     rule = next(f for f in data["timeline"]["findings"] if f["rule"] == "cuda_memcpy_sync")
     assert rule["evidence"]["blocked_ns"] == blocked and rule["evidence"]["waiting_for_kernels_ns"] == waited
     assert rule["cost_ns"] == blocked - waited and waited > 0.9 * blocked
+    assert data["device"]["table_entry"] == "gtx1660super"
     assert "of it waiting for the device's earlier kernels to finish" in rule["message"]
     # What the GPU lost is its idle time in host code between the inserts: the utilisation finding says so first.
     first = data["timeline"]["findings"][0]

@@ -75,6 +75,8 @@ GPUS: tuple[GpuSpec, ...] = (
     _spec("rtx2080ti", "GeForce RTX 2080 Ti", "7.5", 68, 616, 0.42, 13.4, 53.8, None, None, 215.2, (r"^rtx 2080 ti$",), _GEFORCE_TURING),
     _spec("rtx2070super", "GeForce RTX 2070 SUPER", "7.5", 40, 448, 0.28, 9.1, 36.3, None, None, 145, (r"^rtx 2070 super$",), _GEFORCE_TURING),
     _spec("rtx2060", "GeForce RTX 2060", "7.5", 30, 336, 0.2, 6.5, 25.8, None, None, 103.2, (r"^rtx 2060$",), _GEFORCE_TURING),
+    _spec("gtx1660super", "GeForce GTX 1660 SUPER", "7.5", 22, 336, None, 5.03, None, None, None, None, (r"^gtx 1660 super$",),
+          "NVIDIA GeForce GTX 1660 SUPER specifications (1408 cores, 1785 MHz boost; FP32 derived); TU116 has no tensor cores"),
     _spec("t4", "Tesla T4", "7.5", 40, 320, 0.25, 8.1, 65, None, None, 130, (r"\bt4\b",), "NVIDIA T4 datasheet"),
     _spec("a100-80gb-pcie", "A100 80GB PCIe", "8.0", 108, 1935, 9.7, 19.5, 312, 156, None, 624,
           (r"a100.*80gb.*pcie", r"a100.*pcie.*80gb"), "NVIDIA A100 datasheet"),
@@ -89,6 +91,10 @@ GPUS: tuple[GpuSpec, ...] = (
     _spec("a40", "A40", "8.6", 84, 696, None, 37.4, 149.7, 74.8, None, 299.3, (r"\ba40\b",), "NVIDIA A40 datasheet"),
     _spec("rtx-a6000", "RTX A6000", "8.6", 84, 768, None, 38.7, 154.8, 77.4, None, 309.7, (r"^rtx a6000$",),
           "NVIDIA RTX A6000 datasheet (its 309.7 TFLOPS tensor figure is sparse FP16: halved); TF32 and INT8 at the A40's ratios"),
+    _spec("rtx-a5000", "RTX A5000", "8.6", 64, 768, None, 27.8, 111.1, 55.6, None, 222.2, (r"^rtx a5000$",),
+          "NVIDIA RTX A5000 datasheet (its 222.2 TFLOPS tensor figure is sparse FP16: halved); TF32 and INT8 at the A40's ratios"),
+    _spec("rtx-a4000", "RTX A4000", "8.6", 48, 448, None, 19.2, 76.7, 38.4, None, 153.4, (r"^rtx a4000$",),
+          "NVIDIA RTX A4000 datasheet (its 153.4 TFLOPS tensor figure is sparse FP16: halved); TF32 and INT8 at the A40's ratios"),
     _spec("rtx3090ti", "GeForce RTX 3090 Ti", "8.6", 84, 1008, 0.63, 40.0, 80, 40, None, 320,
           (r"^rtx 3090 ti$",), "NVIDIA RTX 3090 Ti specifications; tensor = GA102 whitepaper rates at FP32 accumulate"),
     _spec("rtx3090", "GeForce RTX 3090", "8.6", 82, 936, 0.56, 35.6, 71, 35.6, None, 284,
@@ -128,6 +134,9 @@ GPUS: tuple[GpuSpec, ...] = (
     _spec("l4", "L4", "8.9", 58, 300, 0.49, 30.3, 121, 60, 242.5, 242.5, (r"\bl4\b",), "NVIDIA L4 datasheet"),
     _spec("l40s", "L40S", "8.9", 142, 864, 1.43, 91.6, 362, 183, 733, 733, (r"l40s",), "NVIDIA L40S datasheet"),
     _spec("l40", "L40", "8.9", 142, 864, None, 90.5, 181, 90.5, 362, 362, (r"^l40$",), "NVIDIA L40 datasheet"),
+    _spec("rtx-6000-ada", "RTX 6000 Ada Generation", "8.9", 142, 960, None, 91.1, None, None, None, None, (r"^rtx 6000 ada( generation)?$",),
+          "NVIDIA RTX 6000 Ada datasheet (48 GB GDDR6, 384-bit); its one tensor figure (1,457 TFLOPS, FP8 with sparsity) does not "
+          "square with the L40's on the same chip: tensor peaks left out"),
     _spec("rtx4090", "GeForce RTX 4090", "8.9", 128, 1008, 1.29, 82.6, 165.2, 82.6, 330.3, 660.6,
           (r"^rtx 4090$",), "NVIDIA Ada whitepaper"),
     _spec("rtx4080", "GeForce RTX 4080", "8.9", 76, 716.8, 0.76, 48.7, 97.5, 48.7, 194.9, 389.9, (r"^rtx 4080$",), _GEFORCE_ADA),
@@ -264,8 +273,10 @@ def lookup_gpu(name: str) -> GpuSpec:
 # Host link per GPU: PCIe generation and lanes (datasheets). Jetson boards share DRAM with the CPU and have none;
 # GH200's GPU reaches the CPU over NVLink-C2C, not PCIe.
 _PCIE_LINK: dict[str, tuple[int, int]] = {
-    **{key: (3, 16) for key in ("v100-sxm2", "v100-pcie", "t4", "titan-rtx", "quadro-rtx8000", "rtx2080ti", "rtx2070super", "rtx2060")},
-    **{key: (4, 16) for key in ("a100-80gb-pcie", "a100-80gb", "a100-40gb", "a30", "a10g", "a10", "a40", "rtx-a6000", "rtx3090ti",
+    **{key: (3, 16) for key in ("v100-sxm2", "v100-pcie", "t4", "titan-rtx", "quadro-rtx8000", "rtx2080ti", "rtx2070super", "rtx2060",
+                                "gtx1660super")},
+    **{key: (4, 16) for key in ("a100-80gb-pcie", "a100-80gb", "a100-40gb", "a30", "a10g", "a10", "a40", "rtx-a6000", "rtx-a5000",
+                                "rtx-a4000", "rtx-6000-ada", "rtx3090ti",
                                 "rtx3090", "rtx3080ti", "rtx3080", "rtx3070ti", "rtx3070", "rtx3060ti", "rtx3060", "l4", "l40s", "l40",
                                 "rtx4090", "rtx4080", "rtx4070ti", "rtx4070")},
     **{key: (4, 8) for key in ("rtx4060ti", "rtx4060")},

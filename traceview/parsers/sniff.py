@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from contextlib import closing
 from enum import Enum
@@ -17,6 +18,7 @@ from traceview.parsers.sqlite_files import open_read_only
 from traceview.parsers.tegrastats import looks_like_tegrastats
 
 _SNIFF_BYTES = 64 * 1024
+_LFS_POINTER = b"version https://git-lfs.github.com/spec/"
 # ncu prints one `==PROF== Profiling …` line per launch before any result: with thousands of launches the first kernel
 # block comes megabytes in.
 _CONSOLE_SNIFF_BYTES = 16 * 1024 * 1024
@@ -98,6 +100,11 @@ def detect_format(path: str | Path) -> TraceFormat:
     check_readable(path)
     with path.open("rb") as handle:
         head = handle.read(_SNIFF_BYTES)
+    if head.startswith(_LFS_POINTER):
+        # A repository cloned without Git LFS holds these few lines in place of each large file.
+        size = re.search(rb"^size (\d+)", head, re.MULTILINE)
+        raise UnknownFormatError(path, "a Git LFS pointer, not the file itself" + (f" (the file is {int(size.group(1)):,} bytes)" if size else ""),
+                                 "fetch the file with `git lfs pull` (or download it from the repository's web page) and pass that")
     if head.startswith(b"SQLite format 3\x00"):
         return TraceFormat.LLAMA_BENCH_SQLITE if _has_llama_bench_table(path) else TraceFormat.NSYS_SQLITE
     if head.startswith(b"NVR\x00"):
