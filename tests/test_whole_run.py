@@ -734,3 +734,19 @@ def test_pageable_synchronous_copies_keep_their_whole_cost():
     assert sync["evidence"]["waiting_for_kernels_ns"] < 0.01 * sync["evidence"]["blocked_ns"] and "waiting for" not in sync["message"]
     assert data["timeline"]["verdict"]["verdict"] == "copy" and "PCIe Gen4 x16" in rules["copy_bound"]["message"]
     assert "pin the host memory" in rules["copy_bound"]["advice"]
+
+
+def test_the_gpus_that_ran_the_work_decide_the_peaks(realdata_file, tmp_path):
+    # A real nsys export of a box with two A40s and two A100s (wenscarl/cutlass_benchmark's report1.sqlite) ran on one
+    # A100, yet was given the A40's peaks because TARGET_INFO_GPU lists the A40s first. The same here: the real T4
+    # export with an idle A40 listed before its T4 (ids and cuDevice as nsys numbers them).
+    copy = changed_copy(realdata_file(T4), tmp_path,
+                        "CREATE TABLE t4 AS SELECT * FROM TARGET_INFO_GPU",
+                        "UPDATE TARGET_INFO_GPU SET name = 'NVIDIA A40', cuDevice = 1, memoryBandwidth = 696096000000, clockRate = 1740000000, "
+                        "smCount = 84, computeMajor = 8, computeMinor = 6",
+                        "INSERT INTO TARGET_INFO_GPU SELECT * FROM t4",
+                        "UPDATE TARGET_INFO_GPU SET id = 1 WHERE name = 'Tesla T4'")
+    data = analyze_json(copy)
+    assert data["device"]["table_entry"] == "t4" and data["device"]["name"] == "Tesla T4"
+    assert data["device"]["peaks"]["dram_bytes_per_s"]["value"] == 320064000000
+    assert "the export lists 2 GPUs (1× NVIDIA A40, 1× Tesla T4); the work ran on GPU 0 (Tesla T4): the peaks are that GPU's" in data["notes"]

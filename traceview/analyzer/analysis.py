@@ -455,11 +455,14 @@ def analyze_nsys(
     spec = lookup_gpu(gpu) if gpu else None
     device_names = {row["device_id"]: row["name"] for row in gpus.iter_rows(named=True) if row["name"]}
     sm_counts = {row["device_id"]: row["sm_count"] for row in gpus.iter_rows(named=True)}
-    names_seen = list(dict.fromkeys(device_names.values()))
+    device_ids = set(kernels["device_id"].drop_nulls().unique().to_list()) | set(export.memops["device_id"].drop_nulls().unique().to_list())
+    # A host lists every GPU it has; the ones that ran the work decide the peaks (a box of two A40s and two A100s
+    # whose run used one A100 is an A100 run).
+    active = [device for device in device_names if device in device_ids] or list(device_names)
+    names_seen = list(dict.fromkeys(device_names[device] for device in active))
     specs = {device: (spec if gpu else find_by_name(name, sm_counts.get(device))) for device, name in device_names.items()}
     if spec is None and names_seen:
-        spec = next(specs[device] for device, name in device_names.items() if name == names_seen[0])
-    device_ids = set(kernels["device_id"].drop_nulls().unique().to_list()) | set(export.memops["device_id"].drop_nulls().unique().to_list())
+        spec = specs[active[0]]
     links: dict[int, tuple[float | None, str | None]] = {}
     for device in device_ids:
         link = host_link(specs.get(device, spec))
@@ -482,7 +485,7 @@ def analyze_nsys(
     how = f"chosen with --gpu {gpu}" if gpu else ("recorded in the export (TARGET_INFO_GPU)" if names_seen else
                                                   "the export records no GPU (no TARGET_INFO_GPU); use --gpu for peaks and the host link")
     peaks = _table_peaks(spec)
-    recorded = gpus.filter(pl.col("memory_bandwidth_bytes_per_s").is_not_null())
+    recorded = gpus.filter(pl.col("memory_bandwidth_bytes_per_s").is_not_null() & pl.col("device_id").is_in(active))
     implausible = [row for row in recorded.iter_rows(named=True) if not plausible_bandwidth(row["memory_bandwidth_bytes_per_s"], row["compute_capability"])]
     bandwidth = recorded.filter(~pl.col("device_id").is_in([row["device_id"] for row in implausible]))["memory_bandwidth_bytes_per_s"]
     if bandwidth.len() and not gpu:
@@ -496,6 +499,10 @@ def analyze_nsys(
     timeline = Timeline(run.devices, run.copies, run.findings, nvtx_groups, run.verdict, run.gaps, run.idle_by_cause, run.launch,
                         steps, sync_summary(export.sync, export.api), unmatched, matched, export=export)
     notes = list(export.notes) + run.notes
+    if len(active) < len(device_names):
+        listed = ", ".join(f"{count}× {name}" for name, count in Counter(device_names.values()).items())
+        notes.append(f"the export lists {len(device_names)} GPUs ({listed}); the work ran on "
+                     + ", ".join(f"GPU {device} ({device_names[device]})" for device in active) + (": the peaks are those GPUs'" if len(active) > 1 else ": the peaks are that GPU's"))
     for row in implausible[:1]:
         notes.append(f"the export records {row['memory_bandwidth_bytes_per_s'] / 1e9:,.0f} GB/s of memory bandwidth for {row['name'] or 'GPU ' + str(row['device_id'])}, "
                      f"more than any GPU of compute capability {row['compute_capability']} has: a misread field, not used"
