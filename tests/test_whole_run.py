@@ -750,3 +750,18 @@ def test_the_gpus_that_ran_the_work_decide_the_peaks(realdata_file, tmp_path):
     assert data["device"]["table_entry"] == "t4" and data["device"]["name"] == "Tesla T4"
     assert data["device"]["peaks"]["dram_bytes_per_s"]["value"] == 320064000000
     assert "the export lists 2 GPUs (1× NVIDIA A40, 1× Tesla T4); the work ran on GPU 0 (Tesla T4): the peaks are that GPU's" in data["notes"]
+
+
+def test_host_code_before_a_module_load_in_the_same_gap_is_jit_compilation():
+    # nsys 2023.1.2 of a CuPy program on one of four A100s (tests/fixtures/found/PROVENANCE.md): each first call of a
+    # CuPy kernel compiles it with NVRTC (no CUDA call) and then loads it (cuModuleLoadData), so the GPU idles 169 ms
+    # before the first `cupy_fill`. Those gaps had been "host code with no CUDA call".
+    path = FOUND / "nsys2023.1_a100x4_cupy_first_calls_jit.sqlite"
+    loads = sql(path, """SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId
+                         WHERE s.value LIKE 'cuModuleLoadData%'""")[0][0]
+    data = analyze_json(path)
+    causes = {c["cause"]: c for c in data["timeline"]["idle_by_cause"]}
+    assert loads >= 5 and causes["jit_compile"]["share_of_idle_pct"] > 99
+    largest = data["timeline"]["gaps"][0]
+    assert largest["cause"] == "jit_compile" and largest["duration_ns"] > 160e6
+    assert data["timeline"]["findings"][0]["rule"] == "host_bound" and "warm-up" in data["timeline"]["findings"][0]["advice"]

@@ -363,8 +363,9 @@ def gap_causes(gaps: pl.DataFrame, classes: pl.DataFrame, nvtx: pl.DataFrame, qu
     `classes` is api_classes' frame; `calls_host` and `ranges_host` (_host_rows) keep the device's processes in it and
     in `nvtx`; `between_migrations` marks the gaps with a unified-memory migration on each side. In order: the next
     kernel was already queued when the gap began (GPU launch latency); JIT/module loading covers half the gap; one
-    class of CUDA call covers half of it; a data-loading NVTX range does; other CUDA calls do; migrations on both sides
-    (the host faulting managed memory back); else host code. Where no CUDA API call was traced at all (`host_traced`
+    class of CUDA call covers half of it; a data-loading NVTX range does; other CUDA calls do; a module is loaded in it
+    (the host code before the load compiles it); migrations on both sides (the host faulting managed memory back);
+    else host code. Where no CUDA API call was traced at all (`host_traced`
     false) the host rules cannot run: those gaps are `not_traced`.
     """
     if gaps.height == 0:
@@ -401,7 +402,8 @@ def _host_cause(a: np.ndarray, b: np.ndarray, classes: pl.DataFrame, nvtx: pl.Da
         return np.zeros(len(a), dtype=np.int64) if calls is None else _coverage(calls).overlap(a, b)
 
     code = CAUSE_CODES.index
-    jit = np.maximum(_coverage(jit_ranges).overlap(a, b), covered("module_load"))
+    loading = covered("module_load")
+    jit = np.maximum(_coverage(jit_ranges).overlap(a, b), loading)
     # The class of CUDA call that covers most of each gap (the first in _GAP_API_CLASSES on ties); a class with no
     # calls covers nothing and can win no gap.
     most = np.zeros(len(a), dtype=np.int64)
@@ -414,9 +416,11 @@ def _host_cause(a: np.ndarray, b: np.ndarray, classes: pl.DataFrame, nvtx: pl.Da
     other = covered("other_cuda_api")
     data = _coverage(data_ranges).overlap(a, b)
     # The same order as gap_causes' docstring, one vectorised choice per gap.
+    # Host code in a gap that also loads a module is, all but always, compiling that module first (CuPy and Numba
+    # through NVRTC, Triton, torch.compile): the compiler is no CUDA call, the load that follows it is.
     return np.select(
-        [jit >= half, most >= half, data >= half, other >= half],
-        [code("jit_compile"), best_cause, code("data_loading"), code("other_cuda_api")],
+        [jit >= half, most >= half, data >= half, other >= half, loading > 0],
+        [code("jit_compile"), best_cause, code("data_loading"), code("other_cuda_api"), code("jit_compile")],
         default=code("host_code"),
     )
 
