@@ -576,39 +576,53 @@ def _ms(ns: float) -> str:
     return f"{ns / 1e6:.2f} ms" if ns >= 1e5 else f"{ns / 1e3:.1f} us"
 
 
-def _waited_for_kernels(ops: pl.DataFrame, kernels: pl.DataFrame) -> int:
-    """Return the ns synchronous copy calls (`ops`: copies joined to their calls) spent before their copy began while
-    the copy's device ran kernels: a synchronous copy starts only after the work queued before it, so that wait is
-    those kernels' time, not the copy's."""
-    waited = 0
-    for (device,), own in ops.filter(pl.col("start_ns") > pl.col("call_start_ns")).group_by("device_id"):
-        ran = kernels.filter(pl.col("device_id") == device)
-        if ran.height:
-            before = own.select("call_start_ns", pl.min_horizontal("start_ns", "call_end_ns").alias("until"))
-            waited += int(_coverage(ran).overlap(before["call_start_ns"].to_numpy(), before["until"].to_numpy()).sum())
-    return waited
+# Where a blocking call waited for work the GPU was still running: (rule, device_id or None, pid, from_ns, until_ns).
+WAIT_WINDOWS = pl.Schema({"rule": pl.String, "device_id": pl.Int64, "pid": pl.Int64, "from_ns": pl.Int64, "until_ns": pl.Int64})
 
 
-def _sync_copy_finding(rule: str, ops: pl.DataFrame, kernels: pl.DataFrame, what: str, advice: str, evidence: dict[str, Any]) -> dict[str, Any]:
-    """Return a synchronous memcpy or memset finding whose cost is the host time the copies themselves held: the
-    calls' time less what they spent waiting for earlier kernels on the device (the GPU was busy then; making the
-    copy asynchronous frees the host, not the GPU, for that part)."""
-    blocked = int(ops["call_ns"].sum())
-    waited = min(_waited_for_kernels(ops, kernels), blocked)
-    message = f"{ops.height} {what} blocked the host for {_ms(blocked)}"
-    if waited >= 0.1 * blocked:
-        message += (f", {_ms(waited)} of it waiting for the device's earlier kernels to finish (a synchronous copy starts after them: "
-                    f"that is kernel time) and {_ms(blocked - waited)} for the copies themselves")
-    return _finding(rule, blocked - waited, message, advice, {**evidence, "blocked_ns": blocked, "waiting_for_kernels_ns": waited})
+def discount_waits(findings: list[dict[str, Any]], windows: pl.DataFrame, pieces: pl.DataFrame, devices_of_pid: dict[int, set[int]]) -> None:
+    """Take out of each blocking-call finding (synchronous copies and memsets, synchronize calls) the time its calls
+    waited while the GPU still ran the work queued before them: a synchronous copy starts after that work and a
+    synchronize returns after it, so that wait is the work's own time (kernels, copies), not the call's. The finding
+    keeps its blocked time in the message and the evidence; its cost becomes the rest. `windows` (WAIT_WINDOWS) name
+    the device a copy ran on, or for a synchronize only its process, whose devices' busy time is taken (the most of
+    them: a synchronize waits for one device's work at a time)."""
+    by_rule = {f["rule"]: f for f in findings}
+    busy = {}
+    for (device,), own in pieces.filter(pl.col("mask") != 0).group_by("device_id"):
+        busy[device] = Coverage(own["start_ns"].to_numpy(), (own["start_ns"] + own["duration_ns"]).to_numpy(), presorted=True)
+    for (rule,), calls in windows.filter(pl.col("until_ns") > pl.col("from_ns")).group_by("rule"):
+        finding = by_rule.get(rule)
+        if finding is None:
+            continue
+        waited = 0
+        for (device, pid), part in calls.group_by("device_id", "pid"):
+            a, b = part["from_ns"].to_numpy(), part["until_ns"].to_numpy()
+            owned = [device] if device is not None else sorted(devices_of_pid.get(pid, set()) if pid is not None else busy)
+            overlaps = [busy[d].overlap(a, b) for d in owned if d in busy]
+            if overlaps:
+                waited += int(np.max(np.vstack(overlaps), axis=0).sum())
+        blocked = int(finding["evidence"]["blocked_ns"])
+        waited = min(waited, blocked)
+        finding["evidence"]["waiting_for_gpu_ns"] = waited
+        finding["cost_ns"] = blocked - waited
+        if waited >= 0.1 * blocked:
+            finding["message"] += (f", {_ms(waited)} of it while the GPU still ran the work queued before (the call waits for it: that is "
+                                   f"the work's own time) and {_ms(blocked - waited)} beyond it")
 
 
-def api_rules(memops: pl.DataFrame, api: pl.DataFrame, kernels: pl.DataFrame | None = None) -> list[dict[str, Any]]:
-    """Return the `nsys analyze` host-API rules: cuda_memcpy_async, cuda_memcpy_sync, cuda_memset_sync, cuda_api_sync.
-    With the kernels, a synchronous copy's cost leaves out its wait for earlier kernels (_sync_copy_finding)."""
+def _blocking_finding(rule: str, blocked_ns: int, message: str, advice: str, evidence: dict[str, Any]) -> dict[str, Any]:
+    """A blocking-call finding whose cost is its blocked time until discount_waits takes out the waits for the GPU."""
+    return _finding(rule, blocked_ns, message, advice, {**evidence, "blocked_ns": blocked_ns, "waiting_for_gpu_ns": 0})
+
+
+def api_rules(memops: pl.DataFrame, api: pl.DataFrame) -> tuple[list[dict[str, Any]], pl.DataFrame]:
+    """Return the `nsys analyze` host-API rules (cuda_memcpy_async, cuda_memcpy_sync, cuda_memset_sync, cuda_api_sync)
+    and the windows in which the blocking calls may have waited for the GPU (WAIT_WINDOWS, for discount_waits)."""
     found: list[dict[str, Any]] = []
+    windows = [pl.DataFrame(schema=WAIT_WINDOWS)]
     if api.height == 0:
-        return found
-    kernels = kernels if kernels is not None else pl.DataFrame(schema={"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64})
+        return found, windows[0]
     names = distinct_names(api["name"])
     # Only calls that can make a copy rule (the patterns the filters below test) are joined to the copies: millions
     # of launch calls are not copied with their names to be dropped again.
@@ -628,26 +642,36 @@ def api_rules(memops: pl.DataFrame, api: pl.DataFrame, kernels: pl.DataFrame | N
                 "pin the host buffers (cudaHostAlloc / cudaHostRegister; PyTorch: pin_memory=True) so the copies overlap with work",
                 {"copies": async_pageable.height, "bytes": int(async_pageable["bytes"].sum() or 0)}))
         sync_copies = ops.filter((pl.col("operation") != "memset") & pl.col("call").str.contains(_MEMCPY_API.pattern) & ~pl.col("call").str.contains(_ASYNC.pattern))
+        # A synchronous copy waits, before it starts, for the work queued ahead of it on its device.
+        before_copy = [pl.col("device_id"), pl.col("pid"), pl.col("call_start_ns").alias("from_ns"), pl.min_horizontal("start_ns", "call_end_ns").alias("until_ns")]
         if sync_copies.height:
-            found.append(_sync_copy_finding(
-                "cuda_memcpy_sync", sync_copies, kernels,
-                f"synchronous memcpy calls ({', '.join(sorted(set(sync_copies['call'].to_list())))[:80]})", CAUSES["synchronous_copy"][1],
+            blocked = int(sync_copies["call_ns"].sum())
+            found.append(_blocking_finding(
+                "cuda_memcpy_sync", blocked,
+                f"{sync_copies.height} synchronous memcpy calls ({', '.join(sorted(set(sync_copies['call'].to_list())))[:80]}) blocked the host "
+                f"for {_ms(blocked)}", CAUSES["synchronous_copy"][1],
                 {"copies": sync_copies.height, "pageable": int(sync_copies.select(pageable.fill_null(False).sum()).item())}))
+            windows.append(sync_copies.select(pl.lit("cuda_memcpy_sync").alias("rule"), *before_copy))
         sync_sets = ops.filter((pl.col("operation") == "memset") & pl.col("call").str.contains(_MEMSET_API.pattern) & ~pl.col("call").str.contains(_ASYNC.pattern))
         if sync_sets.height:
-            found.append(_sync_copy_finding("cuda_memset_sync", sync_sets, kernels, "synchronous memset calls", "use cudaMemsetAsync on the work's stream",
-                                            {"calls": sync_sets.height}))
+            blocked = int(sync_sets["call_ns"].sum())
+            found.append(_blocking_finding("cuda_memset_sync", blocked, f"{sync_sets.height} synchronous memset calls blocked the host for {_ms(blocked)}",
+                                           "use cudaMemsetAsync on the work's stream", {"calls": sync_sets.height}))
+            windows.append(sync_sets.select(pl.lit("cuda_memset_sync").alias("rule"), *before_copy))
     syncs = api.filter(pl.col("name").is_in([n for n in names if _API_CLASSES[1][1].search(n)]))
     if syncs.height:
         durations = syncs.with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("d"))
         by_name = durations.group_by(pl.col("name").cast(pl.String)).agg(pl.len().alias("count"), pl.col("d").sum().alias("ns")).sort(
             ["ns", "name"], descending=[True, False])
-        found.append(_finding(
-            "cuda_api_sync", durations["d"].sum(),
+        found.append(_blocking_finding(
+            "cuda_api_sync", int(durations["d"].sum()),
             f"{syncs.height} synchronization calls blocked the host for {_ms(durations['d'].sum())} "
             f"(most: {by_name['name'][0]} ×{by_name['count'][0]}, {_ms(by_name['ns'][0])})",
             CAUSES["synchronization"][1], {"calls": [{"name": r["name"], "count": r["count"], "duration_ns": int(r["ns"])} for r in by_name.head(5).iter_rows(named=True)]}))
-    return found
+        # A synchronize names no device: the devices its process used are looked at.
+        windows.append(syncs.select(pl.lit("cuda_api_sync").alias("rule"), pl.lit(None, pl.Int64).alias("device_id"), "pid",
+                                    pl.col("start_ns").alias("from_ns"), pl.col("end_ns").alias("until_ns")))
+    return found, pl.concat(windows, how="vertical_relaxed").cast(dict(WAIT_WINDOWS))  # type: ignore[arg-type]
 
 
 def time_util_rule(pieces: pl.DataFrame, devices: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -737,7 +761,7 @@ def analyze_whole_run(
     # the GIL): on a large export of kernels alone, the second core is otherwise idle.
     with pool_for(kernels.height + memops.height + api.height, workers=2) as pool:
         tiny_work = pool.submit(tiny_kernel_stretches, kernels)
-        api_work = pool.submit(api_rules, memops, api, kernels)
+        api_work = pool.submit(api_rules, memops, api)
         intervals = activity_intervals(kernels, memops, graphs, names)
         notes: list[str] = []
         dropped = kernels.height + memops.height + graphs.height - intervals.height
@@ -764,7 +788,12 @@ def analyze_whole_run(
         per_device = list(pool.map(lambda device: _device_gaps(device, pieces, launches, pids_of.get(device["device_id"], set()), classified, api, nvtx, matching,
                                                                migrations),
                                    devices))
-        tiny, found_by_api = tiny_work.result(), api_work.result()
+        tiny, (found_by_api, wait_windows) = tiny_work.result(), api_work.result()
+        devices_of_pid: dict[int, set[int]] = {}
+        for device, pids in pids_of.items():
+            for pid in pids:
+                devices_of_pid.setdefault(pid, set()).add(device)
+        discount_waits(found_by_api, wait_windows, pieces, devices_of_pid)
     all_gaps: list[dict[str, Any]] = []
     idle_by_cause: dict[str, int] = {}
     for device, gaps in zip(devices, per_device, strict=True):
