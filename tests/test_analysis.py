@@ -89,7 +89,7 @@ def test_device_lookup():
     assert find_by_name("NVIDIA GeForce RTX 3090 Ti").key == "rtx3090ti"
     assert find_by_name("NVIDIA GeForce RTX 3090").key == "rtx3090"
     assert find_by_name("NVIDIA GeForce GTX 1650") is None
-    assert [g.key for g in find_by_compute_capability("12.0")] == ["rtx5090", "rtx-pro-6000-blackwell", "rtx5080", "rtx5070ti", "rtx5070"]
+    assert [g.key for g in find_by_compute_capability("12.0")] == ["rtx5090", "rtx-pro-6000-blackwell", "rtx5080", "rtx5070ti", "rtx5070", "rtx5060ti", "rtx5060"]
     assert len(find_by_compute_capability("9.0")) == 6
     # Names as nvidia-smi, nsys and ncu print them (the real exports' TARGET_INFO_GPU among them).
     assert find_by_name("NVIDIA TITAN RTX").key == "titan-rtx"
@@ -124,6 +124,8 @@ def test_device_lookup():
     # Workstation parts that real exports name (an nsys export in the search index: "NVIDIA RTX A5000").
     assert find_by_name("NVIDIA RTX A5000").key == "rtx-a5000" and find_by_name("NVIDIA RTX 6000 Ada Generation").key == "rtx-6000-ada"
     assert find_by_name("Quadro RTX 6000").key == "quadro-rtx8000"
+    # The RTX 5060 Ti of a real nsys 2025.1 export (lighttransport/gemm): a PCIe Gen5 x8 card.
+    assert host_link(find_by_name("NVIDIA GeForce RTX 5060 Ti")) == (32e9, "PCIe Gen5 x8")
     assert find_by_name("NVIDIA A100-SXM4-40GB MIG 1g.5gb", 14) is None and find_by_name("NVIDIA A100-SXM4-40GB", 108).key == "a100-40gb"
     assert find_by_name("NVIDIA GeForce RTX 3080", 70) is None
     with pytest.raises(UsageError, match="unknown GPU"):

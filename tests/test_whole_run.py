@@ -783,3 +783,13 @@ def test_a_synchronize_costs_what_it_blocked_beyond_the_work_it_waited_for(reald
     assert rule["evidence"]["blocked_ns"] == sum(end - start for start, end in syncs) and rule["evidence"]["waiting_for_gpu_ns"] == waited
     assert rule["cost_ns"] == rule["evidence"]["blocked_ns"] - waited < 0.01 * rule["evidence"]["blocked_ns"]
     assert "of it while the GPU still ran the work queued before" in rule["message"]
+
+
+def test_a_first_launch_that_takes_a_fifth_of_a_millisecond_is_module_loading():
+    # nsys 2025.1.3 on an RTX 3090 (tests/fixtures/found/PROVENANCE.md): one embedding kernel whose only launch call
+    # takes 575 us, the driver loading its module on first use (lazy loading), while the GPU idles 494 us. That gap
+    # had been "the host was busy launching", with advice to fuse kernels or use CUDA graphs.
+    data = analyze_json(FOUND / "nsys2025.1_rtx3090_first_launch_lazy_loading.sqlite")
+    gap = data["timeline"]["gaps"][0]
+    assert gap["cause"] == "jit_compile" and 490_000 < gap["duration_ns"] < 500_000
+    assert [c["cause"] for c in data["timeline"]["idle_by_cause"]][0] == "jit_compile"

@@ -171,6 +171,8 @@ GPUS: tuple[GpuSpec, ...] = (
     _spec("rtx5080", "GeForce RTX 5080", "12.0", 84, 960, 0.88, 56.3, 112.6, 56.3, 225.1, 450.2, (r"^rtx 5080$",), _GEFORCE_BLACKWELL),
     _spec("rtx5070ti", "GeForce RTX 5070 Ti", "12.0", 70, 896, 0.69, 43.9, 87.9, 43.9, 175.8, 351.5, (r"^rtx 5070 ti$",), _GEFORCE_BLACKWELL),
     _spec("rtx5070", "GeForce RTX 5070", "12.0", 48, 672, 0.48, 30.9, 61.7, 30.9, 123.5, 246.9, (r"^rtx 5070$",), _GEFORCE_BLACKWELL),
+    _spec("rtx5060ti", "GeForce RTX 5060 Ti", "12.0", 36, 448, 0.37, 23.7, 47.4, 23.7, 94.8, 189.6, (r"^rtx 5060 ti$",), _GEFORCE_BLACKWELL),
+    _spec("rtx5060", "GeForce RTX 5060", "12.0", 30, 448, 0.3, 19.2, 38.4, 19.2, 76.7, 153.4, (r"^rtx 5060$",), _GEFORCE_BLACKWELL),
 )
 
 
@@ -280,6 +282,7 @@ _PCIE_LINK: dict[str, tuple[int, int]] = {
                                 "rtx3090", "rtx3080ti", "rtx3080", "rtx3070ti", "rtx3070", "rtx3060ti", "rtx3060", "l4", "l40s", "l40",
                                 "rtx4090", "rtx4080", "rtx4070ti", "rtx4070")},
     **{key: (4, 8) for key in ("rtx4060ti", "rtx4060")},
+    **{key: (5, 8) for key in ("rtx5060ti", "rtx5060")},
     **{key: (5, 16) for key in ("h100-nvl", "h100-pcie", "h100-sxm", "h200", "b200", "rtx5090", "rtx-pro-6000-blackwell", "rtx5080",
                                 "rtx5070ti", "rtx5070")},
 }
