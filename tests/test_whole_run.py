@@ -793,3 +793,14 @@ def test_a_first_launch_that_takes_a_fifth_of_a_millisecond_is_module_loading():
     gap = data["timeline"]["gaps"][0]
     assert gap["cause"] == "jit_compile" and 490_000 < gap["duration_ns"] < 500_000
     assert [c["cause"] for c in data["timeline"]["idle_by_cause"]][0] == "jit_compile"
+
+
+def test_an_export_with_launch_calls_but_no_gpu_activity_says_the_gpu_side_was_not_traced():
+    # nsys 2023.2.3 under WSL2 on an RTX 3060 Laptop GPU (tests/fixtures/found/PROVENANCE.md): 192 cudaLaunchKernel and
+    # 36 cudaMemcpy calls, no kernel or copy table. Its 10 s of synchronize calls cannot be split into GPU work and the
+    # rest, and the export had only said "no CUDA kernel activity (CUDA tracing off?)".
+    data = analyze_json(FOUND / "nsys2023.2_wsl2_rtx3060laptop_api_only.sqlite")
+    note = next(n for n in data["notes"] if "kernel launch calls but no kernel ran" in n)
+    assert note.startswith("the export holds 192 kernel launch calls") and "WSL (kernel 5.15.90.1-microsoft-standard-WSL2)" in note
+    sync = next(f for f in data["timeline"]["findings"] if f["rule"] == "cuda_api_sync")
+    assert sync["evidence"]["waiting_for_gpu_ns"] is None and "how much of it was waiting for GPU work is unknown" in sync["message"]

@@ -51,6 +51,7 @@ from traceview.analyzer.whole_run import (
     WholeRun,
     analyze_whole_run,
     launch_bound_finding,
+    launch_calls,
     launch_records,
     launch_statistics,
     tiny_kernel_stretches,
@@ -509,7 +510,16 @@ def analyze_nsys(
                      + ("" if peaks["peak_dram_bytes_per_s"].value else "; pass --gpu for the datasheet peak"))
     if untimed:
         notes.append(f"{untimed} kernel or copy row(s) with no start or end time, or an end before the start, were left out (a damaged export?)")
-    if kernels.height == 0:
+    launched = launch_calls(export.api) if kernels.height == 0 else 0
+    if launched:
+        # The host side was traced and launched kernels, but no GPU activity was recorded (seen in real exports from
+        # laptops and WSL2, and where nsys did not support the driver).
+        wsl = export.kernel_release is not None and "microsoft" in export.kernel_release.lower()
+        why = (f"the capture ran under WSL (kernel {export.kernel_release}), where nsys may trace no GPU activity" if wsl else
+               "as under WSL2, or with a driver or CUPTI nsys could not use; see nsys's own warnings")
+        notes.append(f"the export holds {launched:,} kernel launch calls but no kernel ran on the GPU in it: nsys traced the CUDA API but not the "
+                     f"GPU activity ({why}), so there is no busy %, verdict or gap; re-profile on native Linux or Windows, or where GPU tracing works")
+    elif kernels.height == 0:
         notes.append("the export has no CUDA kernel activity (CUDA tracing off?): only NVTX and API findings")
     notes += _join_notes(ncu, matched, summary.height, unmatched)
     return Analysis(source, device, _without_launches(device), ranked, notes, timeline=timeline)

@@ -63,6 +63,15 @@ _ASYNC = re.compile(r"Async")
 _MEMCPY_API = re.compile(r"^(cudaMemcpy|cuMemcpy)")
 _MEMSET_API = re.compile(r"^(cudaMemset|cuMemset)")
 GRAPH_LAUNCH_API = re.compile(r"^(cudaGraphLaunch|cuGraphLaunch)")
+LAUNCH_API = _API_CLASSES[-1][1]
+
+
+def launch_calls(api: pl.DataFrame) -> int:
+    """Return how many kernel and graph launch calls the CUDA API trace holds."""
+    if api.height == 0:
+        return 0
+    launching = [name for name in distinct_names(api["name"]) if LAUNCH_API.search(name)]
+    return int(api.select(pl.col("name").cast(pl.String).is_in(launching).sum()).item())
 JIT_RANGE = re.compile(r"compil|nvrtc|\bjit\b|_jit|jit_|autotun|codegen|ptxas|inductor|triton", re.IGNORECASE)
 DATA_RANGE = re.compile(r"data_?load|dataloader|collate|prefetch|\breader\b|load_data|preprocess|read_batch|next_batch|__next__", re.IGNORECASE)
 
@@ -589,6 +598,13 @@ def discount_waits(findings: list[dict[str, Any]], windows: pl.DataFrame, pieces
     the device a copy ran on, or for a synchronize only its process, whose devices' busy time is taken (the most of
     them: a synchronize waits for one device's work at a time)."""
     by_rule = {f["rule"]: f for f in findings}
+    if pieces.filter(pl.col("mask") != 0).height == 0:
+        # No kernel or copy in the export (its GPU side was not traced): what the calls waited for is unknown.
+        for rule in windows["rule"].unique().to_list():
+            if rule in by_rule:
+                by_rule[rule]["evidence"]["waiting_for_gpu_ns"] = None
+                by_rule[rule]["message"] += "; the export has no GPU activity, so how much of it was waiting for GPU work is unknown"
+        return
     busy = {}
     for (device,), own in pieces.filter(pl.col("mask") != 0).group_by("device_id"):
         busy[device] = Coverage(own["start_ns"].to_numpy(), (own["start_ns"] + own["duration_ns"]).to_numpy(), presorted=True)

@@ -83,6 +83,7 @@ class NsysExport:
     graphs: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=NSYS_GRAPHS))
     capture_options: dict[str, str] = field(default_factory=dict)  # META_DATA_CAPTURE (nsys 2024+)
     notes: list[str] = field(default_factory=list)  # optional columns or tables the export lacks
+    kernel_release: str | None = None  # the profiled host's Linux kernel release (`5.15.90.1-microsoft-standard-WSL2`)
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -314,7 +315,15 @@ def _read(path: Path, connection: sqlite3.Connection, tables: set[str], progress
                f'{_optional(columns, "globalPid", _PID.format(column="globalPid"))}')
         graphs = reader.read(GRAPH_TRACE_TABLE, sql, NSYS_GRAPHS, where="start > 0")
     return NsysExport(path, meta.get("EXPORT_PRODUCT_VERSION"), meta.get("EXPORT_SCHEMA_VERSION"), _read_gpus(connection, tables),
-                      kernels, names, memops, sync, api, nvtx, tables, graphs, capture, notes)
+                      kernels, names, memops, sync, api, nvtx, tables, graphs, capture, notes, _kernel_release(connection, tables))
+
+
+def _kernel_release(connection: sqlite3.Connection, tables: set[str]) -> str | None:
+    """Return the profiled host's kernel release as nsys recorded it (TARGET_INFO_SYSTEM_ENV), or None."""
+    if "TARGET_INFO_SYSTEM_ENV" not in tables or not {"name", "value"} <= set(_columns(connection, "TARGET_INFO_SYSTEM_ENV")):
+        return None
+    row = connection.execute("SELECT value FROM TARGET_INFO_SYSTEM_ENV WHERE name = 'SoftwareReleaseVersion' LIMIT 1").fetchone()
+    return (_text(row[0]) or None) if row else None
 
 
 # What nsys says about the GPU side of the capture (CUDA, CUPTI, NVTX, unified memory): events it lost or could not
