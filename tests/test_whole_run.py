@@ -804,3 +804,15 @@ def test_an_export_with_launch_calls_but_no_gpu_activity_says_the_gpu_side_was_n
     assert note.startswith("the export holds 192 kernel launch calls") and "WSL (kernel 5.15.90.1-microsoft-standard-WSL2)" in note
     sync = next(f for f in data["timeline"]["findings"] if f["rule"] == "cuda_api_sync")
     assert sync["evidence"]["waiting_for_gpu_ns"] is None and "how much of it was waiting for GPU work is unknown" in sync["message"]
+
+
+def test_a_gap_before_the_first_kernel_is_called_setup():
+    # The real RTX 3090 export's only long gap is the lazy loading before its one kernel: a cost paid once per run,
+    # which the advice says, with how to capture the steady state instead.
+    data = analyze_json(FOUND / "nsys2025.1_rtx3090_first_launch_lazy_loading.sqlite", "--gap-threshold", "400us")
+    gaps = next(f for f in data["timeline"]["findings"] if f["rule"] == "gpu_gaps")
+    assert "(before its first kernel)" in gaps["message"] and "setup, paid once per run" in gaps["advice"]
+    assert data["timeline"]["gaps"][0]["before_first_kernel"] is True
+    # A gap between kernels is not: the cuckoo-hash export's largest gaps come between its inserts.
+    later = analyze_json(FOUND / "nsys2023.1_gtx1660super_cuckoo_hash_sync_memcpy.sqlite")["timeline"]["gaps"]
+    assert later[0]["before_first_kernel"] is False and later[0]["duration_ns"] > 80e6

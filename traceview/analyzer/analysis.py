@@ -519,6 +519,9 @@ def analyze_nsys(
                "as under WSL2, or with a driver or CUPTI nsys could not use; see nsys's own warnings")
         notes.append(f"the export holds {launched:,} kernel launch calls but no kernel ran on the GPU in it: nsys traced the CUDA API but not the "
                      f"GPU activity ({why}), so there is no busy %, verdict or gap; re-profile on native Linux or Windows, or where GPU tracing works")
+    elif kernels.height == 0 and not {"CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_KERNEL"} & export.tables:
+        notes.append("the export holds no CUDA trace at all (no CUDA API or kernel table): nsys traced other things only; "
+                     "profile with -t cuda,nvtx (or check that the process used the GPU)")
     elif kernels.height == 0:
         notes.append("the export has no CUDA kernel activity (CUDA tracing off?): only NVTX and API findings")
     notes += _join_notes(ncu, matched, summary.height, unmatched)

@@ -752,8 +752,11 @@ def _device_gaps(device: dict[str, Any], pieces: pl.DataFrame, launches: pl.Data
     listed = []
     for gap in ranked.iter_rows(named=True):
         start, end = gap["start_ns"], gap["start_ns"] + gap["duration_ns"]
+        first_kernel = device.get("first_kernel_ns")
         listed.append({"device_id": device_id, "start_ns": int(start - device["first_ns"]), "duration_ns": int(gap["duration_ns"]),
-                       "cause": gap["cause"], "cause_text": CAUSES[gap["cause"]][0], "evidence": _gap_evidence(start, end, near_api, near_nvtx)})
+                       "cause": gap["cause"], "cause_text": CAUSES[gap["cause"]][0], "evidence": _gap_evidence(start, end, near_api, near_nvtx),
+                       # Before the device's first kernel: setup (allocation, copies in, loading), paid once per run.
+                       "before_first_kernel": first_kernel is not None and end <= first_kernel})
     device["largest_gap_ns"] = int(ranked["duration_ns"][0]) if ranked.height else 0
     return listed
 
@@ -788,6 +791,9 @@ def analyze_whole_run(
         pieces = _sweep(intervals) if intervals.height else pl.DataFrame(schema={"device_id": pl.Int64, "start_ns": pl.Int64, "duration_ns": pl.Int64, "mask": pl.Int64})
         del intervals
         devices = device_breakdown(pieces, spans)
+        first_kernel = dict(kernels.group_by("device_id").agg(pl.col("start_ns").min()).iter_rows()) if kernels.height else {}
+        for device in devices:
+            device["first_kernel_ns"] = first_kernel.get(device["device_id"])
         for device in devices:
             device["verdict_message"] = verdict_sentence(device["exposed_pct"], device["verdict"], f"GPU {device['device_id']}'s span") if device["verdict"] else None
         launches = launch_records(kernels, api) if launches is None else launches
@@ -832,11 +838,15 @@ def analyze_whole_run(
     if big:
         top = big[0]
         where = top["evidence"]["nvtx_innermost"] or top["evidence"]["nvtx_outermost"]
+        advice = CAUSES[top["cause"]][1]
+        if top["before_first_kernel"]:
+            advice = ("it comes before the GPU's first kernel: setup, paid once per run — worth cutting for short jobs and restarts (" + advice
+                      + "); to look at the steady state, start the capture after it (nsys --capture-range=cudaProfilerApi, or --delay)")
         findings.append(_finding(
             "gpu_gaps", sum(g["duration_ns"] for g in big),
             f"{len(big)} GPU idle gap(s) of {gap_threshold_ns / 1e6:.0f} ms or more; the largest, {_ms(top['duration_ns'])} on GPU {top['device_id']} "
-            f"at {_ms(top['start_ns'])}, is {top['cause_text']}" + (f", {_where(top)}" if where else ""),
-            CAUSES[top["cause"]][1], {"gaps": big[:10]}))
+            f"at {_ms(top['start_ns'])}" + (" (before its first kernel)" if top["before_first_kernel"] else "") + f", is {top['cause_text']}"
+            + (f", {_where(top)}" if where else ""), advice, {"gaps": big[:10]}))
     jit = idle_by_cause.get("jit_compile", 0)
     if jit:
         jit_gap = next((g for g in all_gaps if g["cause"] == "jit_compile"), None)
