@@ -7,11 +7,12 @@ import csv
 import json
 import re
 
+import polars as pl
 import pytest
 from typer.testing import CliRunner
 
 from traceview.analyzer.analysis import Source, analyze
-from traceview.analyzer.diagnosis import occupancy, tensor_core_evidence
+from traceview.analyzer.diagnosis import occupancy, tensor_core_columns, tensor_core_evidence
 from traceview.app.cli import app
 from traceview.parsers import load_trace
 
@@ -186,3 +187,19 @@ def test_ncu_rep_rule_results_come_through(realdata_file):
     assert rules["Occupancy"]["type"] == "WRN" and "achieved occupancy" in rules["Occupancy"]["message"]
     # The report's link markup (`@section:Id:Title@`, `@url:Title:URL@`) is gone from the text.
     assert not any("@section:" in r["message"] or "@url:" in r["message"] for k in kernels.values() for r in k["rules"])
+
+
+def test_a_tensor_pipe_busy_a_hundredth_of_a_percent_is_not_tensor_core_use():
+    # A real .ncu-rep of an OpenACC matmul on an H100 PCIe (tests/fixtures/found/PROVENANCE.md): its tensor pipe is
+    # busy 0.013% of the time, a handful of instructions; it had been reported as "Tensor cores: used".
+    pytest.importorskip("ncu_report", reason="the optional ncu-report wheel is not installed")
+    from pathlib import Path
+
+    path = Path(__file__).parent / "fixtures" / "found" / "ncu_rep_h100pcie_openacc_matmul.ncu-rep"
+    launches = load_trace(path).data
+    matmul = launches.filter(pl.col("kernel_name").str.starts_with("nvkernel_matmult")).row(0, named=True)
+    assert 0 < matmul["tensor_pipe_pct"] < 0.1
+    assert launches.filter(pl.col("kernel_name").str.starts_with("nvkernel_matmult")).select(tensor_core_columns(launches)).row(0) == (False, "tensor-pipe metrics")
+    # One percent of the pipe is use.
+    busy = launches.with_columns(pl.lit(1.0).alias("tensor_pipe_pct")).head(1)
+    assert busy.select(tensor_core_columns(busy)).row(0) == (True, "tensor-pipe metrics")

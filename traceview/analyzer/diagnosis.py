@@ -89,17 +89,24 @@ _COVERED_RULES = {"SOLBottleneck", "TheoreticalOccupancy", "AchievedOccupancy", 
                   "SOLFPRoofline", "WarpStallSampling"}
 
 
+TENSOR_PIPE_USED_PCT = 0.5  # tensor-pipe utilisation (% of peak) from which a launch counts as using tensor cores
+
+
 def tensor_core_columns(launches: pl.DataFrame) -> list[pl.Expr]:
     """Per launch: whether it uses tensor cores (`tensor_core`) and how we know (`tensor_core_source`): its tensor
     metrics (tensor_flop, tensor_inst, tensor_pipe_pct) where any is measured, else its name; null where neither says."""
-    measured = [pl.col(c).cast(pl.Float64) for c in ("tensor_flop", "tensor_inst", "tensor_pipe_pct") if c in launches.columns]
-    measured = [pl.when(~value.is_nan()).then(value) for value in measured]
+    columns = [c for c in ("tensor_flop", "tensor_inst", "tensor_pipe_pct") if c in launches.columns]
+    measured = [pl.when(~pl.col(c).cast(pl.Float64).is_nan()).then(pl.col(c).cast(pl.Float64)) for c in columns]
+    # Any tensor instruction counts; a pipe busy a few hundredths of a percent does not (a real OpenACC matmul on an
+    # H100 shows 0.013%: a handful of instructions, not tensor-core math).
+    floors = [TENSOR_PIPE_USED_PCT if c == "tensor_pipe_pct" else 0.0 for c in columns]
     by_metrics = pl.any_horizontal([value.is_not_null() for value in measured]) if measured else pl.lit(False)
     names = launches["kernel_name"].unique().drop_nulls().to_list() if "kernel_name" in launches.columns else []
     by_name = (pl.col("kernel_name").replace_strict({n: _tensor_by_name(n) for n in names}, default=False, return_dtype=pl.Boolean)
                if names else pl.lit(False))
     return [
-        pl.when(by_metrics).then(pl.any_horizontal([(value > 0).fill_null(False) for value in measured]) if measured else pl.lit(None))
+        pl.when(by_metrics).then(pl.any_horizontal([((value > 0) & (value >= floor)).fill_null(False) for value, floor in zip(measured, floors, strict=True)])
+                                 if measured else pl.lit(None))
         .when(by_name).then(pl.lit(True)).alias("tensor_core"),
         pl.when(by_metrics).then(pl.lit("tensor-pipe metrics")).when(by_name).then(pl.lit("kernel name")).alias("tensor_core_source"),
     ]
