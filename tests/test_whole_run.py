@@ -783,6 +783,8 @@ def test_a_synchronize_costs_what_it_blocked_beyond_the_work_it_waited_for(reald
     assert rule["evidence"]["blocked_ns"] == sum(end - start for start, end in syncs) and rule["evidence"]["waiting_for_gpu_ns"] == waited
     assert rule["cost_ns"] == rule["evidence"]["blocked_ns"] - waited < 0.01 * rule["evidence"]["blocked_ns"]
     assert "of it while the GPU still ran the work queued before" in rule["message"]
+    # Six synchronize calls in a whole run wait for results; they are no synchronize in a loop.
+    assert rule["advice"].startswith("only 6 synchronize calls in the run") and "out of the loop" not in rule["advice"]
 
 
 def test_a_first_launch_that_takes_a_fifth_of_a_millisecond_is_module_loading():

@@ -42,6 +42,7 @@ TINY_KERNEL_NS = 10_000
 # 575 us for a small module), so it counts as module loading, not launch overhead.
 SLOW_LAUNCH_CALL_NS = 200_000
 LAUNCH_BOUND_STRETCH = 20  # consecutive tiny kernels that wait longer than they run
+FEW_SYNC_CALLS = 10  # synchronize calls in a run below which they are waits for results, not a synchronize in a loop
 LISTED_GAPS = 20
 
 # copyKind (ENUM_CUDA_MEMCPY_OPER; the same numbers in every version) → direction.
@@ -680,11 +681,15 @@ def api_rules(memops: pl.DataFrame, api: pl.DataFrame) -> tuple[list[dict[str, A
         durations = syncs.with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("d"))
         by_name = durations.group_by(pl.col("name").cast(pl.String)).agg(pl.len().alias("count"), pl.col("d").sum().alias("ns")).sort(
             ["ns", "name"], descending=[True, False])
+        # A handful of synchronize calls in a whole run is the host waiting for results it needs, not a loop to fix.
+        advice = CAUSES["synchronization"][1] if syncs.height >= FEW_SYNC_CALLS else (
+            f"only {syncs.height} synchronize call{'s' if syncs.height > 1 else ''} in the run: the host waits for results it needs; "
+            "move one later only if more work could be queued before it")
         found.append(_blocking_finding(
             "cuda_api_sync", int(durations["d"].sum()),
-            f"{syncs.height} synchronization calls blocked the host for {_ms(durations['d'].sum())} "
+            f"{syncs.height} synchronization call{'s' if syncs.height > 1 else ''} blocked the host for {_ms(durations['d'].sum())} "
             f"(most: {by_name['name'][0]} ×{by_name['count'][0]}, {_ms(by_name['ns'][0])})",
-            CAUSES["synchronization"][1], {"calls": [{"name": r["name"], "count": r["count"], "duration_ns": int(r["ns"])} for r in by_name.head(5).iter_rows(named=True)]}))
+            advice, {"calls": [{"name": r["name"], "count": r["count"], "duration_ns": int(r["ns"])} for r in by_name.head(5).iter_rows(named=True)]}))
         # A synchronize names no device: the devices its process used are looked at.
         windows.append(syncs.select(pl.lit("cuda_api_sync").alias("rule"), pl.lit(None, pl.Int64).alias("device_id"), "pid",
                                     pl.col("start_ns").alias("from_ns"), pl.col("end_ns").alias("until_ns")))
