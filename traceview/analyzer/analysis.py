@@ -405,8 +405,9 @@ def analyze_llama(
     gpus = device_list(names[0]) if len(names) == 1 else []
     assumed = None
     if spec is None and len(set(gpus)) == 1:
-        spec = find_by_name(gpus[0])
-        assumed = assumed_module_note(gpus[0], namesakes(gpus[0])) if not bandwidth_bytes_per_s else None
+        matches = namesakes(gpus[0])
+        spec = matches[0] if matches else None
+        assumed = assumed_module_note(gpus[0], matches) if not bandwidth_bytes_per_s else None
     if gpu:
         how = f"chosen with --gpu {gpu}"
     elif names:

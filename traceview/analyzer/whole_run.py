@@ -64,15 +64,6 @@ _ASYNC = re.compile(r"Async")
 _MEMCPY_API = re.compile(r"^(cudaMemcpy|cuMemcpy)")
 _MEMSET_API = re.compile(r"^(cudaMemset|cuMemset)")
 GRAPH_LAUNCH_API = re.compile(r"^(cudaGraphLaunch|cuGraphLaunch)")
-LAUNCH_API = _API_CLASSES[-1][1]
-
-
-def launch_calls(api: pl.DataFrame) -> int:
-    """Return how many kernel and graph launch calls the CUDA API trace holds."""
-    if api.height == 0:
-        return 0
-    launching = [name for name in distinct_names(api["name"]) if LAUNCH_API.search(name)]
-    return int(api.select(pl.col("name").cast(pl.String).is_in(launching).sum()).item())
 JIT_RANGE = re.compile(r"compil|nvrtc|\bjit\b|_jit|jit_|autotun|codegen|ptxas|inductor|triton", re.IGNORECASE)
 DATA_RANGE = re.compile(r"data_?load|dataloader|collate|prefetch|\breader\b|load_data|preprocess|read_batch|next_batch|__next__", re.IGNORECASE)
 
@@ -309,6 +300,15 @@ def distinct_names(column: pl.Series) -> list[str]:
     """Return the distinct names of a name column (CUDA calls, NVTX texts): millions of rows, a few distinct names,
     each matched against patterns once rather than row by row."""
     return column.unique().drop_nulls().cast(pl.String).to_list()
+
+
+def launch_calls(api: pl.DataFrame) -> int:
+    """Return how many kernel and graph launch calls the CUDA API trace holds."""
+    if api.height == 0:
+        return 0
+    launch = dict(_API_CLASSES)["launch"]
+    launching = [name for name in distinct_names(api["name"]) if launch.search(name)]
+    return int(api.select(pl.col("name").cast(pl.String).is_in(launching).sum()).item())
 
 
 def _api_class(name: str) -> str:
@@ -599,7 +599,8 @@ def discount_waits(findings: list[dict[str, Any]], windows: pl.DataFrame, pieces
     the device a copy ran on, or for a synchronize only its process, whose devices' busy time is taken (the most of
     them: a synchronize waits for one device's work at a time)."""
     by_rule = {f["rule"]: f for f in findings}
-    if pieces.filter(pl.col("mask") != 0).height == 0:
+    worked = pieces.filter(pl.col("mask") != 0)
+    if worked.height == 0:
         # No kernel or copy in the export (its GPU side was not traced): what the calls waited for is unknown.
         for rule in windows["rule"].unique().to_list():
             if rule in by_rule:
@@ -607,7 +608,7 @@ def discount_waits(findings: list[dict[str, Any]], windows: pl.DataFrame, pieces
                 by_rule[rule]["message"] += "; the export has no GPU activity, so how much of it was waiting for GPU work is unknown"
         return
     busy = {}
-    for (device,), own in pieces.filter(pl.col("mask") != 0).group_by("device_id"):
+    for (device,), own in worked.group_by("device_id"):
         busy[device] = Coverage(own["start_ns"].to_numpy(), (own["start_ns"] + own["duration_ns"]).to_numpy(), presorted=True)
     for (rule,), calls in windows.filter(pl.col("until_ns") > pl.col("from_ns")).group_by("rule"):
         finding = by_rule.get(rule)
@@ -676,7 +677,7 @@ def api_rules(memops: pl.DataFrame, api: pl.DataFrame) -> tuple[list[dict[str, A
             found.append(_blocking_finding("cuda_memset_sync", blocked, f"{sync_sets.height} synchronous memset calls blocked the host for {_ms(blocked)}",
                                            "use cudaMemsetAsync on the work's stream", {"calls": sync_sets.height}))
             windows.append(sync_sets.select(pl.lit("cuda_memset_sync").alias("rule"), *before_copy))
-    syncs = api.filter(pl.col("name").is_in([n for n in names if _API_CLASSES[1][1].search(n)]))
+    syncs = api.filter(pl.col("name").is_in([n for n in names if dict(_API_CLASSES)["synchronization"].search(n)]))
     if syncs.height:
         durations = syncs.with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("d"))
         by_name = durations.group_by(pl.col("name").cast(pl.String)).agg(pl.len().alias("count"), pl.col("d").sum().alias("ns")).sort(
@@ -755,9 +756,9 @@ def _device_gaps(device: dict[str, Any], pieces: pl.DataFrame, launches: pl.Data
     near_api = _overlapping_any(api, gap_starts, gap_ends, api_rows)
     near_nvtx = _overlapping_any(nvtx, gap_starts, gap_ends, nvtx_rows)
     listed = []
+    first_kernel = device.get("first_kernel_ns")
     for gap in ranked.iter_rows(named=True):
         start, end = gap["start_ns"], gap["start_ns"] + gap["duration_ns"]
-        first_kernel = device.get("first_kernel_ns")
         listed.append({"device_id": device_id, "start_ns": int(start - device["first_ns"]), "duration_ns": int(gap["duration_ns"]),
                        "cause": gap["cause"], "cause_text": CAUSES[gap["cause"]][0], "evidence": _gap_evidence(start, end, near_api, near_nvtx),
                        # Before the device's first kernel: setup (allocation, copies in, loading), paid once per run.
@@ -799,7 +800,6 @@ def analyze_whole_run(
         first_kernel = dict(kernels.group_by("device_id").agg(pl.col("start_ns").min()).iter_rows()) if kernels.height else {}
         for device in devices:
             device["first_kernel_ns"] = first_kernel.get(device["device_id"])
-        for device in devices:
             device["verdict_message"] = verdict_sentence(device["exposed_pct"], device["verdict"], f"GPU {device['device_id']}'s span") if device["verdict"] else None
         launches = launch_records(kernels, api) if launches is None else launches
         first = pl.col("start_ns").arg_min()
