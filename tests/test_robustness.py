@@ -93,6 +93,17 @@ def test_a_git_lfs_pointer_says_to_fetch_the_file(tmp_path):
     one_line_error(invoke("analyze", pointer), "a Git LFS pointer, not the file itself (the file is 552,960 bytes)", "git lfs pull")
 
 
+def test_ncu_listings_are_named_for_what_they_are(realdata_file):
+    # What ncu prints when asked what it can measure, saved beside results in real repositories: `--list-sections`
+    # (../shared/realdata/other) and `--query-metrics` (tests/fixtures/found/PROVENANCE.md, a copy cut above its header).
+    from pathlib import Path
+
+    one_line_error(invoke("analyze", realdata_file("other/ncu2025.1.1_list_sections_llmperfopt.txt")),
+                   "this is ncu --list-sections output", "not profiling results", "ncu --set full -o report")
+    one_line_error(invoke("analyze", Path(__file__).parent / "fixtures" / "found" / "ncu_query_metrics_excerpt.txt"),
+                   "this is ncu --query-metrics output")
+
+
 def test_sizes_need_units_and_gpu_families_are_ambiguous():
     one_line_error(invoke("decode", "--weights", "4.2", "--gpu", "h100-sxm"), "no unit", "4.2GB")
     one_line_error(invoke("decode", "--weights", "4.2GB", "--gpu", "a100"), "a100-80gb", "a100-40gb")

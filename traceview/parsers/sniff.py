@@ -94,6 +94,25 @@ def _console_further_in(path: Path) -> TraceFormat | None:
     return TraceFormat.NCU_SUMMARY_CONSOLE if looks_like_summary_console(results) else None
 
 
+# What ncu prints when asked what it can measure rather than to measure: people save it beside their results.
+_NCU_LISTINGS = (
+    (re.compile(r"^Identifier\s+Display Name\s+Enabled\s+Filename\s*$", re.MULTILINE), "ncu --list-sections output (the sections ncu can collect)"),
+    (re.compile(r"^Identifier\s+Sections\s+Enabled\s+Estimated Metrics\s*$", re.MULTILINE), "ncu --list-sets output (the section sets ncu offers)"),
+    (re.compile(r"^Metric Name\s+Metric Type\s+Metric Unit\s+Metric Description\s*$", re.MULTILINE),
+     "ncu --query-metrics output (the metrics a GPU has)"),
+)
+_QUERY_METRIC_ROW = re.compile(r"^[a-z0-9]+__[a-z0-9_.]+\s+(Counter|Ratio|Throughput)\s+\S", re.MULTILINE)
+
+
+def _ncu_listing(text: str) -> str | None:
+    """Return what kind of ncu listing (sections, sets, metrics) a text is, or None when it is none of them."""
+    for pattern, kind in _NCU_LISTINGS:
+        if pattern.search(text):
+            return kind
+    # A copy of --query-metrics cut above its header still has its rows: name, type, unit, description.
+    return _NCU_LISTINGS[2][1] if len(_QUERY_METRIC_ROW.findall(text)) >= 20 else None
+
+
 def detect_format(path: str | Path) -> TraceFormat:
     """Return the format of a trace file, judged from its first bytes and its header line."""
     path = Path(path)
@@ -133,6 +152,11 @@ def detect_format(path: str | Path) -> TraceFormat:
         # A full llama.cpp log prints its timing lines last, after the model dump and the generated text.
         if _tail_has_llama_timings(path):
             return TraceFormat.LLAMA_TIMINGS
+        listing = _ncu_listing(text)
+        if listing is not None:
+            raise UnknownFormatError(path, f"this is {listing}, not profiling results",
+                                     "profile the application (ncu --set full -o report ./app) and pass the .ncu-rep, or the output of "
+                                     "ncu --csv --page details")
         raise UnknownFormatError(
             path,
             "not a supported trace: no Nsight Compute CSV header (\"ID\",\"Process ID\",...), nsys stats table, tegrastats sample or llama.cpp output found",
