@@ -39,6 +39,8 @@ FORMATS = {
     "ncu-found": "found:*.[ct][sx][vt]",
     # llama-bench depth sweep, llama-batched-bench and llama-sweep-bench tables found the same way.
     "llama-found": "found:*.md",
+    # Exports of other nsys versions (2020, 2022.1, 2023.1, 2023.2, 2025.1, 2025.5) from public repositories.
+    "nsys-found": "found:*.sqlite",
 }
 FOUND = Path(__file__).resolve().parent / "fixtures" / "found"
 DEADLINE_S = 30
@@ -210,7 +212,7 @@ def make_mutant(fmt: str, rng: random.Random, folder: Path) -> tuple[Path, str, 
     """Write a mutant of one real file of the format into `folder`; return (its path, the source name, the mutation)."""
     source = rng.choice(real_files(fmt))
     target = folder / f"mutant{source.suffix}"
-    if fmt == "nsys-sqlite":
+    if fmt in ("nsys-sqlite", "nsys-found"):
         kind = mutate_sqlite(source, target, rng)
     else:
         kind, data = mutate_text(source.read_bytes(), rng)

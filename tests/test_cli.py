@@ -134,8 +134,9 @@ def test_csv_that_is_not_a_profiler_export(tmp_path, realdata_file):
     path = tmp_path / "sales.csv"
     path.write_text("region,month,revenue\nnorth,jan,100\n")
     _assert_one_line_error(invoke("analyze", path), "not a supported trace", "ncu --csv")
+    # ncu's own listing of its sections is no trace either, and is named for what it is (test_robustness).
     listing = realdata_file("other/ncu2025.1.1_list_sections_llmperfopt.txt")
-    _assert_one_line_error(invoke("analyze", listing), "not a supported trace")
+    _assert_one_line_error(invoke("analyze", listing), "this is ncu --list-sections output", "not profiling results")
 
 
 def test_header_without_launches(tmp_path):

@@ -95,12 +95,13 @@ def test_a_git_lfs_pointer_says_to_fetch_the_file(tmp_path):
 
 def test_ncu_listings_are_named_for_what_they_are(realdata_file):
     # What ncu prints when asked what it can measure, saved beside results in real repositories: `--list-sections`
-    # (../shared/realdata/other) and `--query-metrics` (tests/fixtures/found/PROVENANCE.md, a copy cut above its header).
+    # (../shared/realdata/other) and `--query-metrics` (tests/fixtures/found_not_traces, its provenance in
+    # tests/fixtures/found/PROVENANCE.md; a copy cut above its header).
     from pathlib import Path
 
     one_line_error(invoke("analyze", realdata_file("other/ncu2025.1.1_list_sections_llmperfopt.txt")),
                    "this is ncu --list-sections output", "not profiling results", "ncu --set full -o report")
-    one_line_error(invoke("analyze", Path(__file__).parent / "fixtures" / "found" / "ncu_query_metrics_excerpt.txt"),
+    one_line_error(invoke("analyze", Path(__file__).parent / "fixtures" / "found_not_traces" / "ncu_query_metrics_excerpt.txt"),
                    "this is ncu --query-metrics output")
 
 
