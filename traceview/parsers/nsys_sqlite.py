@@ -322,7 +322,10 @@ def _kernel_release(connection: sqlite3.Connection, tables: set[str]) -> str | N
     """Return the profiled host's kernel release as nsys recorded it (TARGET_INFO_SYSTEM_ENV), or None."""
     if "TARGET_INFO_SYSTEM_ENV" not in tables or not {"name", "value"} <= set(_columns(connection, "TARGET_INFO_SYSTEM_ENV")):
         return None
-    row = connection.execute("SELECT value FROM TARGET_INFO_SYSTEM_ENV WHERE name = 'SoftwareReleaseVersion' LIMIT 1").fetchone()
+    try:  # a damaged table only loses this remark, never the export
+        row = connection.execute("SELECT value FROM TARGET_INFO_SYSTEM_ENV WHERE name = 'SoftwareReleaseVersion' LIMIT 1").fetchone()
+    except sqlite3.DatabaseError:
+        return None
     return (_text(row[0]) or None) if row else None
 
 
