@@ -457,3 +457,15 @@ def test_mixtures_of_experts_a_405b_and_an_rtx_pro_6000():
     assert oss["bytes_per_token"] is None and oss["mbu_pct"] is None and "--weights" in oss["note"]
     prefill = runs.filter(phase="prefill", model="qwen3moe 30B.A3B Q4_K - Medium").row(0, named=True)
     assert prefill["achieved_flop_per_s"] == pytest.approx(2 * 3e9 * 7432.36)
+
+
+def test_a_one_token_prompt_is_a_decode_step():
+    # A llama-bench prompt sweep quoted in an ik_llama.cpp discussion (tests/fixtures/found/PROVENANCE.md), every line
+    # behind the `> ` of a blockquote: gpt-oss 120B on ROCm from pp1 to pp4096, then tg16. `pp1` is one forward pass of
+    # one token, as a decode step is: it gets bandwidth and MBU, and matches tg16's (45.2 against 45.43 tokens/s).
+    path = Path(__file__).parent / "fixtures" / "found" / "llama_bench_quoted_rocm_gpt_oss_pp_sweep.md"
+    runs = rows(path)
+    assert len(runs) == 26 and [r["phase"] for r in runs[:3]] == ["decode", "decode", "prefill"] and runs[-2]["phase"] == "decode"
+    llm = analysis_of(path, weight_bytes=2.9e9, bandwidth_bytes_per_s=256e9).llm.runs
+    pp1, tg16 = llm.row(0, named=True), llm.row(24, named=True)
+    assert (pp1["test"], tg16["test"]) == ("pp1", "tg16") and pp1["mbu_pct"] == pytest.approx(tg16["mbu_pct"], rel=0.01)

@@ -69,7 +69,9 @@ def _params(text: str) -> float | None:
 
 
 def _phase(n_prompt: int | None, n_gen: int | None) -> str:
-    if n_gen and not n_prompt:
+    # A one-token prompt (llama-bench `pp1`) is one forward pass of one token, as a decode step is: bound by reading
+    # the weights, so it is judged by bandwidth, not by compute.
+    if (n_gen and not n_prompt) or (n_prompt == 1 and not n_gen):
         return "decode"
     if n_prompt and not n_gen:
         return "prefill"
