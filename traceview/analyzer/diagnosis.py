@@ -99,14 +99,13 @@ def tensor_core_columns(launches: pl.DataFrame) -> list[pl.Expr]:
     measured = [pl.when(~pl.col(c).cast(pl.Float64).is_nan()).then(pl.col(c).cast(pl.Float64)) for c in columns]
     # Any tensor instruction counts; a pipe busy a few hundredths of a percent does not (a real OpenACC matmul on an
     # H100 shows 0.013%: a handful of instructions, not tensor-core math).
-    floors = [TENSOR_PIPE_USED_PCT if c == "tensor_pipe_pct" else 0.0 for c in columns]
+    used = [(value >= TENSOR_PIPE_USED_PCT if c == "tensor_pipe_pct" else value > 0).fill_null(False) for c, value in zip(columns, measured, strict=True)]
     by_metrics = pl.any_horizontal([value.is_not_null() for value in measured]) if measured else pl.lit(False)
     names = launches["kernel_name"].unique().drop_nulls().to_list() if "kernel_name" in launches.columns else []
     by_name = (pl.col("kernel_name").replace_strict({n: _tensor_by_name(n) for n in names}, default=False, return_dtype=pl.Boolean)
                if names else pl.lit(False))
     return [
-        pl.when(by_metrics).then(pl.any_horizontal([((value > 0) & (value >= floor)).fill_null(False) for value, floor in zip(measured, floors, strict=True)])
-                                 if measured else pl.lit(None))
+        pl.when(by_metrics).then(pl.any_horizontal(used) if used else pl.lit(None))
         .when(by_name).then(pl.lit(True)).alias("tensor_core"),
         pl.when(by_metrics).then(pl.lit("tensor-pipe metrics")).when(by_name).then(pl.lit("kernel name")).alias("tensor_core_source"),
     ]

@@ -95,11 +95,11 @@ def _console_further_in(path: Path) -> TraceFormat | None:
 
 
 # What ncu prints when asked what it can measure rather than to measure: people save it beside their results.
+_QUERY_METRICS = "ncu --query-metrics output (the metrics a GPU has)"
 _NCU_LISTINGS = (
     (re.compile(r"^Identifier\s+Display Name\s+Enabled\s+Filename\s*$", re.MULTILINE), "ncu --list-sections output (the sections ncu can collect)"),
     (re.compile(r"^Identifier\s+Sections\s+Enabled\s+Estimated Metrics\s*$", re.MULTILINE), "ncu --list-sets output (the section sets ncu offers)"),
-    (re.compile(r"^Metric Name\s+Metric Type\s+Metric Unit\s+Metric Description\s*$", re.MULTILINE),
-     "ncu --query-metrics output (the metrics a GPU has)"),
+    (re.compile(r"^Metric Name\s+Metric Type\s+Metric Unit\s+Metric Description\s*$", re.MULTILINE), _QUERY_METRICS),
 )
 _QUERY_METRIC_ROW = re.compile(r"^[a-z0-9]+__[a-z0-9_.]+\s+(Counter|Ratio|Throughput)\s+\S", re.MULTILINE)
 
@@ -110,7 +110,7 @@ def _ncu_listing(text: str) -> str | None:
         if pattern.search(text):
             return kind
     # A copy of --query-metrics cut above its header still has its rows: name, type, unit, description.
-    return _NCU_LISTINGS[2][1] if len(_QUERY_METRIC_ROW.findall(text)) >= 20 else None
+    return _QUERY_METRICS if len(_QUERY_METRIC_ROW.findall(text)) >= 20 else None
 
 
 def detect_format(path: str | Path) -> TraceFormat:
