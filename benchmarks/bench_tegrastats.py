@@ -63,11 +63,12 @@ def main() -> None:
     parser.add_argument("--lines", type=int, default=864_000)  # 24 h at 10 Hz
     args = parser.parse_args()
     path = build_log(args.lines)
-    bare = measure(path, "bare")
+    measure(path, "bare")  # brings the log into the page cache, so that neither measurement pays for the disk
+    bare = min((measure(path, "bare") for _ in range(3)), key=lambda run: run["seconds"])
     ours = measure(path, "traceview")
     assert ours["rows"] == bare["rows"], (ours, bare)
     print(f"log: {args.lines} lines, {path.stat().st_size / 1e6:.0f} MB ({path})")
-    print(f"bare line read   : {bare['seconds']:.2f} s, peak RSS {bare['max_rss_mb']:.0f} MB")
+    print(f"bare line read   : {bare['seconds']:.2f} s (best of 3, page cache warm), peak RSS {bare['max_rss_mb']:.0f} MB")
     print(f"traceview parse  : {ours['seconds']:.2f} s, peak RSS {ours['max_rss_mb']:.0f} MB")
     print(f"ratio time       : {ours['seconds'] / bare['seconds']:.1f}x")
     print(f"result frame     : {ours['frame_mb']:.0f} MB; peak RSS beyond it {ours['max_rss_mb'] - ours['frame_mb']:.0f} MB "

@@ -35,10 +35,15 @@ _CPU = r"\b(?:CPU|cpu) \[([^\]]*)\](?:@([0-9]+))?"
 # `EMC 1%@1600` before L4T 28.2; `EMC_FREQ @4266` (the clock alone) on Thor, JetPack 7.
 _EMC = r"\bEMC(?:_FREQ)? (?:([0-9]+)%)?(?:@([0-9]+))?"
 _GR3D = r"\bGR3D(?:_FREQ)? (?:([0-9]+)%)?(?:@\[?([0-9,]+)\]?)?"  # `GR3D 39%@76` before L4T 28.2
-# NAME@41.5C or name@52.968C/52.968C (JetPack 7 adds a second value).
-_TEMP = r"(?:^|\s)([A-Za-z][A-Za-z0-9_]*)@(-?[0-9]+(?:\.[0-9]+)?)C(?:/-?[0-9]+(?:\.[0-9]+)?C)?"
+# NAME@41.5C or name@52.968C/52.968C (JetPack 7 adds a second value, which is left out).
+_TEMP = r"(?:^|\s)[A-Za-z][A-Za-z0-9_]*@-?[0-9]+(?:\.[0-9]+)?C"
 # NAME cur/avg[/max], in mW whether or not the unit is printed. `RAM 1/2MB` fails on the trailing "MB".
 _RAIL = r"\b([A-Z][A-Z0-9_]*) ([0-9]+)(?:mW)?/([0-9]+)(?:mW)?(?:/([0-9]+)(?:mW)?)?(?:\s|$)"
+
+# What the splits above yield, cast in one step (strings that are not numbers become null).
+_CORE_STRINGS = pl.List(pl.Struct({"load": pl.Float64, "mhz": pl.Float64}))
+_TEMPERATURE_STRINGS = pl.List(pl.Struct({"name": pl.String, "celsius": pl.Float64}))
+_RAIL_STRINGS = pl.List(pl.Struct({"name": pl.String, "current_mw": pl.Float64, "average_mw": pl.Float64, "max_mw": pl.Float64}))
 
 
 @dataclass
@@ -66,13 +71,15 @@ def _line_blocks(path: Path) -> Iterator[pl.DataFrame]:
 def _batches(path: Path, report: ParseReport) -> Iterator[tuple[pl.Series, pl.Series]]:
     """Yield (line numbers, sample lines) per block; other lines are counted (and a date header kept) in `report`."""
     for block in _line_blocks(path):
-        frame = block.select(pl.col("line_number").cast(pl.Int64), pl.col("line").str.strip_chars())
+        # Sample lines are read by patterns that allow surrounding blanks, so only the few other lines are stripped.
+        frame = block.select(pl.col("line_number").cast(pl.Int64), "line")
         sample = frame["line"].str.contains(SAMPLE_MARKER.pattern.decode()).fill_null(False)
         report.total_lines = int(frame["line_number"][-1]) if frame.height else report.total_lines
         samples = frame.filter(sample)
         # A `date` line counts as the header only before the first sample of the log.
         header_before = (samples["line_number"].first() or report.total_lines + 1) if report.total_samples == 0 else 0
-        for number, text in frame.filter(~sample).iter_rows():
+        for number, line in frame.filter(~sample).iter_rows():
+            text = (line or "").strip()
             if not text:
                 report.blank_lines += 1
                 continue
@@ -93,51 +100,42 @@ def _parse_batch(numbers: pl.Series, lines: pl.Series) -> pl.DataFrame:
     text = pl.col("line")
     frame = pl.DataFrame({"line_number": numbers, "line": lines})
 
-    def integer(pattern: str, group: int) -> pl.Expr:
-        return text.str.extract(pattern, group).cast(pl.Float64, strict=False)
+    def numbers_of(pattern: str, names: list[str]) -> pl.Expr:
+        """The pattern's groups as floats named `names`, null where absent or not a number; one regex pass for all."""
+        groups = text.str.extract_groups(pattern).struct.rename_fields(names)
+        return groups.cast(pl.Struct(dict.fromkeys(names, pl.Float64)), strict=False).struct.unnest()
 
+    # Lists are split into struct fields of strings and cast once as a whole: the same reads done field by field inside
+    # list.eval, or on exploded rows gathered again, cost two to three times as much on a day-long log.
     cpu = frame.select(text.str.extract_groups(_CPU).struct.rename_fields(["cores", "clock"]).struct.unnest())
-    # Lists are cut into one row per element, read with flat string operations, and gathered again: the same reads
-    # inside list.eval cost several times as much on a day-long log.
-    cores = (cpu.select(pl.col("cores").str.split(",")).with_row_index("row").explode("cores")
-             .with_columns(pl.col("cores").str.split_exact("%@", 1).alias("parts"))
-             .group_by("row", maintain_order=True)
-             .agg(pl.col("parts").struct.field("field_0").str.strip_chars_end("%").cast(pl.Float64, strict=False).alias("load"),
-                  pl.col("parts").struct.field("field_1").cast(pl.Float64, strict=False).alias("mhz")))
-    # A line with no CPU field has one null core after the split; it has no list at all.
-    no_cpu = cpu["cores"].is_null()
-    load = pl.when(no_cpu).then(None).otherwise(cores["load"])
+    # `7%@1728`, `12%` (TX1: one clock for all cores, after the list) or `off`, which reads as (null, null).
+    cores = (cpu["cores"].str.replace_all("%", "", literal=True).str.split(",")
+             .list.eval(pl.element().str.split_exact("@", 1).struct.rename_fields(["load", "mhz"])).cast(_CORE_STRINGS, strict=False))
+    load = cores.list.eval(pl.element().struct.field("load"))
     clock = cpu["clock"].cast(pl.Float64, strict=False)
-    mhz = pl.when(clock.is_not_null()).then(pl.lit(clock).repeat_by(load.list.len())).when(no_cpu).then(None).otherwise(cores["mhz"])
-    gr3d_clocks = text.str.extract(_GR3D, 2).str.split(",").cast(pl.List(pl.Float64), strict=False)
-    name_value = lambda: pl.element().str.strip_chars().str.split_exact("@", 1)  # noqa: E731
-    temps = text.str.extract_all(_TEMP).list.eval(pl.struct(
-        name_value().struct.field("field_0").alias("name"),
-        name_value().struct.field("field_1").str.split("C").list.first().cast(pl.Float64, strict=False).alias("celsius"),
-    ))
-    rail_parts = lambda: pl.element().str.strip_chars().str.replace_all("mW", "", literal=True).str.split_exact(" ", 1)  # noqa: E731
-    rails = text.str.extract_all(_RAIL).list.eval(pl.struct(
-        rail_parts().struct.field("field_0").alias("name"),
-        *[rail_parts().struct.field("field_1").str.split("/").list.get(i, null_on_oob=True).cast(pl.Float64, strict=False).alias(name)
-          for i, name in enumerate(("current_mw", "average_mw", "max_mw"))],
-    ))
+    mhz = pl.when(clock.is_not_null()).then(pl.lit(clock).repeat_by(load.list.len())).otherwise(cores.list.eval(pl.element().struct.field("mhz")))
+    gr3d = text.str.extract_groups(_GR3D).struct
+    gr3d_clocks = gr3d.field("2").str.split(",").cast(pl.List(pl.Float64), strict=False)
+    temps = text.str.extract_all(_TEMP).list.eval(
+        pl.element().str.strip_chars().str.strip_chars_end("C").str.split_exact("@", 1).struct.rename_fields(["name", "celsius"]))
+    # `VDD_GPU_SOC 2798mW/2798mW[/3000mW]` → VDD_GPU_SOC/2798/2798[/3000], four fields
+    rails = text.str.extract_all(_RAIL).list.eval(
+        pl.element().str.strip_chars().str.replace_all("mW", "", literal=True).str.replace(" ", "/", literal=True)
+        .str.split_exact("/", 3).struct.rename_fields(["name", "current_mw", "average_mw", "max_mw"]))
     return frame.select(
         "line_number",
         text.str.extract(_TIMESTAMP, 1).str.strptime(pl.Datetime("ms"), "%m-%d-%Y %H:%M:%S", strict=False).alias("timestamp"),
-        integer(_RAM, 1).alias("ram_used_mb"),
-        integer(_RAM, 2).alias("ram_total_mb"),
-        integer(_SWAP, 1).alias("swap_used_mb"),
-        integer(_SWAP, 2).alias("swap_total_mb"),
-        load.alias("cpu_load_pct"),
+        numbers_of(_RAM, ["ram_used_mb", "ram_total_mb"]),
+        numbers_of(_SWAP, ["swap_used_mb", "swap_total_mb"]),
+        pl.lit(load).alias("cpu_load_pct"),
         mhz.alias("cpu_mhz"),
-        integer(_EMC, 1).alias("emc_pct"),
-        integer(_EMC, 2).alias("emc_mhz"),
-        integer(_GR3D, 1).alias("gpu_pct"),
+        numbers_of(_EMC, ["emc_pct", "emc_mhz"]),
+        gr3d.field("1").cast(pl.Float64, strict=False).alias("gpu_pct"),
         gr3d_clocks.alias("gpu_mhz_per_gpc"),
         gr3d_clocks.list.max().alias("gpu_mhz"),
         # Names become categorical on the whole column at once: inside each list it is the slowest step.
-        temps.cast(TELEMETRY["temperatures"]).alias("temperatures"),
-        rails.cast(TELEMETRY["rails"]).alias("rails"),
+        temps.cast(_TEMPERATURE_STRINGS, strict=False).cast(TELEMETRY["temperatures"]).alias("temperatures"),
+        rails.cast(_RAIL_STRINGS, strict=False).cast(TELEMETRY["rails"]).alias("rails"),
     )
 
 
