@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import csv
+import io
+
 import pytest
 
 from ncu_truth import details_truth, raw_truth
@@ -257,3 +260,25 @@ def test_a_device_column_that_holds_a_name_names_the_gpu(realdata_file, tmp_path
     path.write_text(text.replace('"(224, 1, 1)","0","12.0"', '"(224, 1, 1)","NVIDIA GeForce RTX 5090","12.0"'))
     launch = load_trace(path).data.row(0, named=True)
     assert launch["device_name"] == "NVIDIA GeForce RTX 5090" and launch["device_index"] is None
+
+
+def test_instanced_metrics_exported_with_their_instances_read_as_their_aggregate(realdata_file, tmp_path):
+    # `ncu -i R --page raw --csv --print-metric-instances values` writes an instanced metric as its aggregate followed by
+    # the instances, `6,808,840,416 (3,404,420,208;3,404,420,208)`; `details` names each instance. The grammar is the
+    # one two public scripts parse (search index documents 52234995240 and 69529352898); no such export is saved, so
+    # the real raw page gets instance lists planted behind its own aggregates.
+    original = realdata_file("ncu_raw/mudock_gtx1650_full_raw.csv")
+    lines = original.read_text().splitlines(keepends=True)
+    start = next(i for i, line in enumerate(lines) if line.startswith('"ID"'))
+    rows = list(csv.reader(io.StringIO("".join(lines[start:]))))
+    header = rows[0]
+    dram, opcodes = header.index("dram__bytes_read.sum"), header.index("sass__inst_executed_per_opcode")
+    for row in rows[2:]:
+        row[dram] = f"{row[dram]} (1,000;2,000)"
+        row[opcodes] = f"{row[opcodes]} (FFMA: 7; LDG: 5)"
+    out = io.StringIO()
+    csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n").writerows(rows)
+    planted = tmp_path / "instances.csv"
+    planted.write_text("".join(lines[:start]) + out.getvalue())
+    assert load_trace(planted).data.equals(load_trace(original).data)
+    assert load_trace(planted).data["dram_bytes"].null_count() == 0

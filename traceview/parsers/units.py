@@ -71,12 +71,18 @@ def unit_factor(unit: pl.Expr) -> pl.Expr:
     return lowered.replace_strict(mapping, default=1.0, return_dtype=pl.Float64)
 
 
+_INSTANCE_LIST = r"\s*\(.*\)\s*$"
+
+
 def parse_number(value: pl.Expr) -> pl.Expr:
     """Return Float64 from profiler number text: strips thousands separators; `n/a`, `no data` → null.
 
-    A value with more than one '.' is taken as '.'-grouped (European locale), e.g. `2.508.800`.
+    A value with more than one '.' is taken as '.'-grouped (European locale), e.g. `2.508.800`. An instanced metric
+    exported with `--print-metric-instances values|details` is its aggregate followed by the instances in parentheses,
+    `783,531,628 (700,000,000;83,531,628)` or `... (FFMA: 700,000,000; ...)`: the aggregate is the value, and a list
+    printed without one is unknown.
     """
-    text = value.str.strip_chars()
+    text = value.str.replace(_INSTANCE_LIST, "").str.strip_chars()
     dotted_groups = text.str.count_matches(r"\.") > 1
     cleaned = (
         pl.when(dotted_groups)
