@@ -139,6 +139,20 @@ def test_csv_that_is_not_a_profiler_export(tmp_path, realdata_file):
     _assert_one_line_error(invoke("analyze", listing), "this is ncu --list-sections output", "not profiling results")
 
 
+@pytest.mark.parametrize("header", [
+    # ncu -i R --csv --page source, as two public tools quote it (search index documents 3937325035 and 69257086479):
+    # a kernel-name line, then one row per instruction; newer versions number the rows in a leading "#" column.
+    '"Kernel Name","void vecAdd(float *, float *, float *, int)",\n"Address","Source","Warp Stall Sampling (All Cycles)",'
+    '"Warp Stall Sampling (Not-issued Cycles)","Instructions Executed"\n"0","MOV R1, c[0x0][0x28]","1","0","128"\n',
+    '"#","Address","Source","Warp Stall Sampling (All Samples)","Warp Stall Sampling (Not-issued Samples)"\n'
+    '"1","","  int64_t i = blockIdx.x * blockDim.x + threadIdx.x;","10","2"\n',
+])
+def test_the_source_page_is_named_with_the_pages_that_hold_per_kernel_results(tmp_path, header):
+    path = tmp_path / "source.csv"
+    path.write_text(header)
+    _assert_one_line_error(invoke("analyze", path), "ncu's source page", "--page raw")
+
+
 def test_header_without_launches(tmp_path):
     path = tmp_path / "header_only.csv"
     path.write_text(ELEMENTWISE.read_text().splitlines()[0] + "\n")

@@ -96,21 +96,29 @@ def _console_further_in(path: Path) -> TraceFormat | None:
 
 # What ncu prints when asked what it can measure rather than to measure: people save it beside their results.
 _QUERY_METRICS = "ncu --query-metrics output (the metrics a GPU has)"
+_PROFILE_FIX = "profile the application (ncu --set full -o report ./app) and pass the .ncu-rep, or the output of ncu --csv --page details"
 _NCU_LISTINGS = (
     (re.compile(r"^Identifier\s+Display Name\s+Enabled\s+Filename\s*$", re.MULTILINE), "ncu --list-sections output (the sections ncu can collect)"),
     (re.compile(r"^Identifier\s+Sections\s+Enabled\s+Estimated Metrics\s*$", re.MULTILINE), "ncu --list-sets output (the section sets ncu offers)"),
     (re.compile(r"^Metric Name\s+Metric Type\s+Metric Unit\s+Metric Description\s*$", re.MULTILINE), _QUERY_METRICS),
 )
 _QUERY_METRIC_ROW = re.compile(r"^[a-z0-9]+__[a-z0-9_.]+\s+(Counter|Ratio|Throughput)\s+\S", re.MULTILINE)
+# `ncu -i R --csv --page source`: one row per SASS instruction or source line (`"Address","Source","Warp Stall
+# Sampling (All Cycles)",...`, newer versions with a leading `"#"`), after a `"Kernel Name","..."` line.
+_SOURCE_PAGE = re.compile(r'^(?:"#",)?"Address","Source",', re.MULTILINE)
 
 
-def _ncu_listing(text: str) -> str | None:
-    """Return what kind of ncu listing (sections, sets, metrics) a text is, or None when it is none of them."""
+def _ncu_listing(text: str) -> tuple[str, str] | None:
+    """Return what kind of ncu output other than per-kernel results a text is (a listing of sections, sets or
+    metrics, or the source page) and how to get results instead, or None when it is none of them."""
+    if _SOURCE_PAGE.search(text):
+        return ("ncu's source page (--page source: samples per instruction or source line)",
+                "export the report's per-kernel pages instead: ncu -i report.ncu-rep --csv --page raw (or --page details), or pass the .ncu-rep")
     for pattern, kind in _NCU_LISTINGS:
         if pattern.search(text):
-            return kind
+            return kind, _PROFILE_FIX
     # A copy of --query-metrics cut above its header still has its rows: name, type, unit, description.
-    return _QUERY_METRICS if len(_QUERY_METRIC_ROW.findall(text)) >= 20 else None
+    return (_QUERY_METRICS, _PROFILE_FIX) if len(_QUERY_METRIC_ROW.findall(text)) >= 20 else None
 
 
 def detect_format(path: str | Path) -> TraceFormat:
@@ -154,9 +162,8 @@ def detect_format(path: str | Path) -> TraceFormat:
             return TraceFormat.LLAMA_TIMINGS
         listing = _ncu_listing(text)
         if listing is not None:
-            raise UnknownFormatError(path, f"this is {listing}, not profiling results",
-                                     "profile the application (ncu --set full -o report ./app) and pass the .ncu-rep, or the output of "
-                                     "ncu --csv --page details")
+            kind, fix = listing
+            raise UnknownFormatError(path, f"this is {kind}, not profiling results per kernel", fix)
         raise UnknownFormatError(
             path,
             "not a supported trace: no Nsight Compute CSV header (\"ID\",\"Process ID\",...), nsys stats table, tegrastats sample or llama.cpp output found",
