@@ -202,6 +202,57 @@ def test_stats_written_as_tsv_or_fully_quoted_read_as_the_csv(realdata_file, tmp
     assert analyze_json(path)["kernels"] == analyze_json(source)["kernels"]
 
 
+def _as_stats_json(source, indent=None):
+    """A stats CSV as `nsys stats --format json` writes it: a JSON array, one object per row keyed by the CSV's
+    headers in column order, numbers as JSON numbers (two public tools read it so: search index documents 66309541889
+    and 55733365161; no such output is saved)."""
+    import csv
+    import json
+
+    def value(cell):
+        try:
+            number = float(cell.replace(",", ""))
+        except ValueError:
+            return cell
+        return int(number) if number.is_integer() and "." not in cell else number
+
+    rows = list(csv.reader(source.open()))
+    return json.dumps([{key: value(cell) for key, cell in zip(rows[0], row, strict=True)} for row in rows[1:]], indent=indent)
+
+
+@pytest.mark.parametrize("name", ["dotllm_llama31_8b_q4km_rtx4090_prefill476_cuda_gpu_kern_sum.csv", "cuda_gpu_kern_sum_rtx5090_llmperfopt_allstage.csv"])
+@pytest.mark.parametrize("indent", [None, 4], ids=["one-line", "indented"])
+def test_stats_written_as_json_read_as_the_csv(realdata_file, tmp_path, name, indent):
+    source = realdata_file(f"nsys_stats/{name}")
+    path = tmp_path / "report_cuda_gpu_kern_sum.json"
+    path.write_text(_as_stats_json(source, indent))
+    assert detect_format(path) is TraceFormat.NSYS_STATS
+    assert analyze_json(path)["kernels"] == analyze_json(source)["kernels"]
+
+
+def test_several_json_reports_on_stdout_are_each_read_and_a_cut_one_is_refused(realdata_file, tmp_path):
+    kernels = realdata_file("nsys_stats/dotllm_llama31_8b_q4km_rtx4090_prefill476_cuda_gpu_kern_sum.csv")
+    api = realdata_file("nsys_stats/dotllm_llama31_8b_q4km_rtx4090_prefill476_cuda_api_sum_TRUNCATED.csv")
+    api_rows = [line for line in api.read_text().splitlines() if line.count(",") >= 8][:-1]  # its cut last row left out
+    api_csv = tmp_path / "api.csv"
+    api_csv.write_text("\n".join(api_rows) + "\n")
+    path = tmp_path / "stdout.txt"
+    path.write_text("Processing [run.sqlite] with [/opt/nvidia/nsight-systems/2025.3.1/host-linux-x64/reports/cuda_api_sum.py]... \n"
+                    + _as_stats_json(api_csv, 1) + "\n\n"
+                    + "Processing [run.sqlite] with [/opt/nvidia/nsight-systems/2025.3.1/host-linux-x64/reports/cuda_gpu_kern_sum.py]... \n"
+                    + _as_stats_json(kernels, 1) + "\n")
+    from traceview.parsers.nsys_stats import parse
+
+    reports = parse(path).reports
+    assert sorted(reports) == ["cuda_api_sum", "cuda_gpu_kern_sum"]
+    assert reports["cuda_api_sum"].equals(parse(api_csv).reports["cuda_api_sum"])
+    assert analyze_json(path)["kernels"] == analyze_json(kernels)["kernels"]
+    cut = tmp_path / "cut.json"
+    cut.write_text(_as_stats_json(kernels, 4)[:1500])
+    result = runner.invoke(app, ["analyze", str(cut)])
+    assert result.exit_code == 1 and "JSON table is cut" in result.output, result.output
+
+
 def test_cuda_api_gpu_sum_is_read_as_its_kernels_copies_and_api_calls(realdata_file, tmp_path):
     # `nsys stats -r cuda_api_gpu_sum` holds the three summaries in one table with a Category column; its Time (%)
     # is a share of all of them. Built here from the three tables of the real A100 console output.

@@ -7,13 +7,15 @@ by-shape and combined summaries (`cuda_gpu_kern_gb_sum`, `cuda_api_gpu_sum`). He
 (`Time (%)`/`Time(%)`, `Avg (ns)`/`Average`, `Instances`/`Num Calls`/`Calls`/`Count`/`Operations`) map onto one set
 of column names. The console form (`nsys profile --stats=true`) is
 split on the column boundaries its dashed underline gives, with thousands separators removed. `--format tsv` is read
-like CSV. Times printed in another unit (`--timeunit us|ms|sec`, header `Total Time (us)`) are converted to ns.
+like CSV, and `--format json` (a JSON array with one object per row, keyed by the same column headers) as the table
+its keys make. Times printed in another unit (`--timeunit us|ms|sec`, header `Total Time (us)`) are converted to ns.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -164,7 +166,12 @@ def looks_like_stats(head: str) -> bool:
             return True
         if _TRACE_HEADER.match(text) or _PROJECTION_HEADER.match(cells):
             return True
-    return False
+    return bool(_JSON_TABLE.search(head))
+
+
+# `nsys stats --format json`: `[{"Time (%)": 45.2, "Total Time (ns)": 1234, ...}, ...]`, one object per row, keyed
+# (in column order) by the headers the CSV form prints; indented or on one line.
+_JSON_TABLE = re.compile(r'^\s*\[\s*\{\s*"(?:Time ?\(%\)|(?:API )?Start \(\w+\)|Total \(MB\)|Range)"\s*:', re.MULTILINE)
 
 
 _TRACE_HEADER = re.compile(rf'^"?(API )?Start \(({_UNITS})\)"?[,\t]"?(API )?Dur(ation)? \(')
@@ -230,7 +237,9 @@ def parse(path: str | Path) -> StatsReports:
     result = StatsReports()
     lines = text.splitlines()
     console = any(_EXECUTING.match(line.strip()) for line in lines) or any(re.match(r"^\s*-{4,}(\s+-{4,})+\s*$", line) for line in lines)
-    if any(_TABLE_BORDER.match(line) for line in lines):
+    if _JSON_TABLE.search(text):
+        _parse_json(path, text, result)
+    elif any(_TABLE_BORDER.match(line) for line in lines):
         _parse_table(path, lines, result)
     elif console:
         _parse_console(path, lines, result)
@@ -380,6 +389,12 @@ def _csv_table(path: Path, block: list[str], start: int, hint: str | None, resul
     columns leave open (osrt_sum has the very columns of cuda_api_sum)."""
     delimiter = "\t" if "\t" in block[0] and "," not in block[0] else ","
     rows = list(csv.reader(io.StringIO("\n".join(block)), delimiter=delimiter))
+    return _read_rows(path, rows, start, hint, result, file_hint)
+
+
+def _read_rows(path: Path, rows: list[list[str]], start: int, hint: str | None, result: StatsReports,
+               file_hint: str | None = None) -> str | None:
+    """Read one table given as cells (its header first, on line start + 1 of the file); return its report name."""
     kind = report_kind(rows[0], hint) if hint else report_kind(rows[0])
     if hint is None and file_hint is not None and kind in (None, "cuda_api_sum"):
         kind = report_kind(rows[0], file_hint)
@@ -393,6 +408,43 @@ def _csv_table(path: Path, block: list[str], start: int, hint: str | None, resul
     elif kind not in result.reports:
         _store(result, kind, _frame(path, rows[0], rows[1:], start + 2, result.notes))
     return kind
+
+
+def _json_cell(value: object) -> str:
+    """A JSON value as the text the CSV form would hold: numbers as they are, null as an empty cell."""
+    if value is None:
+        return ""
+    if isinstance(value, bool | dict | list):
+        return json.dumps(value)
+    return str(value)
+
+
+def _parse_json(path: Path, text: str, result: StatsReports) -> None:
+    """`--format json`: each array of row objects is one table, whose header is the first row's keys (several
+    reports on stdout are several arrays, between the notices nsys prints); a row lacking a key has that cell empty."""
+    decoder = json.JSONDecoder()
+    found, tables = 0, []
+    for match in re.finditer(r"^\s*\[", text, re.MULTILINE):
+        position = match.end() - 1
+        if position < found:
+            continue  # inside an array already read
+        try:
+            value, end = decoder.raw_decode(text, position)
+        except json.JSONDecodeError as error:
+            if _JSON_TABLE.match(text, match.start()):
+                raise TraceFormatError(path, f"the JSON table is cut or damaged ({error.msg})", "re-run nsys stats --format json and pass its whole output",
+                                       line=error.lineno) from error
+            continue
+        found = end
+        if not isinstance(value, list) or not value or not all(isinstance(row, dict) for row in value):
+            continue
+        header = [str(key) for key in value[0]]
+        rows = [header, *([_json_cell(row.get(key)) for key in header] for row in value)]
+        line = text.count("\n", 0, position)
+        hint = next((name for previous in reversed(text[:position].splitlines()[-3:]) if (name := _report_named(previous))), None)
+        tables.append((rows, line, hint))
+    for rows, line, hint in tables:
+        _read_rows(path, rows, line, hint, result, _report_in_file_name(path) if len(tables) == 1 else None)
 
 
 # Per-launch reports: the column with each launch's GPU time, the one with its name, and the one with its start.
