@@ -153,6 +153,18 @@ def test_the_source_page_is_named_with_the_pages_that_hold_per_kernel_results(tm
     _assert_one_line_error(invoke("analyze", path), "ncu's source page", "--page raw")
 
 
+@pytest.mark.parametrize("first_line", [
+    # nsys export --type json writes one object a line, its strings on lines of their own with --separate-strings;
+    # the shapes are those scripts that read it match (search index documents 66546989175 and 10489931142).
+    '{"type":"String","id":"1","value":"cudaLaunchKernel"}',
+    '{"Type":79,"CudaEvent":{"startNs":"1000","endNs":"2000","deviceId":0,"kernel":{"shortName":"1"}}}',
+])
+def test_an_nsys_json_export_is_named_with_the_sqlite_export_to_make_instead(tmp_path, first_line):
+    path = tmp_path / "report.json"
+    path.write_text(first_line + "\n" + '{"Type":48,"TraceProcessEvent":{"startNs":"10","endNs":"20","name":"1","globalTid":"7"}}\n')
+    _assert_one_line_error(invoke("analyze", path), "Nsight Systems JSON export", "nsys export --type sqlite")
+
+
 def test_header_without_launches(tmp_path):
     path = tmp_path / "header_only.csv"
     path.write_text(ELEMENTWISE.read_text().splitlines()[0] + "\n")

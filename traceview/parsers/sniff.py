@@ -103,22 +103,29 @@ _NCU_LISTINGS = (
     (re.compile(r"^Metric Name\s+Metric Type\s+Metric Unit\s+Metric Description\s*$", re.MULTILINE), _QUERY_METRICS),
 )
 _QUERY_METRIC_ROW = re.compile(r"^[a-z0-9]+__[a-z0-9_.]+\s+(Counter|Ratio|Throughput)\s+\S", re.MULTILINE)
+# `nsys export --type json` (one JSON object a line, `--separate-strings` puts the strings on lines of their own):
+# `{"Type":79,"CudaEvent":{"startNs":"...",...}}`, `{"type":"String","id":"7","value":"..."}`, as scripts that read
+# it match them.
+_NSYS_JSON_EXPORT = re.compile(r'^\{\s*"(?:Type"\s*:\s*\d+\s*,\s*"\w+Event"\s*:|type"\s*:\s*"String"\s*,\s*"id"\s*:)', re.MULTILINE)
 # `ncu -i R --csv --page source`: one row per SASS instruction or source line (`"Address","Source","Warp Stall
 # Sampling (All Cycles)",...`, newer versions with a leading `"#"`), after a `"Kernel Name","..."` line.
 _SOURCE_PAGE = re.compile(r'^(?:"#",)?"Address","Source",', re.MULTILINE)
 
 
-def _ncu_listing(text: str) -> tuple[str, str] | None:
-    """Return what kind of ncu output other than per-kernel results a text is (a listing of sections, sets or
-    metrics, or the source page) and how to get results instead, or None when it is none of them."""
+def _unread_profiler_output(text: str) -> tuple[str, str] | None:
+    """Return what is wrong with a text that is profiler output traceview does not read (an ncu listing of sections,
+    sets or metrics, ncu's source page, an nsys JSON export) and how to get what it reads instead, or None."""
+    if _NSYS_JSON_EXPORT.search(text):
+        return ("this is an Nsight Systems JSON export (nsys export --type json), which traceview does not read",
+                "export the same report as SQLite, which holds the same events in tables: nsys export --type sqlite REPORT.nsys-rep")
     if _SOURCE_PAGE.search(text):
-        return ("ncu's source page (--page source: samples per instruction or source line)",
+        return ("this is ncu's source page (--page source: samples per instruction or source line), not results per kernel",
                 "export the report's per-kernel pages instead: ncu -i report.ncu-rep --csv --page raw (or --page details), or pass the .ncu-rep")
     for pattern, kind in _NCU_LISTINGS:
         if pattern.search(text):
-            return kind, _PROFILE_FIX
+            return f"this is {kind}, not profiling results", _PROFILE_FIX
     # A copy of --query-metrics cut above its header still has its rows: name, type, unit, description.
-    return (_QUERY_METRICS, _PROFILE_FIX) if len(_QUERY_METRIC_ROW.findall(text)) >= 20 else None
+    return (f"this is {_QUERY_METRICS}, not profiling results", _PROFILE_FIX) if len(_QUERY_METRIC_ROW.findall(text)) >= 20 else None
 
 
 def detect_format(path: str | Path) -> TraceFormat:
@@ -160,10 +167,9 @@ def detect_format(path: str | Path) -> TraceFormat:
         # A full llama.cpp log prints its timing lines last, after the model dump and the generated text.
         if _tail_has_llama_timings(path):
             return TraceFormat.LLAMA_TIMINGS
-        listing = _ncu_listing(text)
+        listing = _unread_profiler_output(text)
         if listing is not None:
-            kind, fix = listing
-            raise UnknownFormatError(path, f"this is {kind}, not profiling results per kernel", fix)
+            raise UnknownFormatError(path, *listing)
         raise UnknownFormatError(
             path,
             "not a supported trace: no Nsight Compute CSV header (\"ID\",\"Process ID\",...), nsys stats table, tegrastats sample or llama.cpp output found",
