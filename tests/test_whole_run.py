@@ -818,3 +818,26 @@ def test_a_gap_before_the_first_kernel_is_called_setup():
     # A gap between kernels is not: the cuckoo-hash export's largest gaps come between its inserts.
     later = analyze_json(FOUND / "nsys2023.1_gtx1660super_cuckoo_hash_sync_memcpy.sqlite")["timeline"]["gaps"]
     assert later[0]["before_first_kernel"] is False and later[0]["duration_ns"] > 80e6
+
+
+def test_a_jetson_export_takes_the_modules_bandwidth_not_the_one_nsys_derives_for_it(tmp_path):
+    # nsys 2024.5.4 on a Jetson Orin Nano 8GB (tests/fixtures/found/PROVENANCE.md): TARGET_INFO_GPU says "Orin",
+    # integrated (isDiscrete 0), 8 SMs, 7.99 GB, and 29.4 GB/s, which CUDA's memory clock and bus width give on a
+    # Jetson and which is a third of the module's 102 GB/s. It had been the run's DRAM peak ("profile"), and the
+    # module taken by SM count was the Orin NX 16GB.
+    path = FOUND / "nsys2024.5_jetson_orin_nano_8gb_video_kernels.sqlite"
+    device = analyze_json(path)["device"]
+    assert device["table_entry"] == "jetson-orin-nano-8gb"
+    assert device["peaks"]["dram_bytes_per_s"] == {"value": 102e9, "source": "table"}
+    note = next(n for n in analyze_json(path)["notes"] if "shares the host's memory" in n)
+    assert "29.4 GB/s" in note and "Jetson Orin Nano 8GB (Super) (102.0 GB/s)" in note and "8.0 GB of memory" in note
+    # An AGX Orin in a power mode that turns half its GPU off shows 8 SMs too: its 62.8 GB of memory still names it.
+    agx = tmp_path / "agx.sqlite"
+    shutil.copy(path, agx)
+    with sqlite3.connect(agx) as connection:
+        connection.execute("UPDATE TARGET_INFO_GPU SET totalMemory = 62841000000")
+    assert analyze_json(agx)["device"]["table_entry"] == "jetson-agx-orin-64gb"
+    # A discrete GPU's recorded bandwidth is still the profile's.
+    with sqlite3.connect(agx) as connection:
+        connection.execute("UPDATE TARGET_INFO_GPU SET isDiscrete = 1")
+    assert analyze_json(agx)["device"]["peaks"]["dram_bytes_per_s"]["source"] == "profile"

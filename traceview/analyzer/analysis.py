@@ -14,6 +14,7 @@ from traceview.analyzer.decode import decode_ceiling
 from traceview.analyzer.devices import (
     GpuSpec,
     assumed_module_note,
+    by_module_memory,
     find_by_compute_capability,
     find_by_name,
     host_link,
@@ -462,7 +463,20 @@ def analyze_nsys(
     # whose run used one A100 is an A100 run).
     active = [device for device in device_names if device in device_ids] or list(device_names)
     names_seen = list(dict.fromkeys(device_names[device] for device in active))
-    specs = {device: (spec if gpu else find_by_name(name, sm_counts.get(device))) for device, name in device_names.items()}
+    gpu_rows = {row["device_id"]: row for row in gpus.iter_rows(named=True)}
+    module_notes: list[str] = []
+
+    def table_entry(device: int, name: str) -> GpuSpec | None:
+        if not gpu_rows[device]["integrated"]:
+            return find_by_name(name, sm_counts.get(device))
+        # A Jetson: its memory tells the module (every Orin is "Orin"); its SM count shows the power mode.
+        matches = by_module_memory(namesakes(name), gpu_rows[device]["memory_bytes"])
+        assumed = assumed_module_note(name, matches)
+        if assumed and assumed not in module_notes:
+            module_notes.append(assumed)
+        return matches[0] if matches else None
+
+    specs = {device: (spec if gpu else table_entry(device, name)) for device, name in device_names.items()}
     if spec is None and names_seen:
         spec = specs[active[0]]
     links: dict[int, tuple[float | None, str | None]] = {}
@@ -488,6 +502,11 @@ def analyze_nsys(
                                                   "the export records no GPU (no TARGET_INFO_GPU); use --gpu for peaks and the host link")
     peaks = _table_peaks(spec)
     recorded = gpus.filter(pl.col("memory_bandwidth_bytes_per_s").is_not_null() & pl.col("device_id").is_in(active))
+    # nsys derives an integrated GPU's bandwidth from CUDA's memory clock and bus width, which on a Jetson describe
+    # no real memory path (an Orin Nano 8GB of 102 GB/s recorded at 29.4 GB/s; Orin modules report 612-918 MHz on 64- to
+    # 256-bit buses): the module's datasheet figure stands instead.
+    shared_memory = recorded.filter(pl.col("integrated").fill_null(False))
+    recorded = recorded.filter(~pl.col("integrated").fill_null(False))
     implausible = [row for row in recorded.iter_rows(named=True) if not plausible_bandwidth(row["memory_bandwidth_bytes_per_s"], row["compute_capability"])]
     bandwidth = recorded.filter(~pl.col("device_id").is_in([row["device_id"] for row in implausible]))["memory_bandwidth_bytes_per_s"]
     if bandwidth.len() and not gpu:
@@ -505,6 +524,14 @@ def analyze_nsys(
         listed = ", ".join(f"{count}× {name}" for name, count in Counter(device_names.values()).items())
         notes.append(f"the export lists {len(device_names)} GPUs ({listed}); the work ran on "
                      + ", ".join(f"GPU {device} ({device_names[device]})" for device in active) + (": the peaks are those GPUs'" if len(active) > 1 else ": the peaks are that GPU's"))
+    for row in shared_memory.head(1).iter_rows(named=True):
+        entry = specs.get(row["device_id"]) or spec
+        notes.append(f"GPU {row['device_id']} ({row['name']}) shares the host's memory (a Jetson): the {row['memory_bandwidth_bytes_per_s'] / 1e9:,.1f} GB/s "
+                     "nsys records for it comes from CUDA's memory clock and bus width, which on a Jetson do not describe the module's memory, "
+                     "and is not used; " + (f"the peaks are the table's for {entry.name} ({entry.dram_bytes_per_s / 1e9:,.1f} GB/s)"
+                                            + (f", the module with {row['memory_bytes'] / 1e9:,.1f} GB of memory" if row["memory_bytes"] and entry.memory_gb else "")
+                                            if entry else "pass --gpu with the module (see `traceview gpus`) for its bandwidth"))
+    notes += module_notes
     for row in implausible[:1]:
         notes.append(f"the export records {row['memory_bandwidth_bytes_per_s'] / 1e9:,.0f} GB/s of memory bandwidth for {row['name'] or 'GPU ' + str(row['device_id'])}, "
                      f"more than any GPU of compute capability {row['compute_capability']} has: a misread field, not used"

@@ -6,6 +6,7 @@ clock). Tensor FP16/BF16 is with FP32 accumulate (GeForce parts run FP16 accumul
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -33,16 +34,17 @@ class GpuSpec:
     patterns: tuple[str, ...]  # regexes over the normalised device name
     source: str
     is_jetson: bool = False
+    memory_gb: float | None = None  # a Jetson module's memory, which tells modules of one name apart
 
 
 def _spec(key: str, name: str, cc: str, sms: int | None, bw_gb: float, fp64: float | None, fp32: float | None,
           tf16: float | None, tf32: float | None, fp8: float | None, int8: float | None, patterns: tuple[str, ...],
-          source: str, jetson: bool = False) -> GpuSpec:
+          source: str, jetson: bool = False, memory_gb: float | None = None) -> GpuSpec:
     def tera(value: float | None) -> float | None:
         return None if value is None else value * TERA
 
     return GpuSpec(key, name, cc, sms, bw_gb * GIGA, tera(fp64), tera(fp32), tera(tf16), tera(tf32), tera(fp8),
-                   tera(int8), patterns, source, jetson)
+                   tera(int8), patterns, source, jetson, memory_gb)
 
 
 # GeForce figures follow each architecture's whitepaper: boost-clock FP32 from SM count × clock; FP16/BF16 tensor
@@ -112,13 +114,13 @@ GPUS: tuple[GpuSpec, ...] = (
     _spec("rtx3060", "GeForce RTX 3060", "8.6", 28, 360, 0.2, 12.7, 25.5, 12.7, None, 101.9,
           (r"^rtx 3060$",), _GEFORCE_AMPERE + "; the 12 GB card (the 8 GB one, same name, has 240 GB/s)"),
     _spec("jetson-agx-orin-64gb", "Jetson AGX Orin 64GB", "8.7", 16, 204.8, None, 5.3, 42.6, 21, None, 85,
-          (r"agx orin.*64", _ORIN), "NVIDIA Jetson modules page; tensor and INT8 derived", True),
+          (r"agx orin.*64", _ORIN), "NVIDIA Jetson modules page; tensor and INT8 derived", True, 64),
     _spec("jetson-agx-orin-32gb", "Jetson AGX Orin 32GB", "8.7", 14, 204.8, None, 3.3, 26.7, 13, None, 53,
-          (r"agx orin.*32", _ORIN), "NVIDIA Jetson modules page; tensor and INT8 derived", True),
+          (r"agx orin.*32", _ORIN), "NVIDIA Jetson modules page; tensor and INT8 derived", True, 32),
     _spec("jetson-orin-nx-16gb", "Jetson Orin NX 16GB", "8.7", 8, 102.4, None, 1.88, 15.0, 7.5, None, 30,
-          (r"orin nx", _ORIN), "NVIDIA Jetson modules page; tensor and INT8 derived", True),
+          (r"orin nx", _ORIN), "NVIDIA Jetson modules page; tensor and INT8 derived", True, 16),
     _spec("jetson-orin-nano-8gb", "Jetson Orin Nano 8GB (Super)", "8.7", 8, 102.0, None, 2.09, 16.7, 8.4, None, 33,
-          (r"orin nano", _ORIN), "Orin Nano Super datasheet summary (JetPack 6.1+ clocks); derived tensor", True),
+          (r"orin nano", _ORIN), "Orin Nano Super datasheet summary (JetPack 6.1+ clocks); derived tensor", True, 8),
     _spec("jetson-agx-xavier", "Jetson AGX Xavier", "7.2", 8, 136.5, None, 1.41, 11.0, None, None, 22.0, (r"agx xavier", _XAVIER),
           "NVIDIA Jetson AGX Xavier datasheet (512 CUDA cores, 64 Tensor Cores, 1377 MHz: 11 TFLOPS FP16, 22 TOPS INT8 on the "
           "GPU); FP32 derived", True),
@@ -230,6 +232,21 @@ def namesakes(name: str, sm_count: int | None = None) -> list[GpuSpec]:
     if sm_count:
         matches = [spec for spec in matches if spec.sm_count is None or spec.sm_count == sm_count]
     return matches
+
+
+def by_module_memory(matches: list[GpuSpec], memory_bytes: int | None) -> list[GpuSpec]:
+    """Return the Jetson modules among `matches` whose memory is nearest the memory a profile records (which is a little
+    under the module's: 7.99 GB for an 8 GB Orin Nano), or `matches` as they are when that does not decide (no module
+    memory within a quarter of it). Memory, not SM count, tells Orin modules apart: a power mode that turns GPU TPCs
+    off shows an AGX Orin with 8 SMs, an Orin NX's count."""
+    sized = [spec for spec in matches if spec.memory_gb]
+    if not memory_bytes or not sized:
+        return matches
+    recorded_gb = memory_bytes / GIGA
+    nearest = min(abs(math.log(spec.memory_gb / recorded_gb)) for spec in sized)  # type: ignore[operator]
+    if nearest > math.log(1.25):
+        return matches
+    return [spec for spec in sized if abs(math.log(spec.memory_gb / recorded_gb)) == nearest]  # type: ignore[operator]
 
 
 def assumed_module_note(name: str, matches: list[GpuSpec]) -> str | None:

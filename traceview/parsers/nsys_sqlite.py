@@ -53,8 +53,11 @@ NSYS_NVTX = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "text": pl.Cate
 # Whole-graph executions (`nsys profile --cuda-graph-trace=graph`, the default): the nodes are not in the kernel table.
 NSYS_GRAPHS = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "correlation_id": pl.Int64,
                          "pid": pl.Int64})
+# `integrated`: the GPU shares the host's memory (a Jetson; TARGET_INFO_GPU.isDiscrete = 0), null where not recorded.
 NSYS_GPUS = pl.Schema({"device_id": pl.Int64, "name": pl.String, "sm_count": pl.Int64, "clock_hz": pl.Float64,
-                       "memory_bandwidth_bytes_per_s": pl.Float64, "compute_capability": pl.String})
+                       "memory_bandwidth_bytes_per_s": pl.Float64, "compute_capability": pl.String, "memory_bytes": pl.Int64,
+                       "integrated": pl.Boolean})
+_GPU_ROWS = pl.Schema({**NSYS_GPUS, "integrated": pl.Int64})  # as SQLite gives it: 0 or 1
 
 # Fallbacks for exports without ENUM_* tables (nsys ≤ 2022.1); the values match the later enum tables.
 COPY_KINDS = {0: "Unknown", 1: "Host-to-Device", 2: "Device-to-Host", 3: "Host-to-Array", 4: "Array-to-Host",
@@ -469,9 +472,11 @@ def _read_gpus(connection: sqlite3.Connection, tables: set[str]) -> pl.DataFrame
         if "TARGET_INFO_CUDA_DEVICE" in tables and {"gpuId", "cudaId"} <= set(_columns(connection, "TARGET_INFO_CUDA_DEVICE")):
             cuda_ids = {int(g): int(c) for g, c in connection.execute("SELECT gpuId, cudaId FROM TARGET_INFO_CUDA_DEVICE") if g is not None and c is not None}
         device = _optional(columns, "cuDevice")
-        frame = _frame(connection, f"SELECT id, {device}, name, smCount, clockRate, memoryBandwidth, {cc} FROM TARGET_INFO_GPU",
-                       pl.Schema({"gpu_id": pl.Int64, "cu_device": pl.Int64, "name": pl.String, "sm_count": pl.Int64, "clock_hz": pl.Float64,
-                                  "memory_bandwidth_bytes_per_s": pl.Float64, "compute_capability": pl.String}))
+        integrated = _optional(columns, "isDiscrete", "isDiscrete = 0")
+        frame = _frame(connection, f"SELECT id, {device}, name, smCount, clockRate, memoryBandwidth, {cc}, {_optional(columns, 'totalMemory')}, "
+                                   f"{integrated} FROM TARGET_INFO_GPU",
+                       pl.Schema({"gpu_id": pl.Int64, "cu_device": pl.Int64, **{k: v for k, v in _GPU_ROWS.items() if k != "device_id"}}))
+        frame = frame.with_columns(pl.col("integrated").cast(pl.Boolean))
         frame = frame.with_columns(pl.coalesce(pl.col("gpu_id").replace_strict(cuda_ids, default=None, return_dtype=pl.Int64),
                                                pl.col("cu_device"), pl.col("gpu_id")).alias("device_id"))
         # Windows captures list the display adapters too (Intel, "Microsoft Basic Render Driver") with zero bandwidth.
@@ -484,6 +489,8 @@ def _read_gpus(connection: sqlite3.Connection, tables: set[str]) -> pl.DataFrame
         # The CUDA device id: `cudaId` (2021-2022), `deviceId` (2020-2021: every row was device 0 without it).
         device = next((c for c in ("cudaId", "deviceId", "id") if c in columns), "0")
         # Pre-2022 units: kHz and kB/s.
-        frame = _frame(connection, f"SELECT {device}, {name}, numMultiprocessors, coreClockRate * 1000.0, globalMemoryBandwidth * 1000.0, {cc} FROM TARGET_INFO_CUDA_GPU", NSYS_GPUS)
-        return frame
+        # Neither the memory size (its unit in these versions is not documented) nor integration is taken here.
+        frame = _frame(connection, f"SELECT {device}, {name}, numMultiprocessors, coreClockRate * 1000.0, globalMemoryBandwidth * 1000.0, {cc}, "
+                                   "NULL, NULL FROM TARGET_INFO_CUDA_GPU", _GPU_ROWS)
+        return frame.with_columns(pl.col("integrated").cast(pl.Boolean))
     return pl.DataFrame(schema=NSYS_GPUS)
