@@ -203,3 +203,19 @@ def test_a_tensor_pipe_busy_a_hundredth_of_a_percent_is_not_tensor_core_use():
     # One percent of the pipe is use.
     busy = launches.with_columns(pl.lit(1.0).alias("tensor_pipe_pct")).head(1)
     assert busy.select(tensor_core_columns(busy)).row(0) == (True, "tensor-pipe metrics")
+
+
+def test_a_launch_whose_every_measurement_is_nan_is_a_failed_launch_not_a_single_section_export():
+    # A real .ncu-rep of ncu 2022.4 on an A100 (tests/fixtures/found/PROVENANCE.md): the one launch's every measured
+    # metric is nan and every rule failed with "Metric ... not found", but ncu filled in the device attributes and 0
+    # for derived counts and peak constants. It had been "No Data", with a guess at a single-section export.
+    pytest.importorskip("ncu_report", reason="the optional ncu-report wheel is not installed")
+    from pathlib import Path
+
+    path = Path(__file__).parent / "fixtures" / "found" / "ncu_rep2022.4_a100_every_metric_nan_launch.ncu-rep"
+    assert load_trace(path).data["launch_failed"].to_list() == [True]
+    result = CliRunner().invoke(app, ["analyze", str(path), "--format", "json"])
+    data = json.loads(result.stdout)
+    assert data["kernels"][0]["label"] == "launch failed" and data["kernels"][0]["failed_launches"] == 1
+    assert data["notes"] == ["1 launch(es) failed under profiling (every metric nan or empty): they are counted as failed, not measured"]
+    assert any("cut short" in advice for advice in data["kernels"][0]["advice"])

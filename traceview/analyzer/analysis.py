@@ -354,7 +354,8 @@ def analyze(kernels: pl.DataFrame, source: Source, gpu: str | None = None, weigh
     failed = int(launches["launch_failed"].fill_null(False).sum()) if launches.height else 0
     if failed:
         notes.append(f"{failed} launch(es) failed under profiling (every metric nan or empty): they are counted as failed, not measured")
-    if launches["duration_ns"].null_count() == launches.height:
+    timed = launches.filter(~pl.col("launch_failed").fill_null(False)) if launches.height else launches
+    if timed.height and timed["duration_ns"].null_count() == timed.height:
         notes.append("the export has no kernel durations (a single-section export?): times and recoverable time are unknown")
     if any(p.source == "profile" for p in device.peaks.values()):
         notes.append("peaks marked 'profile' are measured by Nsight Compute at the clocks of the run (peak per cycle × clock)")

@@ -419,8 +419,9 @@ def diagnose(launches: list[dict[str, Any]], kernel: dict[str, Any], stall_sums:
     bound = kernel.get("bound")
     warnings: list[str] = []
     if not measured:
-        warnings.append("every launch failed under profiling: nothing was measured; fix the failure (run without ncu, "
-                        "compute-sanitizer) and profile again")
+        warnings.append("every launch failed under profiling: nothing was measured; if the kernel fails, fix that (run without ncu, "
+                        "compute-sanitizer); if the profiling was cut short (a job's time limit during ncu's replay of a long "
+                        "kernel), profile fewer passes (--section SpeedOfLight) or a smaller input, and profile again")
     if kernel.get("tensor_warning"):
         warnings.append(kernel["tensor_warning"])
     specific: list[str] = []

@@ -513,7 +513,11 @@ def _assemble(long: pl.DataFrame, identity: pl.DataFrame, rules: pl.DataFrame | 
     else:
         pivoted = identity.select(launch)
     if wide is None:
-        failed = long.group_by(launch).agg(_empty_cell(pl.col("value")).all().alias("launch_failed"))
+        # Device attributes and peak constants are no measurement, and ncu still fills them in (and computes 0 for
+        # derived counts) for a launch whose every measured metric is nan: a real .ncu-rep holds such a launch.
+        measured = ~(pl.col("metric").str.starts_with("device__attribute_") | pl.col("metric").str.starts_with("derived__")
+                     | pl.col("metric").str.contains(".peak_sustained", literal=True))
+        failed = long.filter(measured).group_by(launch).agg(_empty_cell(pl.col("value")).all().alias("launch_failed"))
         wide = identity.select(launch).unique(maintain_order=True).join(pivoted, on=launch, how="left").join(failed, on=launch, how="left")
     else:
         wide = wide.join(pivoted, on=launch, how="left")
