@@ -76,7 +76,12 @@ GPUS: tuple[GpuSpec, ...] = (
           "NVIDIA Quadro RTX 8000 and 6000 datasheets (same TU102 configuration)"),
     _spec("rtx2080ti", "GeForce RTX 2080 Ti", "7.5", 68, 616, 0.42, 13.4, 53.8, None, None, 215.2, (r"^rtx 2080 ti$",), _GEFORCE_TURING),
     _spec("rtx2070super", "GeForce RTX 2070 SUPER", "7.5", 40, 448, 0.28, 9.1, 36.3, None, None, 145, (r"^rtx 2070 super$",), _GEFORCE_TURING),
+    _spec("rtx2060super", "GeForce RTX 2060 SUPER", "7.5", 34, 448, 0.22, 7.18, 28.7, None, None, 114.9, (r"^rtx 2060 super$",),
+          _GEFORCE_TURING + "; NVIDIA RTX 2060 SUPER specifications (2176 cores, 1650 MHz boost, 8 GB GDDR6 256-bit at 14 Gbps)"),
     _spec("rtx2060", "GeForce RTX 2060", "7.5", 30, 336, 0.2, 6.5, 25.8, None, None, 103.2, (r"^rtx 2060$",), _GEFORCE_TURING),
+    _spec("gtx1660ti", "GeForce GTX 1660 Ti", "7.5", 24, 288, 0.17, 5.44, None, None, None, None, (r"^gtx 1660 ti$",),
+          "NVIDIA GeForce GTX 1660 Ti specifications (1536 cores, 1770 MHz boost, 6 GB GDDR6 192-bit at 12 Gbps; FP32 derived); "
+          "TU116 has no tensor cores"),
     _spec("gtx1660super", "GeForce GTX 1660 SUPER", "7.5", 22, 336, None, 5.03, None, None, None, None, (r"^gtx 1660 super$",),
           "NVIDIA GeForce GTX 1660 SUPER specifications (1408 cores, 1785 MHz boost; FP32 derived); TU116 has no tensor cores"),
     _spec("t4", "Tesla T4", "7.5", 40, 320, 0.25, 8.1, 65, None, None, 130, (r"\bt4\b",), "NVIDIA T4 datasheet"),
@@ -292,8 +297,8 @@ def lookup_gpu(name: str) -> GpuSpec:
 # Host link per GPU: PCIe generation and lanes (datasheets). Jetson boards share DRAM with the CPU and have none;
 # GH200's GPU reaches the CPU over NVLink-C2C, not PCIe.
 _PCIE_LINK: dict[str, tuple[int, int]] = {
-    **{key: (3, 16) for key in ("v100-sxm2", "v100-pcie", "t4", "titan-rtx", "quadro-rtx8000", "rtx2080ti", "rtx2070super", "rtx2060",
-                                "gtx1660super")},
+    **{key: (3, 16) for key in ("v100-sxm2", "v100-pcie", "t4", "titan-rtx", "quadro-rtx8000", "rtx2080ti", "rtx2070super", "rtx2060super",
+                                "rtx2060", "gtx1660super", "gtx1660ti")},
     **{key: (4, 16) for key in ("a100-80gb-pcie", "a100-80gb", "a100-40gb", "a30", "a10g", "a10", "a40", "rtx-a6000", "rtx-a5000",
                                 "rtx-a4000", "rtx-6000-ada", "rtx3090ti",
                                 "rtx3090", "rtx3080ti", "rtx3080", "rtx3070ti", "rtx3070", "rtx3060ti", "rtx3060", "l4", "l40s", "l40",
