@@ -219,3 +219,20 @@ def test_a_launch_whose_every_measurement_is_nan_is_a_failed_launch_not_a_single
     assert data["kernels"][0]["label"] == "launch failed" and data["kernels"][0]["failed_launches"] == 1
     assert data["notes"] == ["1 launch(es) failed under profiling (every metric nan or empty): they are counted as failed, not measured"]
     assert any("cut short" in advice for advice in data["kernels"][0]["advice"])
+
+
+@pytest.mark.parametrize(("name", "says"), [
+    # Real ncu console captures (tests/fixtures/found/PROVENANCE.md): one with the Occupancy and LaunchStats sections,
+    # one with LaunchStats alone, one with SpeedOfLight alone. All three had been told to collect all three sections.
+    ("ncu2022_console_rtx3070_shifted_rows_reductions.txt",
+     "the export has occupancy (80.7% achieved) and 136.53 waves per SM; collect the WarpStateStats section (`ncu --set full`)"),
+    ("ncu2023_console_summary_per_gpu_raytrace_excerpt.txt",
+     "the export has 25.28 waves per SM; collect the Occupancy and WarpStateStats sections"),
+    ("ncu2023_console_es_locale_transpose.txt", "the SMs wait — collect the Occupancy, LaunchStats and WarpStateStats sections"),
+])
+def test_a_latency_bound_kernel_is_told_to_collect_only_the_sections_its_export_lacks(name, says):
+    from pathlib import Path
+
+    kernels = kernels_json(Path(__file__).parent / "fixtures" / "found" / name)
+    advice = [line for kernel in kernels for line in kernel["advice"] if "the SMs wait" in line]
+    assert advice and all(says in line for line in advice), advice

@@ -437,7 +437,12 @@ def diagnose(launches: list[dict[str, Any]], kernel: dict[str, Any], stall_sums:
         if rule["type"] in ("OPT", "WRN", "ERR") and rule["name"] not in _COVERED_RULES and (rule["speedup_pct"] or 0) >= 5:
             specific.append(f"ncu {rule['name'] or rule['section']}: est. {rule['speedup_pct']:.0f}% {_speedup_words(rule)} — "
                             f"{_first_sentence(rule['message'] or '')}")
-    general = _bound_advice(kernel, kind, tensor[0], bool(specific))
+    # The sections that would say why a latency-bound kernel waits, those whose evidence the export lacks.
+    missing = [section for section, present in (("Occupancy", occ is not None and (occ["achieved_pct"] is not None or occ["theoretical_pct"] is not None)),
+                                                ("LaunchStats", occ is not None and occ["waves_per_sm"] is not None),
+                                                ("WarpStateStats", bool(stall_list)))
+               if not present]
+    general = _bound_advice(kernel, kind, tensor[0], bool(specific), missing, occ)
     # A unit at 80 %+ of its peak is the wall: doing less of that work comes first. Otherwise the kernel waits, and
     # the evidence of why (occupancy, grid, stalls, ncu's rules) comes first.
     saturated = bound in ("compute", "memory") and (kernel.get("roof_pct") or 0.0) >= 80.0
@@ -454,8 +459,10 @@ def diagnose(launches: list[dict[str, Any]], kernel: dict[str, Any], stall_sums:
     }
 
 
-def _bound_advice(kernel: dict[str, Any], kind: str, tensor: bool | None, have_specific: bool) -> list[str]:
-    """Return the advice that follows from the verdict alone, fitted to the kernel's kind and duration."""
+def _bound_advice(kernel: dict[str, Any], kind: str, tensor: bool | None, have_specific: bool, missing_sections: list[str],
+                  occ: dict[str, Any] | None) -> list[str]:
+    """Return the advice that follows from the verdict alone, fitted to the kernel's kind and duration; a latency-bound
+    kernel with nothing more specific is told to collect only the sections (`missing_sections`) its export lacks."""
     bound, label, median = kernel.get("bound"), kernel.get("label") or "", kernel.get("median_duration_ns")
     name = kernel.get("kernel_name") or ""
     lines = []
@@ -483,9 +490,19 @@ def _bound_advice(kernel: dict[str, Any], kind: str, tensor: bool | None, have_s
         if median is not None and median < LAUNCH_BOUND_MAX_NS:
             lines.append(f"at {duration_text(median)} per launch, launch overhead (2-5 us) is a large share: fuse it with its neighbours or "
                          f"capture the sequence in a CUDA graph")
-        if not have_specific:
-            lines.append("under 60% of both compute and memory throughput: the SMs wait — collect the Occupancy, LaunchStats and "
-                         "WarpStateStats sections (`ncu --set full`) to see why")
+        if not have_specific and missing_sections:
+            held = [what for what, present in ((f"occupancy ({pct_text(occ['achieved_pct'])} achieved)" if occ and occ["achieved_pct"] is not None else None,
+                                                "Occupancy" not in missing_sections),
+                                               (f"{occ['waves_per_sm']:.2f} waves per SM" if occ and occ["waves_per_sm"] is not None else None,
+                                                "LaunchStats" not in missing_sections)) if what and present]
+            lines.append("under 60% of both compute and memory throughput: the SMs wait — "
+                         + (f"the export has {' and '.join(held)}; " if held else "")
+                         + f"collect the {' and '.join([', '.join(missing_sections[:-1]), missing_sections[-1]] if len(missing_sections) > 1 else missing_sections)} "
+                         + f"section{'s' if len(missing_sections) > 1 else ''} "
+                         "(`ncu --set full`) to see why")
+        elif not have_specific:
+            lines.append("under 60% of both compute and memory throughput: the SMs wait, and neither occupancy nor the warp stalls name "
+                         "one cause: look at the stalls per instruction on ncu's Source page (`ncu --set full --import-source yes`)")
     elif bound == "unknown" and not kernel.get("tensor_warning") and kernel.get("failed_launches", 0) < kernel.get("launches", 1):
         lines.append("collect throughput metrics: re-profile with `ncu --section SpeedOfLight` (or --set full)")
     return lines
