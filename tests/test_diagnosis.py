@@ -236,3 +236,20 @@ def test_a_latency_bound_kernel_is_told_to_collect_only_the_sections_its_export_
     kernels = kernels_json(Path(__file__).parent / "fixtures" / "found" / name)
     advice = [line for kernel in kernels for line in kernel["advice"] if "the SMs wait" in line]
     assert advice and all(says in line for line in advice), advice
+
+
+def test_with_every_section_present_and_no_one_cause_the_advice_points_at_the_source_page():
+    # The real RTX 3070 capture's atomic_red kernel (latency-bound, occupancy and waves present), given warp stalls
+    # spread over ten reasons, none a quarter of the cycles: nothing names one cause, and no section is missing.
+    from pathlib import Path
+
+    from traceview.analyzer.diagnosis import diagnose
+
+    path = Path(__file__).parent / "fixtures" / "found" / "ncu2022_console_rtx3070_shifted_rows_reductions.txt"
+    launches = load_trace(path).data.filter(pl.col("short_name") == "atomic_red").to_dicts()
+    kernel = {"kernel_name": launches[0]["kernel_name"], "bound": "latency", "label": "Latency Issue", "launches": len(launches)}
+    reasons = ("long_scoreboard", "wait", "barrier", "math_pipe_throttle", "short_scoreboard", "not_selected", "mio_throttle",
+               "lg_throttle", "no_instruction", "branch_resolving")
+    advice = diagnose(launches, kernel, ({reason: 1.0 for reason in reasons}, "cycles per issued instruction"))["advice"]
+    waiting = [line for line in advice if "the SMs wait" in line]
+    assert len(waiting) == 1 and "ncu's Source page" in waiting[0] and "collect the" not in waiting[0]
