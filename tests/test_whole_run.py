@@ -709,17 +709,20 @@ def test_a_synchronous_copy_that_waits_for_kernels_costs_only_its_own_time():
     # cudaMemcpy calls mostly wait for the 1.34 s of kernels queued before them. They had ranked first at 1.40 s with
     # the advice to make them asynchronous, which would give back none of the kernels' time.
     path = FOUND / "nsys2023.1_gtx1660super_cuckoo_hash_sync_memcpy.sqlite"
-    calls = sql(path, """SELECT r.start, r."end", m.start FROM CUPTI_ACTIVITY_KIND_MEMCPY m
+    calls = sql(path, """SELECT r.start, r."end", m.start, m."end" FROM CUPTI_ACTIVITY_KIND_MEMCPY m
                          JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = m.correlationId JOIN StringIds s ON s.id = r.nameId
                          WHERE s.value LIKE 'cudaMemcpy%' AND s.value NOT LIKE '%Async%'""")
     work = sql(path, 'SELECT start, "end" FROM CUPTI_ACTIVITY_KIND_KERNEL UNION ALL SELECT start, "end" FROM CUPTI_ACTIVITY_KIND_MEMCPY '
                      'UNION ALL SELECT start, "end" FROM CUPTI_ACTIVITY_KIND_MEMSET')
-    blocked = sum(end - start for start, end, _ in calls)
-    waited = _union_overlap([(start, min(copy, end)) for start, end, copy in calls if copy > start], work)
+    blocked = sum(end - start for start, end, _, _ in calls)
+    waited = _union_overlap([(start, min(copy, end)) for start, end, copy, _ in calls if copy > start], work)
+    # While the copy itself runs, the call blocks too: that is the copy's own time, which the copy findings count.
+    copying = sum(max(0, min(copy_end, end) - max(copy, start)) for start, end, copy, copy_end in calls)
     data = analyze_json(path)
     rule = next(f for f in data["timeline"]["findings"] if f["rule"] == "cuda_memcpy_sync")
     assert rule["evidence"]["blocked_ns"] == blocked and rule["evidence"]["waiting_for_gpu_ns"] == waited
-    assert rule["cost_ns"] == blocked - waited and waited > 0.9 * blocked
+    assert rule["evidence"]["copying_ns"] == copying > 0
+    assert rule["cost_ns"] == blocked - waited - copying and waited > 0.9 * blocked
     assert data["device"]["table_entry"] == "gtx1660super"
     assert "of it while the GPU still ran the work queued before" in rule["message"]
     # What the GPU lost is its idle time in host code between the inserts: the utilisation finding says so first.
@@ -841,3 +844,15 @@ def test_a_jetson_export_takes_the_modules_bandwidth_not_the_one_nsys_derives_fo
     with sqlite3.connect(agx) as connection:
         connection.execute("UPDATE TARGET_INFO_GPU SET isDiscrete = 1")
     assert analyze_json(agx)["device"]["peaks"]["dram_bytes_per_s"]["source"] == "profile"
+
+
+def test_a_synchronous_copy_is_not_charged_for_the_copy_it_makes():
+    # nsys 2025.5 on an RTX 3060 (tests/fixtures/found/PROVENANCE.md): pageable cudaMemcpy calls whose copies run
+    # while the call blocks. The copy's own time is the copy findings' (an asynchronous copy takes it too); the
+    # synchronous call is charged only what is left after the queued work and its own copy.
+    data = analyze_json(FOUND / "nsys2025.5_rtx3060_vector_add_pageable_copies.sqlite")
+    rule = next(f for f in data["timeline"]["findings"] if f["rule"] == "cuda_memcpy_sync")
+    evidence = rule["evidence"]
+    assert evidence["copying_ns"] > 0
+    assert rule["cost_ns"] == evidence["blocked_ns"] - evidence["waiting_for_gpu_ns"] - evidence["copying_ns"] >= 0
+    assert "while its own copy ran" in rule["message"]

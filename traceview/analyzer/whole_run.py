@@ -623,11 +623,17 @@ def discount_waits(findings: list[dict[str, Any]], windows: pl.DataFrame, pieces
                 waited += int(np.max(np.vstack(overlaps), axis=0).sum())
         blocked = int(finding["evidence"]["blocked_ns"])
         waited = min(waited, blocked)
+        copying = min(int(finding["evidence"].get("copying_ns") or 0), blocked - waited)
         finding["evidence"]["waiting_for_gpu_ns"] = waited
-        finding["cost_ns"] = blocked - waited
+        finding["cost_ns"] = blocked - waited - copying
+        parts = []
         if waited >= 0.1 * blocked:
-            finding["message"] += (f", {_ms(waited)} of it while the GPU still ran the work queued before (the call waits for it: that is "
-                                   f"the work's own time) and {_ms(blocked - waited)} beyond it")
+            parts.append(f"{_ms(waited)} of it while the GPU still ran the work queued before (the call waits for it: that is the work's own time)")
+        if copying >= 0.1 * blocked:
+            parts.append(f"{_ms(copying)} while its own {'memset' if rule == 'cuda_memset_sync' else 'copy'} ran (an asynchronous one takes that "
+                         "too: it counts with the copies)")
+        if parts:
+            finding["message"] += ", " + ", ".join(parts) + f" and {_ms(blocked - waited - copying)} beyond that"
 
 
 def _blocking_finding(rule: str, blocked_ns: int, message: str, advice: str, evidence: dict[str, Any]) -> dict[str, Any]:
@@ -663,19 +669,23 @@ def api_rules(memops: pl.DataFrame, api: pl.DataFrame) -> tuple[list[dict[str, A
         sync_copies = ops.filter((pl.col("operation") != "memset") & pl.col("call").str.contains(_MEMCPY_API.pattern) & ~pl.col("call").str.contains(_ASYNC.pattern))
         # A synchronous copy waits, before it starts, for the work queued ahead of it on its device.
         before_copy = [pl.col("device_id"), pl.col("pid"), pl.col("call_start_ns").alias("from_ns"), pl.min_horizontal("start_ns", "call_end_ns").alias("until_ns")]
+        # Then it blocks while the copy itself runs: the copy's own time, which an asynchronous copy takes as well and
+        # the copy findings count; only the rest of the blocked time is the call's.
+        copying = (pl.min_horizontal("end_ns", "call_end_ns") - pl.max_horizontal("start_ns", "call_start_ns")).clip(lower_bound=0).sum()
         if sync_copies.height:
             blocked = int(sync_copies["call_ns"].sum())
             found.append(_blocking_finding(
                 "cuda_memcpy_sync", blocked,
                 f"{sync_copies.height} synchronous memcpy calls ({', '.join(sorted(set(sync_copies['call'].to_list())))[:80]}) blocked the host "
                 f"for {_ms(blocked)}", CAUSES["synchronous_copy"][1],
-                {"copies": sync_copies.height, "pageable": int(sync_copies.select(pageable.fill_null(False).sum()).item())}))
+                {"copies": sync_copies.height, "pageable": int(sync_copies.select(pageable.fill_null(False).sum()).item()),
+                 "copying_ns": int(sync_copies.select(copying).item() or 0)}))
             windows.append(sync_copies.select(pl.lit("cuda_memcpy_sync").alias("rule"), *before_copy))
         sync_sets = ops.filter((pl.col("operation") == "memset") & pl.col("call").str.contains(_MEMSET_API.pattern) & ~pl.col("call").str.contains(_ASYNC.pattern))
         if sync_sets.height:
             blocked = int(sync_sets["call_ns"].sum())
             found.append(_blocking_finding("cuda_memset_sync", blocked, f"{sync_sets.height} synchronous memset calls blocked the host for {_ms(blocked)}",
-                                           "use cudaMemsetAsync on the work's stream", {"calls": sync_sets.height}))
+                                           "use cudaMemsetAsync on the work's stream", {"calls": sync_sets.height, "copying_ns": int(sync_sets.select(copying).item() or 0)}))
             windows.append(sync_sets.select(pl.lit("cuda_memset_sync").alias("rule"), *before_copy))
     syncs = api.filter(pl.col("name").is_in([n for n in names if dict(_API_CLASSES)["synchronization"].search(n)]))
     if syncs.height:
@@ -830,7 +840,14 @@ def analyze_whole_run(
         all_gaps += gaps
     all_gaps.sort(key=lambda g: -g["duration_ns"])
     total_idle = sum(idle_by_cause.values())
-    causes_list = [{"cause": cause, "idle_ns": ns, "share_of_idle_pct": _pct(ns, total_idle), "description": CAUSES[cause][0], "advice": CAUSES[cause][1]}
+    # A run with a handful of synchronize calls waits for results it needs: its idle time in them gets that advice,
+    # the one its synchronize finding gives, not "take the synchronize out of the loop".
+    sync_advice = next((f["advice"] for f in found_by_api if f["rule"] == "cuda_api_sync"), CAUSES["synchronization"][1])
+
+    def advice_for(cause: str) -> str:
+        return sync_advice if cause == "synchronization" else CAUSES[cause][1]
+
+    causes_list = [{"cause": cause, "idle_ns": ns, "share_of_idle_pct": _pct(ns, total_idle), "description": CAUSES[cause][0], "advice": advice_for(cause)}
                    for cause, ns in sorted(idle_by_cause.items(), key=lambda kv: -kv[1])]
 
     findings: list[dict[str, Any]] = []
@@ -843,7 +860,7 @@ def analyze_whole_run(
     if big:
         top = big[0]
         where = top["evidence"]["nvtx_innermost"] or top["evidence"]["nvtx_outermost"]
-        advice = CAUSES[top["cause"]][1]
+        advice = advice_for(top["cause"])
         if top["before_first_kernel"]:
             advice = ("it comes before the GPU's first kernel: setup, paid once per run — worth cutting for short jobs and restarts (" + advice
                       + "); to look at the steady state, start the capture after it (nsys --capture-range=cudaProfilerApi, or --delay)")
