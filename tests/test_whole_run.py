@@ -636,6 +636,23 @@ def test_managed_memory_moved_on_demand_is_named_with_its_migrations():
     assert run["findings"][0]["rule"] == "unified_memory_paging"
 
 
+def test_a_few_migrations_back_to_the_host_are_part_of_the_paging_they_idle_the_gpu_for(tmp_path):
+    # The demand-paging run with its migrations back to the host cut to 24 (fewer than count as paging alone), as a
+    # real 8x RTX 4090 run had them: 48 to the GPU, 24 back, 7.5 ms of GPU idle between. The finding had counted that
+    # idle time in its cost without a word about it; it now says what it counts.
+    path = tmp_path / "few_back.sqlite"
+    shutil.copy(FOUND / "nsys2022.1_rtx3070_managed_memory_demand_paging.sqlite", path)
+    with sqlite3.connect(path) as connection:
+        connection.execute("DELETE FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE copyKind = 12 AND rowid NOT IN "
+                           "(SELECT rowid FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE copyKind = 12 ORDER BY start LIMIT 24)")
+    run = analyze_json(path)["timeline"]
+    paging = next(f for f in run["findings"] if f["rule"] == "unified_memory_paging")
+    idle = paging["evidence"]["to_host"]["idle_between_ns"]
+    assert paging["evidence"]["to_host"]["migrations"] == 24 and idle > 0
+    assert paging["cost_ns"] == paging["evidence"]["to_gpu"]["during_kernels_ns"] + idle
+    assert "24 back to the host" in paging["message"]
+
+
 def test_prefetched_managed_memory_is_not_called_demand_paging():
     # The same program with cudaMemPrefetchAsync: 64 migrations of 2 MB each way, no faults.
     run = analyze_json(FOUND / "nsys2022.1_rtx3070_managed_memory_prefetched.sqlite")["timeline"]

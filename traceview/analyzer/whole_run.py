@@ -947,13 +947,16 @@ def unified_memory_findings(memops: pl.DataFrame, kernels: pl.DataFrame, devices
             parts.append(f"{to_gpu.height:,} page migrations to the GPU ({_size(size)}, {_size(size / to_gpu.height)} each)"
                          + (f" ran while its kernels did, for {_ms(stalled)}: the kernels stalled on page faults" if stalled else ""))
             evidence["to_gpu"] = {"migrations": to_gpu.height, "bytes": size, "during_kernels_ns": stalled}
-        if paged(to_host):
+        # Once paging is found, the migrations back to the host are part of it whenever the GPU idled on them, even
+        # too few to count as paging alone (a real run: 48 to the GPU, 24 back with 7.5 ms of idle between them).
+        back = paged(to_host) or (to_host.height > 0 and idle > 0)
+        if back:
             size = int(to_host["bytes"].sum() or 0)
             parts.append(f"{to_host.height:,} back to the host ({_size(size)}, {_size(size / to_host.height)} each)"
                          + (f", the GPU idle {_ms(idle)} between them while the host touched the data" if idle else ""))
             evidence["to_host"] = {"migrations": to_host.height, "bytes": size, "idle_between_ns": idle}
         found.append(_finding(
-            "unified_memory_paging", stalled + idle, f"GPU {device['device_id']} moves managed memory on demand: " + "; ".join(parts),
+            "unified_memory_paging", stalled + (idle if back else 0), f"GPU {device['device_id']} moves managed memory on demand: " + "; ".join(parts),
             CAUSES["unified_memory"][1] + "; cudaMemAdvise (SetPreferredLocation, SetReadMostly) for data that stays where it is", evidence))
     return found
 
