@@ -98,7 +98,10 @@ def test_tegrastats_diff(realdata_file):
     result, data = diff_json(realdata_file("tegrastats/tx2_nosudo_vddin_plain_log_project.log"),
                              realdata_file("tegrastats/tx2_l4t32_vddsys_dateheader_ssaraff98.txt"))
     assert result.exit_code == 0
-    assert data["telemetry"]["duration_s"] == {"before": 600.0, "after": 432.0, "change_pct": pytest.approx(-28.0)}
+    assert data["telemetry"]["duration_s"] == {"before": 600.0, "after": 432.0, "change_pct": pytest.approx(-28.0), "change_pts": None}
+    # A utilisation is a share: it changes by points, not by a percentage of itself.
+    util = data["telemetry"]["gpu_util_pct_mean"]
+    assert util["change_pct"] is None and util["change_pts"] == pytest.approx(util["after"] - util["before"])
 
 
 def test_different_kinds_cannot_be_compared(realdata_file):
@@ -128,5 +131,11 @@ def test_nsys_diff_puts_timeline_findings_side_by_side(realdata_file):
     assert data["timeline"]["gpu0_busy_pct"]["before"] == pytest.approx(first["busy_pct"])
     assert data["timeline"]["gpu0_busy_pct"]["after"] == pytest.approx(second["busy_pct"])
     assert data["timeline"]["gpu0_idle_ns"] == {"before": first["idle_ns"], "after": second["idle_ns"],
-                                                "change_pct": pytest.approx(100 * (second["idle_ns"] - first["idle_ns"]) / first["idle_ns"])}
+                                                "change_pct": pytest.approx(100 * (second["idle_ns"] - first["idle_ns"]) / first["idle_ns"]),
+                                                "change_pts": None}
+    # Shares of the span change by percentage points (compute 3% → 76% is +73 pts, not +2,288%).
+    compute = data["timeline"]["gpu0_compute_pct"]
+    assert compute["change_pct"] is None and compute["change_pts"] == pytest.approx(compute["after"] - compute["before"])
+    table = runner.invoke(app, ["diff", str(before), str(after)]).stdout
+    assert f"{compute['change_pts']:+.1f} pts" in table
     assert "different devices" in result.stderr

@@ -285,7 +285,7 @@ def test_diff_of_two_runs_compares_breakdowns_and_verdicts(realdata_file):
     assert result.exit_code == 0, result.stderr
     data = json.loads(result.stdout)
     rows = data["timeline"]
-    assert rows["gpu0_verdict"] == {"before": "copy", "after": "copy", "change_pct": None}
+    assert rows["gpu0_verdict"] == {"before": "copy", "after": "copy", "change_pct": None, "change_pts": None}
     assert rows["gpu0_copy_pct"]["after"] == pytest.approx(analyze_json(realdata_file(H100))["timeline"]["devices"][0]["breakdown"]["copy_pct"])
     assert "step_median_ns" in rows or analyze_json(realdata_file(T4))["timeline"]["steps"] is None
 

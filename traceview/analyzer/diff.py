@@ -58,6 +58,16 @@ def _pct(before: float | None, after: float | None) -> float | None:
     return 100.0 * (after - before) / before
 
 
+def _row(name: str, before: Any, after: Any) -> dict[str, Any]:
+    """A side-by-side row: a share (name ending `_pct`) changes by percentage points (`change_pts`, after − before),
+    since a relative change of a share reads as nonsense (compute 3.2% → 75.8% is not "+2,288%"); anything else by
+    its relative change (`change_pct`)."""
+    numbers = isinstance(before, int | float) and isinstance(after, int | float)
+    if name.endswith("_pct") or "_pct_" in name:
+        return {"before": before, "after": after, "change_pct": None, "change_pts": after - before if numbers else None}
+    return {"before": before, "after": after, "change_pct": _pct(before, after) if numbers else None, "change_pts": None}
+
+
 def _by_name(analysis: Analysis) -> dict[str, dict[str, Any]]:
     rows: dict[str, dict[str, Any]] = {}
     for row in analysis.kernels.iter_rows(named=True):
@@ -150,17 +160,14 @@ def _timeline_side_by_side(before: Analysis, after: Analysis) -> dict[str, Any]:
     for device in sorted(set(x) | set(y)):
         b, a = x.get(device), y.get(device)
         for name in names:
-            first, second = pick(b, name), pick(a, name)
-            change = _pct(first, second) if not isinstance(first, str) and not isinstance(second, str) else None
-            rows[f"gpu{device}_{name}"] = {"before": first, "after": second, "change_pct": change}
+            rows[f"gpu{device}_{name}"] = _row(name, pick(b, name), pick(a, name))
     steps_a, steps_b = before.timeline.steps, after.timeline.steps
     if steps_a and steps_b:
         for name in ("median_ns", "p99_ns"):
-            rows[f"step_{name}"] = {"before": steps_a[name], "after": steps_b[name], "change_pct": _pct(steps_a[name], steps_b[name])}
+            rows[f"step_{name}"] = _row(name, steps_a[name], steps_b[name])
         decode_a, decode_b = steps_a.get("decode") or {}, steps_b.get("decode") or {}
         if decode_a.get("tokens_per_s") and decode_b.get("tokens_per_s"):
-            rows["decode_tokens_per_s"] = {"before": decode_a["tokens_per_s"], "after": decode_b["tokens_per_s"],
-                                           "change_pct": _pct(decode_a["tokens_per_s"], decode_b["tokens_per_s"])}
+            rows["decode_tokens_per_s"] = _row("tokens_per_s", decode_a["tokens_per_s"], decode_b["tokens_per_s"])
     return rows
 
 
@@ -253,7 +260,7 @@ def _compare_telemetry(before: Analysis, after: Analysis) -> Diff:
         "mean_power_w": (x.mean_power_w, y.mean_power_w),
         "duration_s": (x.duration_s, y.duration_s),
     }
-    telemetry = {name: {"before": a, "after": b, "change_pct": _pct(a, b)} for name, (a, b) in rows.items()}
+    telemetry = {name: _row(name, a, b) for name, (a, b) in rows.items()}
     warnings = []
     if (x.board and x.board.key) != (y.board and y.board.key):
         warnings.append(f"different boards: {x.board.name if x.board else 'unknown'} vs {y.board.name if y.board else 'unknown'}")

@@ -36,7 +36,7 @@ from traceview.app.figures import (
     telemetry_figure,
     timeline_figure,
 )
-from traceview.app.formatting import format_duration, format_pct, format_rate
+from traceview.app.formatting import format_change, format_duration, format_pct, format_rate
 from traceview.app.reporters.base import (
     diagnosis_lines,
     kernel_records,
@@ -254,7 +254,7 @@ def compare_panel(before: Analysis | None, after: Analysis | None) -> list[Any]:
         rows = [{"test": r["test"], "before (tokens/s)": _round(r["tokens_per_s"]), "after (tokens/s)": _round(r["tokens_per_s_after"]),
                  "change %": _round(r["change_pct"])} for r in data["runs"]]
     else:
-        rows = [{"": name, "before": _round(v["before"]), "after": _round(v["after"]), "change %": _round(v["change_pct"])}
+        rows = [{"": name, "before": _round(v["before"]), "after": _round(v["after"]), "change": format_change(v)}
                 for name, v in data["telemetry"].items()]
     if rows:
         parts.append(dag.AgGrid(id="compare-table", columnDefs=[{"field": c} for c in rows[0]], rowData=rows,

@@ -55,3 +55,11 @@ def middle_cut(text: str, width: int, marker: str = "…") -> str:
         return text
     head = (width - 1) * 2 // 5
     return text[:head] + marker + text[-(width - 1 - head):]
+
+
+def format_change(row: dict[str, object]) -> str:
+    """Return a diff row's change: percentage points for a share (`change_pts`), else the relative change in %."""
+    points, relative = row.get("change_pts"), row.get("change_pct")
+    if isinstance(points, int | float):
+        return f"{points:+.1f} pts"
+    return "n/a" if not isinstance(relative, int | float) else f"{relative:+.1f}%"

@@ -13,7 +13,7 @@ from rich.text import Text
 
 from traceview import __version__
 from traceview.analyzer.diff import Diff
-from traceview.app.formatting import format_duration, format_pct, terminal_safe
+from traceview.app.formatting import format_change, format_duration, format_pct, terminal_safe
 from traceview.app.reporters.base import source_record
 from traceview.app.reporters.markdown_report import escape_markdown
 
@@ -94,7 +94,7 @@ def _table(diff: Diff, top: int, color: bool) -> str:
             for header in ("", "before", "after", "change"):
                 table.add_column(header)
             for name, values in diff.telemetry.items():
-                table.add_row(name, *(_value(values[k]) for k in ("before", "after")), _signed(values["change_pct"]))
+                table.add_row(name, *(_value(values[k]) for k in ("before", "after")), format_change(values))
     elif diff.kind == "llama":
         for header in ("test", "configuration", "status", "before (tokens/s)", "after (tokens/s)", "change", "MBU before", "MBU after"):
             table.add_column(header, overflow="fold")
@@ -106,7 +106,7 @@ def _table(diff: Diff, top: int, color: bool) -> str:
         for header in ("", "before", "after", "change"):
             table.add_column(header)
         for name, values in diff.telemetry.items():
-            table.add_row(name, *(_value(values[k]) for k in ("before", "after")), _signed(values["change_pct"]))
+            table.add_row(name, *(_value(values[k]) for k in ("before", "after")), format_change(values))
     console.print(table)
     for line in diff.findings:
         console.print(safe_text(f"- {line}"))
@@ -128,14 +128,14 @@ def _markdown(diff: Diff, top: int) -> str:
         if diff.telemetry:
             lines += ["", "| timeline | before | after | change |", "|---|---:|---:|---:|"]
             lines += [f"| {escape_markdown(name)} | {v['before'] if v['before'] is not None else 'n/a'} | "
-                      f"{v['after'] if v['after'] is not None else 'n/a'} | {_signed(v['change_pct'])} |" for name, v in diff.telemetry.items()]
+                      f"{v['after'] if v['after'] is not None else 'n/a'} | {format_change(v)} |" for name, v in diff.telemetry.items()]
     elif diff.kind == "llama":
         lines += ["| test | configuration | status | before (tokens/s) | after (tokens/s) | change |", "|---|---|---|---:|---:|---:|"]
         lines += [f"| {escape_markdown(r['test'])} | {escape_markdown(r.get('configuration') or '')} | {r.get('status') or ''} | {_value(r['tokens_per_s'])} | "
                   f"{_value(r['tokens_per_s_after'])} | {_signed(r['change_pct'])} |" for r in diff.runs]
     else:
         lines += ["| | before | after | change |", "|---|---:|---:|---:|"]
-        lines += [f"| {name} | {v['before'] if v['before'] is not None else 'n/a'} | {v['after'] if v['after'] is not None else 'n/a'} | {_signed(v['change_pct'])} |"
+        lines += [f"| {name} | {v['before'] if v['before'] is not None else 'n/a'} | {v['after'] if v['after'] is not None else 'n/a'} | {format_change(v)} |"
                   for name, v in diff.telemetry.items()]
     for title, items in (("Findings", diff.findings), ("Warnings", diff.warnings), ("Regressions", diff.regressions)):
         if items:
