@@ -195,3 +195,35 @@ def test_files_of_different_workloads_are_not_tested_for_stragglers(realdata_fil
         "ncu_details/ncu2019.5_v100_aws_cfd_stdout_mixed_xplacer.log", "ncu_raw/mudock_gtx1650_full_raw.csv",
         "ncu_details/ncu2025.1_cc120_gemv_details_llmperfopt.csv", H100)))
     assert fleet["stragglers"] == [] and fleet["notes"][0].startswith("no straggler test: no kernel runs on half of the 4 files")
+
+
+def test_unified_memory_time_is_a_rank_share_and_a_stale_cache_is_summarised_again(tmp_path):
+    # The real managed-memory export (tests/fixtures/found/PROVENANCE.md) as two ranks: its unified-memory time is a
+    # share of each rank's span beside compute, copy and idle. A cache written by a traceview whose summaries lacked
+    # that column is a miss, not a crash or a silent gap.
+    from pathlib import Path
+
+    import polars as pl
+
+    source = Path(__file__).parent / "fixtures" / "found" / "nsys2022.1_rtx3070_managed_memory_demand_paging.sqlite"
+    folder = tmp_path / "ranks"
+    folder.mkdir()
+    for rank in range(2):
+        shutil.copy(source, folder / f"run_rank{rank}.sqlite")
+    cache = tmp_path / "cache"
+    fleet = fleet_json(str(folder), "--cache", str(cache))
+    shares = [rank["unified_memory_pct"] for rank in fleet["ranks"]]
+    assert len(shares) == 2 and all(share > 1 for share in shares)
+    table = runner_output(str(folder))
+    assert "UM %" in table
+    for cached in cache.glob("*.devices.parquet"):
+        pl.read_parquet(cached).drop("unified_memory_pct").write_parquet(cached)
+    result = CliRunner().invoke(app, ["fleet", str(folder), "--cache", str(cache), "--format", "json"])
+    assert result.exit_code == 0 and "2 file(s) read, 0 from the cache" in result.stderr
+    assert [rank["unified_memory_pct"] for rank in json.loads(result.stdout)["fleet"]["ranks"]] == shares
+
+
+def runner_output(*args: str) -> str:
+    result = CliRunner().invoke(app, ["fleet", *args])
+    assert result.exit_code == 0, result.output
+    return result.stdout

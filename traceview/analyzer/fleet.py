@@ -34,7 +34,7 @@ META = pl.Schema({"path": pl.String, "sha256": pl.String, "rank": pl.Int64, "hos
 KERNELS = pl.Schema({"kernel_name": pl.String, "short_name": pl.String, "device_id": pl.Int64, "launches": pl.Int64, "total_ns": pl.Float64,
                      "p50_ns": pl.Float64, "p99_ns": pl.Float64, "bound": pl.String})
 DEVICES = pl.Schema({"device_id": pl.Int64, "span_ns": pl.Float64, "compute_pct": pl.Float64, "communication_pct": pl.Float64,
-                     "copy_pct": pl.Float64, "idle_pct": pl.Float64, "busy_pct": pl.Float64, "gap_count": pl.Int64,
+                     "copy_pct": pl.Float64, "unified_memory_pct": pl.Float64, "idle_pct": pl.Float64, "busy_pct": pl.Float64, "gap_count": pl.Int64,
                      "largest_gap_ns": pl.Float64, "verdict": pl.String})
 NVTX = pl.Schema({"name": pl.String, "count": pl.Int64, "cpu_ns": pl.Float64, "gpu_ns": pl.Float64})
 TABLES = {"meta": META, "kernels": KERNELS, "devices": DEVICES, "nvtx": NVTX}
@@ -56,7 +56,8 @@ def summarize(analysis: Analysis, rank: int | None, host: str | None = None) -> 
         for d in timeline.devices:
             b = d["breakdown"]
             device_rows.append({"device_id": d["device_id"], "span_ns": d["span_ns"], "compute_pct": b["compute_pct"],
-                                "communication_pct": b["communication_pct"], "copy_pct": b["copy_pct"], "idle_pct": b["idle_pct"],
+                                "communication_pct": b["communication_pct"], "copy_pct": b["copy_pct"],
+                                "unified_memory_pct": b.get("unified_memory_pct"), "idle_pct": b["idle_pct"],
                                 "busy_pct": d["busy_pct"], "gap_count": d.get("gap_count"), "largest_gap_ns": d.get("largest_gap_ns"),
                                 "verdict": d.get("verdict")})
     steps = (timeline.steps if timeline is not None else None) or analysis.steps or {}
@@ -133,7 +134,7 @@ def reduce_fleet(summaries: list[dict[str, pl.DataFrame]], failures: list[dict[s
         .sort(["total_ns", "kernel_name"], descending=[True, False]))
     by_rank_devices = devices.group_by("rank").agg(
         pl.len().alias("gpus"), pl.col("span_ns").max(),
-        *[((pl.col(c) * pl.col("span_ns")).sum() / pl.col("span_ns").sum()).alias(c) for c in ("compute_pct", "communication_pct", "copy_pct", "idle_pct", "busy_pct")],
+        *[((pl.col(c) * pl.col("span_ns")).sum() / pl.col("span_ns").sum()).alias(c) for c in ("compute_pct", "communication_pct", "copy_pct", "unified_memory_pct", "idle_pct", "busy_pct")],
         pl.col("gap_count").sum(), pl.col("largest_gap_ns").max())
     ranks = (metas.group_by("rank").agg(pl.len().alias("files"), pl.col("path").first(), pl.col("host").first(), pl.col("gpu").first(),
                                         pl.col("launches").sum(), pl.col("kernel_ns").sum(), pl.col("step_median_ns").mean(),

@@ -332,13 +332,16 @@ def fleet_heatmap_figure(result: FleetResult, top: int = 25) -> go.Figure:
 
 
 def fleet_breakdown_figure(result: FleetResult) -> go.Figure:
-    """Return one stacked bar per rank: compute, communication, copy and idle as % of its GPUs' spans (span-weighted)."""
+    """Return one stacked bar per rank: compute, communication, copy, unified memory and idle as % of its GPUs' spans
+    (span-weighted)."""
     ranks = result.ranks
     labels = [f"rank {r}" for r in ranks["rank"].to_list()]
     figure = go.Figure()
     for column, name, colour in (("compute_pct", "compute", BREAKDOWN_COLOURS["compute"]),
                                  ("communication_pct", "communication", BREAKDOWN_COLOURS["communication"]),
-                                 ("copy_pct", "copy", BREAKDOWN_COLOURS["copy"]), ("idle_pct", "idle", "#d62728")):
+                                 ("copy_pct", "copy", BREAKDOWN_COLOURS["copy"]),
+                                 ("unified_memory_pct", "unified memory", BREAKDOWN_COLOURS["unified_memory"]),
+                                 ("idle_pct", "idle", "#d62728")):
         values = ranks[column].fill_null(0.0).to_list() if column in ranks.columns else []
         if any(v > 0 for v in values):
             figure.add_trace(go.Bar(y=labels, x=values, name=name, orientation="h", marker_color=colour,

@@ -122,6 +122,8 @@ def _read_cached(cache: Path | None, sha256: str, path: str, options: MapOptions
         tables = {table: pl.read_parquet(f) for table, f in files.items()}
     except (OSError, pl.exceptions.PolarsError):
         return None  # a damaged cache entry is a miss, not an error
+    if any(tables[table].schema != schema for table, schema in TABLES.items()):
+        return None  # written by a traceview whose summaries had other columns: summarised again
     # The path and rank belong to where the file is now, not to where it was when cached.
     tables["meta"] = tables["meta"].with_columns(pl.lit(path).alias("path"), pl.lit(rank_from_name(path, options.rank_from), dtype=pl.Int64).alias("rank"))
     return tables

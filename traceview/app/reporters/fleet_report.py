@@ -74,13 +74,13 @@ def render_table(result: FleetResult, top: int = 15, width: int = 160) -> str:
                       "n/a" if k["imbalance"] is None else f"{k['imbalance']:.2f}×", str(k["slowest_rank"]))
     console.print(table)
     per_rank = Table(title="Ranks", header_style="bold")
-    for title in ("rank", "files", "GPUs", "kernel time", "step (median)", "compute %", "comm %", "copy %", "idle %", "verdict"):
+    for title in ("rank", "files", "GPUs", "kernel time", "step (median)", "compute %", "comm %", "copy %", "UM %", "idle %", "verdict"):
         per_rank.add_column(title, justify="left" if title == "verdict" else "right")
     for r in ranks.iter_rows(named=True):
         pct = lambda v: "n/a" if v is None else f"{v:.1f}"  # noqa: E731
         per_rank.add_row(str(r["rank"]), str(r["files"]), str(r.get("gpus") or "n/a"), format_duration(r["kernel_ns"]),
                          format_duration(r["step_median_ns"]), pct(r.get("compute_pct")), pct(r.get("communication_pct")),
-                         pct(r.get("copy_pct")), pct(r.get("idle_pct")), terminal_safe(r.get("verdict") or ""))
+                         pct(r.get("copy_pct")), pct(r.get("unified_memory_pct")), pct(r.get("idle_pct")), terminal_safe(r.get("verdict") or ""))
     console.print(per_rank)
     for failure in result.failures:
         console.print(f"failed: {terminal_safe(failure['path'])}: {terminal_safe(failure['error'])}", markup=False, highlight=False)
@@ -95,11 +95,12 @@ def render_markdown(result: FleetResult, top: int = 15) -> str:
         lines.append(f"| {escape_markdown(k['short_name'] or k['kernel_name'])} | {k['ranks']} | {k['launches']:,} | {format_duration(k['total_ns'])} | "
                      f"{format_duration(k['median_per_rank_ns'])} | {format_duration(k['max_per_rank_ns'])} | "
                      f"{'n/a' if k['imbalance'] is None else format(k['imbalance'], '.2f') + '×'} | {k['slowest_rank']} |")
-    lines += ["", "| rank | kernel time | step (median) | compute % | comm % | copy % | idle % |", "|---:|---:|---:|---:|---:|---:|---:|"]
+    lines += ["", "| rank | kernel time | step (median) | compute % | comm % | copy % | unified memory % | idle % |",
+              "|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in result.ranks.iter_rows(named=True):
         pct = lambda v: "n/a" if v is None else f"{v:.1f}"  # noqa: E731
         lines.append(f"| {r['rank']} | {format_duration(r['kernel_ns'])} | {format_duration(r['step_median_ns'])} | {pct(r.get('compute_pct'))} | "
-                     f"{pct(r.get('communication_pct'))} | {pct(r.get('copy_pct'))} | {pct(r.get('idle_pct'))} |")
+                     f"{pct(r.get('communication_pct'))} | {pct(r.get('copy_pct'))} | {pct(r.get('unified_memory_pct'))} | {pct(r.get('idle_pct'))} |")
     if result.failures:
         lines += ["", "**Failed files**", ""] + [f"- `{escape_markdown(f['path'])}`: {escape_markdown(f['error'])}" for f in result.failures]
     return "\n".join(lines) + "\n"
