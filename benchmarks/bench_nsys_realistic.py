@@ -62,7 +62,7 @@ def main() -> None:
     traceview = [sys.executable, "-m", "traceview", "analyze", "--format", "json"]
     for scale in (float(s) for s in args.scales.split(",")):
         factor = max(1, round(args.factor * scale))
-        path = DATA / f"realistic_{factor}.sqlite"
+        path = DATA / f"realistic_ops_{factor}.sqlite"
         if not path.exists():
             build(factor, path)
         rows = counts(path)

@@ -29,7 +29,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--factor", type=int, default=581)
     args = parser.parse_args()
-    path = DATA / f"realistic_{args.factor}.sqlite"
+    path = DATA / f"realistic_ops_{args.factor}.sqlite"
     if not path.exists():
         build(args.factor, path)
     start = time.perf_counter()

@@ -60,3 +60,14 @@ def test_analysis_of_the_replica_is_the_original_scaled(original_and_replica):
     nvtx = {g["name"]: g["count"] for g in original["timeline"]["nvtx"]}
     for group in replica["timeline"]["nvtx"][:10]:
         assert group["count"] == FACTOR * nvtx[group["name"]]
+
+
+def test_the_replicas_op_ranges_stay_distinct_as_in_a_real_long_run(original_and_replica):
+    # PyTorch numbers every op range through the run: a real long export has about as many distinct NVTX texts as
+    # ranges, and the replica keeps that (each copy's op ids get their own prefix) while the groups stay the same.
+    import sqlite3
+
+    original, replica = original_and_replica
+    query = "SELECT count(DISTINCT text) FROM NVTX_EVENTS"
+    with sqlite3.connect(f"file:{original}?mode=ro", uri=True) as a, sqlite3.connect(f"file:{replica}?mode=ro", uri=True) as b:
+        assert b.execute(query).fetchone()[0] == FACTOR * a.execute(query).fetchone()[0]

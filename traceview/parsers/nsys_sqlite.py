@@ -48,7 +48,9 @@ NSYS_SYNC = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl
 NSYS_API = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "name": pl.Categorical(), "correlation_id": pl.Int64,
                       "tid": pl.Int64, "pid": pl.Int64})
 # NVTX names repeat millions of times (one per op call): categorical keeps 10 M ranges in a tenth of the memory.
-NSYS_NVTX = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "text": pl.Categorical(), "kind": pl.Categorical(),
+# `text` is a plain string: PyTorch numbers every op range, so a real export has about as many distinct texts as
+# ranges, and a categorical of ten million distinct strings costs seconds to build and more memory than the strings.
+NSYS_NVTX = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "text": pl.String, "kind": pl.Categorical(),
                        "tid": pl.Int64, "pid": pl.Int64})
 # Whole-graph executions (`nsys profile --cuda-graph-trace=graph`, the default): the nodes are not in the kernel table.
 NSYS_GRAPHS = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "correlation_id": pl.Int64,
@@ -290,24 +292,28 @@ def _read(path: Path, connection: sqlite3.Connection, tables: set[str], progress
         # Without eventType (a trimmed export) a row with an end is a push/pop range and one without an end a mark.
         kind = _optional(columns, "eventType", missing='CASE WHEN "end" IS NULL THEN 34 ELSE 59 END')
         sql = f'start, "end", {kind}, {_optional(columns, "text")}, {_optional(columns, "textId")}, {_optional(columns, "globalTid")}'
-        frame = reader.read("NVTX_EVENTS", sql, pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "type": pl.Int64, "text": pl.Categorical(), "text_id": pl.Int64,
+        frame = reader.read("NVTX_EVENTS", sql, pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "type": pl.Int64, "text": pl.String, "text_id": pl.Int64,
                                                    "tid": pl.Int64}), where=f"{kind} IN (59, 60, 34)").with_columns(_pid_of_thread())
-        # Inline texts and StringIds texts are both cut and mapped per distinct value, then joined as categories.
-        inline = frame["text"].unique().drop_nulls()
+        # Inline texts are checked in one vectorised pass over the rows: PyTorch numbers every op range, so a real export
+        # has about as many distinct texts as ranges (millions), and only a damaged export goes through Python.
         by_id = frame["text_id"].unique().drop_nulls()
-        # Through bytes: a damaged page can leave invalid UTF-8 in an inline text, which polars cannot hand to Python.
-        raw = inline.cast(pl.String).cast(pl.Binary).to_list()
-        decoded = [text.decode("utf-8", errors="replace") for text in raw]
-        damaged = any("\ufffd" in text for text in decoded)
-        inline_map = pl.DataFrame({"text": inline, "name": [text[:MAX_NVTX_TEXT_CHARS] for text in decoded]},
-                                  schema={"text": pl.Categorical(), "name": pl.String})
-        id_map = pl.DataFrame({"text_id": by_id, "id_name": [names.get(i, "")[:MAX_NVTX_TEXT_CHARS] for i in by_id.to_list()]},
-                              schema={"text_id": pl.Int64, "id_name": pl.String})
-        if id_map.height == 0 and not damaged and (inline_map["name"].str.len_chars() < MAX_NVTX_TEXT_CHARS).all():
-            text = pl.col("text")  # the common case: short inline names, already categories
-        else:
-            frame = frame.join(inline_map, on="text", how="left").join(id_map, on="text_id", how="left")
-            text = pl.coalesce("name", "id_name").cast(pl.Categorical)
+        text = pl.col("text")
+        try:
+            # Through bytes and back, which polars validates: a damaged page can leave invalid UTF-8 in an inline text.
+            frame = frame.with_columns(pl.col("text").cast(pl.Binary).cast(pl.String))
+        except pl.exceptions.ComputeError:
+            inline = frame["text"].unique().drop_nulls()
+            decoded = [value.decode("utf-8", errors="replace") for value in inline.cast(pl.Binary).to_list()]
+            repaired = pl.DataFrame({"text": inline.cast(pl.Binary), "name": decoded}, schema={"text": pl.Binary, "name": pl.String})
+            frame = (frame.with_columns(pl.col("text").cast(pl.Binary)).join(repaired, on="text", how="left")
+                     .drop("text").rename({"name": "text"}))
+        if not frame.select((text.str.len_bytes() < MAX_NVTX_TEXT_CHARS).all()).item():
+            text = text.str.slice(0, MAX_NVTX_TEXT_CHARS)
+        if by_id.len():
+            id_map = pl.DataFrame({"text_id": by_id, "id_name": [names.get(i, "")[:MAX_NVTX_TEXT_CHARS] for i in by_id.to_list()]},
+                                  schema={"text_id": pl.Int64, "id_name": pl.String})
+            frame = frame.join(id_map, on="text_id", how="left")
+            text = pl.coalesce(text, "id_name")
         # The kind is mapped, not joined: a join would copy all ten million rows once more at the peak of the read.
         kind = pl.col("type").replace_strict(_NVTX_KINDS, default="Other", return_dtype=pl.String).fill_null("Other")
         nvtx = frame.select("start_ns", "end_ns", text.alias("text"), kind.cast(pl.Categorical).alias("kind"), "tid", "pid")
