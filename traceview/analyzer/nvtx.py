@@ -42,8 +42,8 @@ _FEW_THREADS = 32  # threads up to which each thread's ranges are found with one
 
 
 # The first patterns have no look-behind, so polars (Rust's regex: the same leftmost-first matches) applies them to
-# every distinct text at once. PyTorch numbers every op range (`op_id = 317177`), so a real export has about as many
-# distinct texts as ranges, millions; once those numbers are gone, a few thousand are left for Python's regex.
+# all the rows at once. PyTorch numbers every op range (`op_id = 317177`), so a real export has about as many
+# distinct texts as ranges, millions; once those numbers are gone, a few hundred are left for Python's regex.
 _VECTORISED = 2
 
 
@@ -67,14 +67,6 @@ def strip_volatile(texts: pl.Series) -> pl.Series:
     """Return the texts (String) after normalise_range_name's vectorised steps (op ids and addresses gone)."""
     return texts.to_frame("text").select(pl.col("text").str.replace_all(_VOLATILE[0][0].pattern, _VOLATILE[0][1])
                                          .str.replace_all(_VOLATILE[1][0].pattern, _VOLATILE[1][1])).to_series()
-
-
-def normalised_names(texts: pl.Series) -> pl.Series:
-    """Return normalise_range_name of each text (a String series without nulls), the first steps vectorised and the
-    rest run once per distinct intermediate text."""
-    stripped = strip_volatile(texts)
-    rest = {value: _normalise_rest(value) for value in stripped.unique().to_list()}
-    return stripped.replace_strict(rest, return_dtype=pl.String)
 
 
 def _depth_and_parent(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -171,18 +163,17 @@ def nvtx_ranges(nvtx: pl.DataFrame, launches: pl.DataFrame) -> NvtxRanges:
     if ranges.height == 0:
         return NvtxRanges(pl.DataFrame(schema=GROUP_TOTALS), pl.DataFrame(schema=STEP_RANGES))
     # A range carries the number of its group, not the string, through the nesting. The texts are about as many as
-    # the ranges (PyTorch numbers every op): the vectorised steps run on the rows, and what they leave is a few
-    # thousand distinct texts for the rest.
-    # A million rows at a time: the stripped copy of ten million texts is never held whole.
+    # the ranges (PyTorch numbers every op): the vectorised steps run on the rows, a million at a time (the stripped
+    # copy of ten million texts is never held whole), and what they leave is a few hundred distinct texts for the rest.
     stripped = pl.concat([strip_volatile(ranges["text"].slice(first, _BLOCK_ROWS).cast(pl.String)).cast(pl.Categorical)
                           for first in range(0, ranges.height, _BLOCK_ROWS)])
     distinct = stripped.unique().drop_nulls()
-    names = {value: _normalise_rest(value) for value in distinct.cast(pl.String).to_list()}
-    group_names = sorted({*names.values(), "<unnamed>"})
+    names = [_normalise_rest(value) for value in distinct.cast(pl.String).to_list()]
+    group_names = sorted({*names, "<unnamed>"})
     number = {name: i for i, name in enumerate(group_names)}
     physical = distinct.to_physical().to_numpy()
     lookup = np.full(int(physical.max(initial=0)) + 2, number["<unnamed>"], dtype=np.uint32)  # the last entry: no text
-    lookup[physical] = [number[names[value]] for value in distinct.cast(pl.String).to_list()]
+    lookup[physical] = [number[name] for name in names]
     codes = lookup[stripped.to_physical().fill_null(len(lookup) - 1).to_numpy()]
     no_parent = len(group_names)
     may_mark_steps = _may_mark_steps(pl.Series(group_names, dtype=pl.String)).to_numpy()

@@ -47,7 +47,6 @@ NSYS_SYNC = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl
 # Call names repeat millions of times (a few dozen distinct ones): categorical, like the NVTX names.
 NSYS_API = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "name": pl.Categorical(), "correlation_id": pl.Int64,
                       "tid": pl.Int64, "pid": pl.Int64})
-# NVTX names repeat millions of times (one per op call): categorical keeps 10 M ranges in a tenth of the memory.
 # `text` is a plain string: PyTorch numbers every op range, so a real export has about as many distinct texts as
 # ranges, and a categorical of ten million distinct strings costs seconds to build and more memory than the strings.
 NSYS_NVTX = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "text": pl.String, "kind": pl.Categorical(),
