@@ -437,12 +437,19 @@ def diagnose(launches: list[dict[str, Any]], kernel: dict[str, Any], stall_sums:
         if rule["type"] in ("OPT", "WRN", "ERR") and rule["name"] not in _COVERED_RULES and (rule["speedup_pct"] or 0) >= 5:
             specific.append(f"ncu {rule['name'] or rule['section']}: est. {rule['speedup_pct']:.0f}% {_speedup_words(rule)} — "
                             f"{_first_sentence(rule['message'] or '')}")
-    # The sections that would say why a latency-bound kernel waits, those whose evidence the export lacks.
-    missing = [section for section, present in (("Occupancy", occ is not None and (occ["achieved_pct"] is not None or occ["theoretical_pct"] is not None)),
-                                                ("LaunchStats", occ is not None and occ["waves_per_sm"] is not None),
-                                                ("WarpStateStats", bool(stall_list)))
-               if not present]
-    general = _bound_advice(kernel, kind, tensor[0], bool(specific), missing, occ)
+    # The sections that would say why a latency-bound kernel waits: what the export holds of them, and which it lacks.
+    held, missing = [], []
+    if occ is not None and occ["achieved_pct"] is not None:
+        held.append(f"occupancy ({pct_text(occ['achieved_pct'])} achieved)")
+    if occ is None or (occ["achieved_pct"] is None and occ["theoretical_pct"] is None):
+        missing.append("Occupancy")
+    if occ is not None and occ["waves_per_sm"] is not None:
+        held.append(f"{occ['waves_per_sm']:.2f} waves per SM")
+    else:
+        missing.append("LaunchStats")
+    if not stall_list:
+        missing.append("WarpStateStats")
+    general = _bound_advice(kernel, kind, tensor[0], bool(specific), held, missing)
     # A unit at 80 %+ of its peak is the wall: doing less of that work comes first. Otherwise the kernel waits, and
     # the evidence of why (occupancy, grid, stalls, ncu's rules) comes first.
     saturated = bound in ("compute", "memory") and (kernel.get("roof_pct") or 0.0) >= 80.0
@@ -459,10 +466,11 @@ def diagnose(launches: list[dict[str, Any]], kernel: dict[str, Any], stall_sums:
     }
 
 
-def _bound_advice(kernel: dict[str, Any], kind: str, tensor: bool | None, have_specific: bool, missing_sections: list[str],
-                  occ: dict[str, Any] | None) -> list[str]:
+def _bound_advice(kernel: dict[str, Any], kind: str, tensor: bool | None, have_specific: bool, held: list[str],
+                  missing_sections: list[str]) -> list[str]:
     """Return the advice that follows from the verdict alone, fitted to the kernel's kind and duration; a latency-bound
-    kernel with nothing more specific is told to collect only the sections (`missing_sections`) its export lacks."""
+    kernel with nothing more specific is told what of the evidence its export `held` and to collect only the sections
+    (`missing_sections`) it lacks."""
     bound, label, median = kernel.get("bound"), kernel.get("label") or "", kernel.get("median_duration_ns")
     name = kernel.get("kernel_name") or ""
     lines = []
@@ -491,10 +499,6 @@ def _bound_advice(kernel: dict[str, Any], kind: str, tensor: bool | None, have_s
             lines.append(f"at {duration_text(median)} per launch, launch overhead (2-5 us) is a large share: fuse it with its neighbours or "
                          f"capture the sequence in a CUDA graph")
         if not have_specific and missing_sections:
-            held = [what for what, present in ((f"occupancy ({pct_text(occ['achieved_pct'])} achieved)" if occ and occ["achieved_pct"] is not None else None,
-                                                "Occupancy" not in missing_sections),
-                                               (f"{occ['waves_per_sm']:.2f} waves per SM" if occ and occ["waves_per_sm"] is not None else None,
-                                                "LaunchStats" not in missing_sections)) if what and present]
             lines.append("under 60% of both compute and memory throughput: the SMs wait — "
                          + (f"the export has {' and '.join(held)}; " if held else "")
                          + f"collect the {' and '.join([', '.join(missing_sections[:-1]), missing_sections[-1]] if len(missing_sections) > 1 else missing_sections)} "
