@@ -44,7 +44,7 @@ NSYS_MEMOPS = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": 
                          "correlation_id": pl.Int64, "pid": pl.Int64})
 NSYS_SYNC = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "sync_type": pl.String,
                        "correlation_id": pl.Int64, "pid": pl.Int64})
-# Call names repeat millions of times (a few dozen distinct ones): categorical, like the NVTX names.
+# Call names repeat millions of times (a few dozen distinct ones): categorical, unlike the NVTX texts below.
 NSYS_API = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "name": pl.Categorical(), "correlation_id": pl.Int64,
                       "tid": pl.Int64, "pid": pl.Int64})
 # `text` is a plain string: PyTorch numbers every op range, so a real export has about as many distinct texts as
@@ -58,7 +58,6 @@ NSYS_GRAPHS = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": 
 NSYS_GPUS = pl.Schema({"device_id": pl.Int64, "name": pl.String, "sm_count": pl.Int64, "clock_hz": pl.Float64,
                        "memory_bandwidth_bytes_per_s": pl.Float64, "compute_capability": pl.String, "memory_bytes": pl.Int64,
                        "integrated": pl.Boolean})
-_GPU_ROWS = pl.Schema({**NSYS_GPUS, "integrated": pl.Int64})  # as SQLite gives it: 0 or 1
 
 # Fallbacks for exports without ENUM_* tables (nsys ≤ 2022.1); the values match the later enum tables.
 COPY_KINDS = {0: "Unknown", 1: "Host-to-Device", 2: "Device-to-Host", 3: "Host-to-Array", 4: "Array-to-Host",
@@ -141,8 +140,14 @@ def _as_text(value: object) -> str | None:
     return None if value is None else _text(value)
 
 
+def _as_flag(value: object) -> bool | None:
+    """A 0/1 cell (SQLite has no booleans) as a boolean, or None for NULL and anything that is not an integer."""
+    number = _as_int(value)
+    return None if number is None else number != 0
+
+
 _CONVERTERS: dict[type[pl.DataType], Callable[[object], object]] = {pl.Int64: _as_int, pl.Float64: _as_float, pl.String: _as_text,
-                                                                   pl.Categorical: _as_text}
+                                                                   pl.Categorical: _as_text, pl.Boolean: _as_flag}
 
 
 def _frame(connection: sqlite3.Connection, sql: str, schema: pl.Schema) -> pl.DataFrame:
@@ -480,8 +485,7 @@ def _read_gpus(connection: sqlite3.Connection, tables: set[str]) -> pl.DataFrame
         integrated = _optional(columns, "isDiscrete", "isDiscrete = 0")
         frame = _frame(connection, f"SELECT id, {device}, name, smCount, clockRate, memoryBandwidth, {cc}, {_optional(columns, 'totalMemory')}, "
                                    f"{integrated} FROM TARGET_INFO_GPU",
-                       pl.Schema({"gpu_id": pl.Int64, "cu_device": pl.Int64, **{k: v for k, v in _GPU_ROWS.items() if k != "device_id"}}))
-        frame = frame.with_columns(pl.col("integrated").cast(pl.Boolean))
+                       pl.Schema({"gpu_id": pl.Int64, "cu_device": pl.Int64, **{k: v for k, v in NSYS_GPUS.items() if k != "device_id"}}))
         frame = frame.with_columns(pl.coalesce(pl.col("gpu_id").replace_strict(cuda_ids, default=None, return_dtype=pl.Int64),
                                                pl.col("cu_device"), pl.col("gpu_id")).alias("device_id"))
         # Windows captures list the display adapters too (Intel, "Microsoft Basic Render Driver") with zero bandwidth.
@@ -496,6 +500,6 @@ def _read_gpus(connection: sqlite3.Connection, tables: set[str]) -> pl.DataFrame
         # Pre-2022 units: kHz and kB/s.
         # Neither the memory size (its unit in these versions is not documented) nor integration is taken here.
         frame = _frame(connection, f"SELECT {device}, {name}, numMultiprocessors, coreClockRate * 1000.0, globalMemoryBandwidth * 1000.0, {cc}, "
-                                   "NULL, NULL FROM TARGET_INFO_CUDA_GPU", _GPU_ROWS)
-        return frame.with_columns(pl.col("integrated").cast(pl.Boolean))
+                                   "NULL, NULL FROM TARGET_INFO_CUDA_GPU", NSYS_GPUS)
+        return frame
     return pl.DataFrame(schema=NSYS_GPUS)
