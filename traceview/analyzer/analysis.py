@@ -14,9 +14,9 @@ from traceview.analyzer.decode import decode_ceiling
 from traceview.analyzer.devices import (
     GpuSpec,
     assumed_module_note,
-    by_module_memory,
     find_by_compute_capability,
     find_by_name,
+    find_module,
     host_link,
     lookup_gpu,
     namesakes,
@@ -458,26 +458,16 @@ def analyze_nsys(
 
     spec = lookup_gpu(gpu) if gpu else None
     device_names = {row["device_id"]: row["name"] for row in gpus.iter_rows(named=True) if row["name"]}
-    sm_counts = {row["device_id"]: row["sm_count"] for row in gpus.iter_rows(named=True)}
     device_ids = set(kernels["device_id"].drop_nulls().unique().to_list()) | set(export.memops["device_id"].drop_nulls().unique().to_list())
     # A host lists every GPU it has; the ones that ran the work decide the peaks (a box of two A40s and two A100s
     # whose run used one A100 is an A100 run).
     active = [device for device in device_names if device in device_ids] or list(device_names)
     names_seen = list(dict.fromkeys(device_names[device] for device in active))
     gpu_rows = {row["device_id"]: row for row in gpus.iter_rows(named=True)}
-    module_notes: list[str] = []
-
-    def table_entry(device: int, name: str) -> GpuSpec | None:
-        if not gpu_rows[device]["integrated"]:
-            return find_by_name(name, sm_counts.get(device))
-        # A Jetson: its memory tells the module (every Orin is "Orin"); its SM count shows the power mode.
-        matches = by_module_memory(namesakes(name), gpu_rows[device]["memory_bytes"])
-        assumed = assumed_module_note(name, matches)
-        if assumed and assumed not in module_notes:
-            module_notes.append(assumed)
-        return matches[0] if matches else None
-
-    specs = {device: (spec if gpu else table_entry(device, name)) for device, name in device_names.items()}
+    found = {device: find_module(name, gpu_rows[device]["sm_count"], gpu_rows[device]["memory_bytes"], bool(gpu_rows[device]["integrated"]))
+             for device, name in device_names.items()} if not gpu else {}
+    specs = {device: (spec if gpu else found[device][0]) for device in device_names}
+    module_notes = list(dict.fromkeys(note for _, note in found.values() if note))
     if spec is None and names_seen:
         spec = specs[active[0]]
     links: dict[int, tuple[float | None, str | None]] = {}

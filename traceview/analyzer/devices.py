@@ -254,6 +254,17 @@ def by_module_memory(matches: list[GpuSpec], memory_bytes: int | None) -> list[G
     return [spec for spec in sized if abs(math.log(spec.memory_gb / recorded_gb)) == nearest]  # type: ignore[operator]
 
 
+def find_module(name: str, sm_count: int | None, memory_bytes: int | None = None, integrated: bool = False) -> tuple[GpuSpec | None, str | None]:
+    """Return the table entry of a GPU an export records, and a note (assumed_module_note) where its name still fits
+    several GPUs of different bandwidth. A discrete GPU is matched by name and SM count (find_by_name); an integrated
+    one (a Jetson, sharing the host's memory) by name and memory (by_module_memory), since a power mode lowers its SM
+    count."""
+    if not integrated:
+        return find_by_name(name, sm_count), None
+    matches = by_module_memory(namesakes(name), memory_bytes)
+    return (matches[0] if matches else None), assumed_module_note(name, matches)
+
+
 def assumed_module_note(name: str, matches: list[GpuSpec]) -> str | None:
     """Return a note when the GPUs a device name still fits (`matches`, the first taken) differ in bandwidth and nothing
     tells them apart (every Jetson Orin module is "Orin" to CUDA), saying which was assumed; None when they agree."""
