@@ -56,7 +56,8 @@ _GEFORCE_ADA = "NVIDIA Ada whitepaper ratios (tensor FP32-accumulate 2x FP32, TF
 _GEFORCE_BLACKWELL = "NVIDIA RTX Blackwell whitepaper ratios (tensor FP32-accumulate 2x FP32, TF32 1x, FP8 4x, INT8 8x)"
 
 # Every Orin module's GPU is named "Orin" (ncu, CUDA) or "Orin (nvgpu)" (nsys, nvidia-smi), "NVIDIA Tegra Orin (nvgpu)"
-# to Vulkan: the SM count tells them apart, the 64 GB AGX Orin is taken when there is none. Xavier modules are named
+# to Vulkan: an nsys export's memory size tells them apart (find_module), else the SM count, which a power mode can
+# lower; the 64 GB AGX Orin is taken when neither does. Xavier modules are named
 # the same way; the Nano and the TX1 are both "NVIDIA Tegra X1", the TX2 "NVIDIA Tegra X2".
 _ORIN = r"^(tegra )?orin( nvgpu)?$"
 _XAVIER = r"^(tegra )?xavier( nvgpu)?$"
