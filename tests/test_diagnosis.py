@@ -172,6 +172,14 @@ def test_occupancy_limiter_prefers_the_cause_that_can_be_fixed():
     ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas", True),
     ("ampere_fp16_s16816gemm_fp16_128x128_ldg8_f2f_stages_32x5_tn", True),
     ("void mma_A_Bt<16>(const float *, const float *, float *, int, int, int, float)", None),  # a hand-written FFMA matmul
+    # cuBLAS's xmma kernels name their math instruction: FP32 FMA (the real H100 export's top kernels) or tensor MMA.
+    ("sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x256x8_stage3_warpsize1x4x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas", False),
+    ("sm80_xmma_fprop_implicit_gemm_f16f16_f16f16_f16_nhwckrsc_nhwc_tilesize256x64x32_stage3_warpsize4x1x1_g1_tensor16x8x16_t1r3s3_execute_kernel_trt", True),
+    ("ampere_sgemm_128x64_tn", False),
+    ("cutlass_80_simt_sgemm_256x128_8x4_nn_align1", False),
+    ("volta_scudnn_128x32_relu_interior_nn_v1", False),
+    ("volta_h884gemm_64x64_ldg8_nn", True),
+    ("void sgemm_wmma_kernel(const half *, const half *, float *)", True),  # tensor instructions named: they win
     ("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>", None),
 ])
 def test_tensor_core_names(name, expected):

@@ -873,3 +873,28 @@ def test_a_synchronous_copy_is_not_charged_for_the_copy_it_makes():
     assert evidence["copying_ns"] > 0
     assert rule["cost_ns"] == evidence["blocked_ns"] - evidence["waiting_for_gpu_ns"] - evidence["copying_ns"] >= 0
     assert "while its own copy ran" in rule["message"]
+
+
+def test_fp32_gemms_on_the_cuda_cores_are_named_with_what_tensor_cores_would_give(realdata_file):
+    # The real 2×H100 export spends 80% of its kernel time in cuBLAS GEMMs whose names say FFMA: FP32 on the CUDA
+    # cores of a GPU whose tensor cores do TF32 at 7.4× and BF16 at 14.8× that rate (datasheet, dense).
+    path = realdata_file(H100)
+    data = analyze_json(path, "--gpu", "h100-sxm")
+    names = [row[0] for row in sql(path, "SELECT s.value FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.demangledName "
+                                         "GROUP BY s.value HAVING s.value LIKE '%ffma%'")]
+    top = data["kernels"][0]
+    assert top["name"] in names and top["tensor_core"] is False and top["tensor_core_source"] == "kernel name"
+    assert "TF32 at 7.4× the FP32 rate" in top["recommendation"] and "set_float32_matmul_precision" in top["recommendation"]
+    finding = next(f for f in data["timeline"]["findings"] if f["rule"] == "fp32_matrix_math")
+    # Compute-bound by kind and duration: the GEMMs of microseconds are launch-bound, and tensor cores would not help them.
+    fma = [k for k in data["kernels"] if k["tensor_core"] is False and k["likely_bound"] == "compute"]
+    assert {k["name"] for k in finding["evidence"]["kernels"]} == {k["name"] for k in fma} and len(fma) == 2
+    time_ns = sum(k["duration_ns"] for k in fma)
+    assert finding["cost_ns"] == pytest.approx(time_ns * (1 - 67 / 989.4), abs=1)
+    # Without a GPU the finding stands, unsized; on a GPU whose TF32 runs at its FP32 rate only BF16/FP16 is offered.
+    unsized = next(f for f in analyze_json(path)["timeline"]["findings"] if f["rule"] == "fp32_matrix_math")
+    assert unsized["cost_ns"] == 0 and "--gpu" in unsized["advice"]
+    geforce = next(f for f in analyze_json(path, "--gpu", "rtx3090")["timeline"]["findings"] if f["rule"] == "fp32_matrix_math")
+    assert "BF16/FP16 at 2.0×" in geforce["advice"] and "TF32" not in geforce["advice"]
+    # A GPU without tensor cores has nothing to gain from them: no finding.
+    assert not any(f["rule"] == "fp32_matrix_math" for f in analyze_json(path, "--gpu", "gtx1660ti")["timeline"]["findings"])

@@ -23,7 +23,7 @@ from typing import Any
 
 import polars as pl
 
-from traceview.analyzer.kernel_kinds import kernel_kind
+from traceview.analyzer.kernel_kinds import kernel_kind, tensor_cores_by_name
 from traceview.analyzer.roofline import BALANCED_GAP_PCT, BALANCED_LABEL, pct_text, waves_in_rules
 
 # A kernel whose median launch is longer than this pays under 10 % for a ~2-5 us launch: CUDA graphs cannot help it.
@@ -31,12 +31,6 @@ LAUNCH_BOUND_MAX_NS = 20_000.0
 REGISTERS_PER_SM = 65_536  # every GPU since Kepler (the raw page's device__attribute_max_registers_per_multiprocessor)
 REGISTER_GRANULE = 8  # registers per thread are allocated per warp in units of 256 = 8 per thread
 
-# Names that say the kernel issues tensor-core instructions (HMMA/IMMA/GMMA), from cuBLAS, CUTLASS, cuDNN and wmma code.
-TENSOR_NAME = re.compile(
-    r"wgmma|wmma|hmma|imma|gmma|xmma|tensorop|tensor_op|s16816|h16816|s1688|h1688|i8816|i16832|f16816|bf16816|"
-    r"mma\.sync|mma_sync|(?<![a-z])mma(?![a-z_])|_mma_|nvjet|sm\d{2,3}_xmma|_tc_|tensorcore|tensor_core",
-    re.IGNORECASE,
-)
 # Kernels whose bytes are weights or KV cache: quantization advice fits them, and nothing else.
 _LLM_NAME = re.compile(r"gemv|gemm|matmul|dequant|quant|q4|q8|q5|q6|gguf|awq|gptq|marlin|kv_?cache|paged|attention|attn|fmha|flash|"
                        r"decode|rotary|rope|rms_?norm|llama|mul_mat|mmvq|mmq", re.IGNORECASE)
@@ -102,12 +96,13 @@ def tensor_core_columns(launches: pl.DataFrame) -> list[pl.Expr]:
     used = [(value >= TENSOR_PIPE_USED_PCT if c == "tensor_pipe_pct" else value > 0).fill_null(False) for c, value in zip(columns, measured, strict=True)]
     by_metrics = pl.any_horizontal([value.is_not_null() for value in measured]) if measured else pl.lit(False)
     names = launches["kernel_name"].unique().drop_nulls().to_list() if "kernel_name" in launches.columns else []
-    by_name = (pl.col("kernel_name").replace_strict({n: _tensor_by_name(n) for n in names}, default=False, return_dtype=pl.Boolean)
-               if names else pl.lit(False))
+    # True, False (FP32 FMA by name), or null where the name says neither.
+    by_name = (pl.col("kernel_name").replace_strict({n: _tensor_by_name(n) for n in names}, default=None, return_dtype=pl.Boolean)
+               if names else pl.lit(None, dtype=pl.Boolean))
     return [
         pl.when(by_metrics).then(pl.any_horizontal(used) if used else pl.lit(None))
-        .when(by_name).then(pl.lit(True)).alias("tensor_core"),
-        pl.when(by_metrics).then(pl.lit("tensor-pipe metrics")).when(by_name).then(pl.lit("kernel name")).alias("tensor_core_source"),
+        .otherwise(by_name).alias("tensor_core"),
+        pl.when(by_metrics).then(pl.lit("tensor-pipe metrics")).when(by_name.is_not_null()).then(pl.lit("kernel name")).alias("tensor_core_source"),
     ]
 
 
@@ -120,9 +115,9 @@ def tensor_core_evidence(row: dict[str, Any]) -> tuple[bool | None, str | None]:
 
 
 @functools.lru_cache(maxsize=4096)
-def _tensor_by_name(name: str) -> bool:
-    """Whether a kernel name says tensor cores (cached: every launch of a kernel asks with the same name)."""
-    return TENSOR_NAME.search(name[:8192]) is not None
+def _tensor_by_name(name: str) -> bool | None:
+    """kernel_kinds.tensor_cores_by_name, cached: every launch of a kernel asks with the same name."""
+    return tensor_cores_by_name(name)
 
 
 def block_threads(block_size: str | None) -> int | None:

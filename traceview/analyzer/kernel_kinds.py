@@ -40,6 +40,22 @@ LIKELY_BOUND = {
 _MEMORY_BOUND_GEMM = re.compile(r"gemv|gemvx|decode|paged|splitkv|split_kv", re.IGNORECASE)
 
 
+# Names that say the kernel issues tensor-core instructions (HMMA/IMMA/GMMA), from cuBLAS, CUTLASS, cuDNN and wmma code
+# (`volta_h884gemm`: Volta's 8x8x4 HMMA).
+TENSOR_NAME = re.compile(
+    r"wgmma|wmma|hmma|imma|gmma|xmma|tensorop|tensor_op|s16816|h16816|s1688|h1688|h884|s884|i8816|i16832|f16816|bf16816|"
+    r"mma\.sync|mma_sync|(?<![a-z])mma(?![a-z_])|_mma_|nvjet|sm\d{2,3}_xmma|_tc_|tensorcore|tensor_core",
+    re.IGNORECASE,
+)
+# Names that say FP32 FMA on the CUDA cores instead. cuBLAS's and cuDNN's `xmma` kernels name their math instruction,
+# `_ffma_` (sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x256x8_stage3_warpsize1x4x1_ffma_…) or `_tensor16x8x16_`;
+# `sgemm` (ampere_sgemm_128x64_tn, cuDNN's implicit_convolve_sgemm), cuDNN's `scudnn` (volta_scudnn_128x32_relu_…,
+# where the tensor-core ones are h884cudnn, s1688cudnn) and CUTLASS's `simt` kernels are FP32 FMA unless the name
+# also names tensor-core instructions (a hand-written `sgemm_wmma`).
+FFMA_NAME = re.compile(r"ffma", re.IGNORECASE)
+FP32_FMA_NAME = re.compile(r"simt|sgemm|scudnn", re.IGNORECASE)
+
+
 _KIND_CHARS = 8192  # what a kernel does shows early in its name; scanning megabytes of a damaged name takes seconds
 
 
@@ -56,6 +72,17 @@ def kernel_kind(name: str) -> str:
             if pattern.search(text):
                 return kind
     return "other"
+
+
+def tensor_cores_by_name(name: str) -> bool | None:
+    """Return whether a kernel's name says it runs on tensor cores: True, False where it names FP32 FMA on the CUDA
+    cores (`_ffma_`, `sgemm`, `simt`), None where it says neither."""
+    head = name[:_KIND_CHARS]
+    if FFMA_NAME.search(head):
+        return False
+    if TENSOR_NAME.search(head):
+        return True
+    return False if FP32_FMA_NAME.search(head) else None
 
 
 def _without_parameter_list(name: str) -> str:

@@ -14,8 +14,9 @@ from typing import Any
 
 import polars as pl
 
+from traceview.analyzer.devices import GpuSpec
 from traceview.analyzer.diagnosis import duration_text
-from traceview.analyzer.kernel_kinds import display_names, kernel_kind, likely_bound
+from traceview.analyzer.kernel_kinds import display_names, kernel_kind, likely_bound, tensor_cores_by_name
 from traceview.analyzer.names import normalise_kernel_name
 from traceview.analyzer.roofline import Bound
 from traceview.analyzer.whole_run import (
@@ -36,7 +37,8 @@ NO_NCU_RECOMMENDATION = "profile the top kernels with `ncu --set full -k NAME` a
 SHORT_KIND_ADVICE = {"gemm": "tensor cores, precision", "attention": "fused attention", "convolution": "cuDNN algo, layout",
                      "normalization": "fuse", "reduction": "fuse", "elementwise": "fuse", "copy": "avoid or fuse the copy",
                      "communication": "overlap with compute", "latency": "fuse or CUDA graph",
-                     "gemm_memory": "fewer bytes: quantize, batch", "attention_memory": "fewer KV-cache bytes"}
+                     "gemm_memory": "fewer bytes: quantize, batch", "attention_memory": "fewer KV-cache bytes",
+                     "fp32_fma": "tensor cores: TF32/BF16"}
 KIND_RECOMMENDATIONS = {
     "gemm": "a GEMM: check it runs on tensor cores at the lowest precision the model allows (TF32/BF16/FP8) with shapes in multiples of 16",
     "attention": "use a fused attention kernel (FlashAttention / SDPA); decode attention is bound by reading the KV cache",
@@ -55,13 +57,49 @@ KIND_RECOMMENDATIONS = {
 }
 
 
-def advice_key(kind: str, likely: str | None) -> str:
-    """Return the KIND_RECOMMENDATIONS / SHORT_KIND_ADVICE key for a kernel of this kind and likely bound."""
+def advice_key(kind: str, likely: str | None, tensor_core: bool | None = None) -> str:
+    """Return the KIND_RECOMMENDATIONS / SHORT_KIND_ADVICE key for a kernel of this kind, likely bound and tensor-core
+    use (by its name: False for FP32 FMA); `fp32_fma` has no KIND_RECOMMENDATIONS entry (fp32_fma_advice)."""
     if likely == "latency":
         return "latency"
     if kind in ("gemm", "attention") and likely == "memory":
         return f"{kind}_memory"
+    if kind in _MATRIX_KINDS and tensor_core is False:
+        return "fp32_fma"
     return kind
+
+
+_MATRIX_KINDS = ("gemm", "convolution")
+_FP32_MATMUL = "PyTorch: torch.set_float32_matmul_precision('high')"
+_FP32_CONV = "PyTorch: torch.backends.cudnn.allow_tf32 = True"
+
+
+def tensor_speedups(spec: GpuSpec | None) -> list[tuple[str, float]]:
+    """Return the tensor-core precisions that beat FP32 FMA on this GPU with their datasheet ratio to its FP32 rate
+    (dense, FP32 accumulate), fastest first: empty for a GPU without tensor cores or where the table lacks a rate."""
+    if spec is None or not spec.fp32_flop_per_s:
+        return []
+    major = int(spec.compute_capability.split(".")[0]) if spec.compute_capability.split(".")[0].isdigit() else 0
+    half = "BF16/FP16" if major >= 8 else "FP16"  # Volta and Turing have FP16 tensor cores, no BF16
+    rates = [(half, spec.tensor_fp16_flop_per_s), ("TF32", spec.tensor_tf32_flop_per_s)]
+    # GeForce Ampere does TF32 at its FP32 rate: no gain, no advice.
+    return sorted(((label, rate / spec.fp32_flop_per_s) for label, rate in rates if rate and rate > 1.05 * spec.fp32_flop_per_s),
+                  key=lambda pair: -pair[1])
+
+
+def fp32_fma_advice(kind: str, spec: GpuSpec | None) -> str:
+    """Return what to do about GEMMs or convolutions in FP32 FMA on the CUDA cores: the tensor-core precisions this
+    GPU (if known) runs faster, and by how much (datasheet ratios)."""
+    flag = _FP32_MATMUL if kind == "gemm" else _FP32_CONV
+    if spec is None:
+        return (f"run the matrix math on tensor cores — TF32 on Ampere and later ({flag}) or BF16/FP16 (torch.autocast); "
+                "pass --gpu for this GPU's rates")
+    speedups = tensor_speedups(spec)
+    if not speedups:
+        return f"{spec.name} has no tensor-core precision faster than FP32 FMA: fewer, larger matrix operations (batching) or less work"
+    options = ", ".join(f"{label} at {ratio:.1f}× the FP32 rate" + (f" ({flag})" if label == "TF32" else " (torch.autocast)")
+                        for label, ratio in speedups)
+    return f"run the matrix math on tensor cores: on {spec.name} they do {options}"
 
 
 @dataclass(frozen=True)
@@ -124,26 +162,64 @@ def kernel_summary(kernels: pl.DataFrame, names: dict[int, str]) -> pl.DataFrame
     ).drop("name_id")
 
 
-def _heuristic_verdict(row: dict[str, Any]) -> dict[str, Any]:
+def fp32_fma_finding(ranked: pl.DataFrame, spec: GpuSpec | None) -> dict[str, Any] | None:
+    """Return a run finding for the GEMMs and convolutions whose names say FP32 FMA on the CUDA cores and that are
+    compute-bound (measured by ncu, else likely by their kind and duration), or None. Its cost is the most the
+    tensor cores could give back: their time × (1 − 1/the best datasheet ratio on `spec`); 0 where the GPU is unknown."""
+    if ranked.height == 0 or "tensor_core" not in ranked.columns:
+        return None
+    # Measured by ncu: FP32 precision (an FP64 GEMM has no tensor-core FP32 path to move to); else by name and duration.
+    compute = (((pl.col("bound") == Bound.COMPUTE.value) & (pl.col("precision") == "fp32"))
+               | ((pl.col("bound") == Bound.UNKNOWN.value) & (pl.col("likely_bound") == "compute")))
+    fma = ranked.filter(pl.col("kind").is_in(_MATRIX_KINDS) & (pl.col("tensor_core") == False) & compute.fill_null(False))  # noqa: E712
+    speedups = tensor_speedups(spec)
+    if fma.height == 0 or (spec is not None and not speedups):
+        return None
+    time_ns = float(fma["duration_ns"].sum() or 0.0)
+    total_ns = float(ranked["duration_ns"].sum() or 0.0)
+    kinds = fma.group_by("kind").agg(pl.col("duration_ns").sum()).sort("duration_ns", descending=True)["kind"].to_list()
+    what = " and ".join({"gemm": "GEMMs", "convolution": "convolutions"}[kind] for kind in kinds)
+    share = f", {100.0 * time_ns / total_ns:.1f}% of kernel time" if total_ns else ""
+    message = (f"FP32 {what} on the CUDA cores, not tensor cores: {fma.height} compute-bound kernel(s) whose names (or tensor-pipe "
+               f"metrics) say so ran {duration_text(time_ns)}{share}")
+    advice = fp32_fma_advice(kinds[0], spec)
+    cost = 0.0
+    if speedups:
+        label, ratio = speedups[0]
+        cost = time_ns * (1.0 - 1.0 / ratio)
+        advice += f" — at most {duration_text(cost)} back if they were compute-bound in {label} too"
+    evidence = {"kernels": [{"name": row["kernel_name"], "duration_ns": row["duration_ns"], "launches": row["launches"]}
+                            for row in fma.sort("duration_ns", descending=True).head(5).iter_rows(named=True)]}
+    return {"rule": "fp32_matrix_math", "cost_ns": int(cost), "message": message, "advice": advice, "evidence": evidence}
+
+
+def _heuristic_verdict(row: dict[str, Any], spec: GpuSpec | None = None) -> dict[str, Any]:
     """Label a kernel with no Nsight Compute data from its name: kind, the bound that kind usually has (a heuristic),
-    and advice for that kind. Kernels of a few microseconds launched one by one are launch-bound whatever their kind."""
+    whether it runs on tensor cores (matrix kinds whose name says), and advice for that kind on this GPU (`spec`).
+    Kernels of a few microseconds launched one by one are launch-bound whatever their kind."""
     name = row.get("kernel_name") or ""
     kind = kernel_kind(name)
     bound = likely_bound(name, kind)
+    tensor = tensor_cores_by_name(name) if kind in (*_MATRIX_KINDS, "attention") else None
     median = row.get("median_duration_ns")
     one_by_one = not row.get("graph_launches")
     if median is not None and median < TINY_KERNEL_NS and one_by_one and kind != "communication":
         bound = "latency"
+    key = advice_key(kind, bound, tensor)
     label = f"{kind}, likely {bound}" if bound else f"{kind}, no ncu data"
     reason = (f"no Nsight Compute data; the name says {kind}" + (f", and {kind} kernels are usually {bound}-bound" if bound and bound != "latency" else "")
+              + ("; it names FP32 FMA on the CUDA cores, not tensor cores" if key == "fp32_fma" else "")
               + (f"; it runs {median / 1e3:.1f} us per launch, so launch overhead dominates" if bound == "latency" and median is not None else "")
               + " (a heuristic: join ncu results with --ncu for a measured verdict)")
-    recommendation = KIND_RECOMMENDATIONS.get(advice_key(kind, bound), NO_NCU_RECOMMENDATION)
-    return {"kind": kind, "likely_bound": bound, "label": label, "reason": reason, "recommendation": recommendation}
+    recommendation = (f"a {'GEMM' if kind == 'gemm' else 'convolution'} in FP32 FMA on the CUDA cores — {fp32_fma_advice(kind, spec)}" if key == "fp32_fma"
+                      else KIND_RECOMMENDATIONS.get(key, NO_NCU_RECOMMENDATION))
+    return {"kind": kind, "likely_bound": bound, "label": label, "reason": reason, "recommendation": recommendation,
+            "tensor_core": tensor, "tensor_core_source": "kernel name" if tensor is not None else None}
 
 
-def join_ncu(summary: pl.DataFrame, ncu_kernels: pl.DataFrame | None) -> tuple[pl.DataFrame, list[str], int]:
-    """Carry Nsight Compute verdicts onto whole-run kernels; return (kernels ranked, unmatched ncu names, matched count)."""
+def join_ncu(summary: pl.DataFrame, ncu_kernels: pl.DataFrame | None, spec: GpuSpec | None = None) -> tuple[pl.DataFrame, list[str], int]:
+    """Carry Nsight Compute verdicts onto whole-run kernels, and name-based ones (advice for `spec`, the run's GPU) onto
+    the others; return (kernels ranked, unmatched ncu names, matched count)."""
     verdict_columns = ["bound", "label", "binding_roof", "precision", "reason", "recommendation", "recoverable_source",
                        "roof_pct", "compute_pct", "memory_pct", "achieved_flop_per_s", "arithmetic_intensity",
                        "rules", "occupancy", "stalls", "stall_source", "tensor_core", "tensor_core_source", "advice"]
@@ -166,7 +242,7 @@ def join_ncu(summary: pl.DataFrame, ncu_kernels: pl.DataFrame | None) -> tuple[p
             candidates = ncu_short.get(row["short_name"], [])
             ncu = candidates[0] if len(candidates) == 1 else None
         record = dict(row)
-        heuristic = _heuristic_verdict(row)
+        heuristic = _heuristic_verdict(row, spec)
         record.update(kind=heuristic["kind"], likely_bound=heuristic["likely_bound"])
         if ncu is not None:
             matched += 1
@@ -177,7 +253,8 @@ def join_ncu(summary: pl.DataFrame, ncu_kernels: pl.DataFrame | None) -> tuple[p
         else:
             record.update({c: None for c in verdict_columns})
             record.update(bound=Bound.UNKNOWN.value, label=heuristic["label"], reason=heuristic["reason"],
-                          recommendation=heuristic["recommendation"], recoverable_ns=None)
+                          recommendation=heuristic["recommendation"], recoverable_ns=None, tensor_core=heuristic["tensor_core"],
+                          tensor_core_source=heuristic["tensor_core_source"])
         rows.append(record)
     if not rows:
         empty = {"rank": pl.Int64, "kernel_name": pl.String, "short_name": pl.String, "launches": pl.Int64, "duration_ns": pl.Float64,
