@@ -898,3 +898,9 @@ def test_fp32_gemms_on_the_cuda_cores_are_named_with_what_tensor_cores_would_giv
     assert "BF16/FP16 at 2.0×" in geforce["advice"] and "TF32" not in geforce["advice"]
     # A GPU without tensor cores has nothing to gain from them: no finding.
     assert not any(f["rule"] == "fp32_matrix_math" for f in analyze_json(path, "--gpu", "gtx1660ti")["timeline"]["findings"])
+
+
+def test_a_copy_of_a_few_bytes_shows_its_rate_in_a_unit_that_says_something(realdata_file):
+    # The real H100 export reads 9 bytes back per GPU (`.item()`): 2 copies in 3.8 us were shown as "0.0 GB/s".
+    text = run("analyze", realdata_file(H100), "-f", "md").stdout
+    assert "9 B at 2.36 MB/s" in text and "0.0 GB/s" not in text
