@@ -904,3 +904,15 @@ def test_a_copy_of_a_few_bytes_shows_its_rate_in_a_unit_that_says_something(real
     # The real H100 export reads 9 bytes back per GPU (`.item()`): 2 copies in 3.8 us were shown as "0.0 GB/s".
     text = run("analyze", realdata_file(H100), "-f", "md").stdout
     assert "9 B at 2.36 MB/s" in text and "0.0 GB/s" not in text
+    # The H200 export's one-byte read-back is not compared with the PCIe link either.
+    assert "1 B at 613 kB/s\n" in run("analyze", realdata_file(H200), "--gpu", "h200", "-f", "md").stdout
+
+
+def test_nvfuser_kernels_are_named_after_their_scheduler():
+    from traceview.analyzer.kernel_kinds import kernel_kind
+
+    # nvFuser (the real H200 export's fusions): pointwise, reduction, and the persistent schedulers of norms and softmax.
+    assert kernel_kind("nvfuser_pointwise_f0_c1_r0_g0") == "elementwise"
+    assert kernel_kind("nvfuser_reduction_f0_c1_r0_g0") == "reduction"
+    assert kernel_kind("nvfuser_inner_persistent_f0_c1_r0_g0") == "normalization"
+    assert kernel_kind("nvfuser_none_f0_c0_r0_g0") == "other"

@@ -24,7 +24,9 @@ _KINDS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(patter
     # Before GEMM too: TensorRT's pooling kernels are `xmma_pooling_*`. A pooling window is a small reduction.
     ("reduction", r"pooling|max_?pool|avg_?pool"),
     ("gemm", r"gemm|gemv|matmul|xmma|nvjet|cutlass|cublas|wgmma|hmma|s16816|s1688|h16816|tensorop|triton_tem|triton_mm|\bmm_|splitk|dot_kernel"),
-    ("normalization", r"(layer|rms|batch|group|instance|weight|l2)_?norm|softmax|normaliz|norm_kernel"),
+    # nvFuser names its kernels after the scheduler: `nvfuser_pointwise_…`, `nvfuser_reduction_…`, and the persistent
+    # ones (`nvfuser_inner_persistent_f0_c1_r0_g0`) that hold a row in registers: layer norms and softmaxes.
+    ("normalization", r"(layer|rms|batch|group|instance|weight|l2)_?norm|softmax|normaliz|norm_kernel|nvfuser_\w*persistent"),
     ("reduction", r"reduce|reduction|triton_red|triton_per|argmax|argmin|topk|cumsum|scan_kernel|\bsum_kernel"),
     ("elementwise", r"elementwise|pointwise|triton_poi|fill|activation|gelu|silu|relu|dropout|distribution|philox|rand|rotary|rope|embedding|cast|arange|where"
                     r"|axpy|vec_?add|vector_?add|\bvadd|^add(?:_\w+)?$|\badd_kernel\b|swiglu|geglu|convert|dequant"),

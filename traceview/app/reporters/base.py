@@ -309,7 +309,7 @@ def timeline_lines(analysis: Analysis) -> list[str]:
         gb_per_s = copy.get("gb_per_s")
         # A few bytes copied (a scalar read back by .item()) move at kB/s to MB/s: "0.0 GB/s" would say nothing.
         rate = "" if gb_per_s is None else f" at {gb_per_s:.1f} GB/s" if gb_per_s >= 0.1 else f" at {format_rate(gb_per_s * 1e9, 'B/s')}"
-        link = f" of {copy['link_gb_per_s']:.0f} ({copy['link']})" if rate and copy.get("link_gb_per_s") else ""
+        link = f" of {copy['link_gb_per_s']:.0f} ({copy['link']})" if rate and copy.get("link_gb_per_s") and gb_per_s >= 0.1 else ""
         size = f", {format_rate(copy['bytes'], 'B')}" if copy.get("bytes") else ""
         pageable = f", {copy['pageable_count']} from pageable memory" if copy.get("pageable_count") else ""
         lines.append(f"- copies {where}{copy['direction']}: {copy['count']}, {format_duration(copy['duration_ns'])}{size}{rate}{link}{pageable}")
