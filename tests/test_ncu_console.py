@@ -207,6 +207,10 @@ def test_recoverable_time_follows_ncus_global_estimates_not_a_local_one():
         ("TheoreticalOccupancy", "local", 83.33), ("UncoalescedSharedAccess", "global", 26.29)}
     # No device name in the console output: CC 8.9 fits nine table GPUs, its 128 SMs only the RTX 4090.
     assert analysis.device.spec.key == "rtx4090" and "128 SMs" in analysis.device.how_identified
+    # A CUTLASS simt SGEMM at 80% of the SM roof: FP32 FMA, not tensor cores, and on an RTX 4090 BF16 tensor cores do
+    # twice its FP32 rate while TF32 does no better than FP32 (Ada whitepaper, FP32 accumulate).
+    assert kernel["tensor_core"] is False and kernel["tensor_core_source"] == "kernel name"
+    assert "on GeForce RTX 4090 they do BF16/FP16 at 2.0× the FP32 rate" in kernel["advice"][0] and "TF32" not in kernel["advice"][0]
 
 
 def test_a_local_estimate_gives_way_to_the_roofs_headroom():

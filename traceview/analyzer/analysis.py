@@ -365,7 +365,7 @@ def analyze(kernels: pl.DataFrame, source: Source, gpu: str | None = None, weigh
     steps = decode_steps(launches, weight_bytes, device.peaks["peak_dram_bytes_per_s"].value, step_kernels) if launches.height else None
     if step_kernels and steps is None:
         notes.append(f"--step-kernels {step_kernels}: the export has fewer launches than one step")
-    return Analysis(source, device, launches, diagnose_kernels(launches, rank_kernels(launches)), notes, steps=steps)
+    return Analysis(source, device, launches, diagnose_kernels(launches, rank_kernels(launches), device.spec), notes, steps=steps)
 
 
 def analyze_samples(

@@ -333,3 +333,16 @@ def host_link(spec: GpuSpec | None) -> tuple[float, str] | None:
         return None
     generation, lanes = link
     return 1e9 * lanes * 2 ** (generation - 3), f"PCIe Gen{generation} x{lanes}"
+
+
+def tensor_speedups(spec: GpuSpec | None) -> list[tuple[str, float]]:
+    """Return the tensor-core precisions that beat FP32 FMA on this GPU with their datasheet ratio to its FP32 rate
+    (dense, FP32 accumulate), fastest first: empty for a GPU without tensor cores or where the table lacks a rate."""
+    if spec is None or not spec.fp32_flop_per_s:
+        return []
+    major = int(spec.compute_capability.split(".")[0]) if spec.compute_capability.split(".")[0].isdigit() else 0
+    half = "BF16/FP16" if major >= 8 else "FP16"  # Volta and Turing have FP16 tensor cores, no BF16
+    rates = [(half, spec.tensor_fp16_flop_per_s), ("TF32", spec.tensor_tf32_flop_per_s)]
+    # GeForce Ampere does TF32 at its FP32 rate: no gain, no advice.
+    return sorted(((label, rate / spec.fp32_flop_per_s) for label, rate in rates if rate and rate > 1.05 * spec.fp32_flop_per_s),
+                  key=lambda pair: -pair[1])

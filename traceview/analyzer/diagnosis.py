@@ -23,6 +23,7 @@ from typing import Any
 
 import polars as pl
 
+from traceview.analyzer.devices import GpuSpec, tensor_speedups
 from traceview.analyzer.kernel_kinds import kernel_kind, tensor_cores_by_name
 from traceview.analyzer.roofline import BALANCED_GAP_PCT, BALANCED_LABEL, pct_text, waves_in_rules
 
@@ -118,6 +119,26 @@ def tensor_core_evidence(row: dict[str, Any]) -> tuple[bool | None, str | None]:
 def _tensor_by_name(name: str) -> bool | None:
     """kernel_kinds.tensor_cores_by_name, cached: every launch of a kernel asks with the same name."""
     return tensor_cores_by_name(name)
+
+
+MATRIX_KINDS = ("gemm", "convolution")  # the kinds whose math tensor cores do
+_FP32_MATMUL = "PyTorch: torch.set_float32_matmul_precision('high')"
+_FP32_CONV = "PyTorch: torch.backends.cudnn.allow_tf32 = True"
+
+
+def fp32_fma_advice(kind: str, spec: GpuSpec | None) -> str:
+    """Return what to do about GEMMs or convolutions in FP32 FMA on the CUDA cores: the tensor-core precisions this
+    GPU (if known) runs faster, and by how much (datasheet ratios)."""
+    flag = _FP32_MATMUL if kind == "gemm" else _FP32_CONV
+    if spec is None:
+        return (f"run the matrix math on tensor cores — TF32 on Ampere and later ({flag}) or BF16/FP16 (torch.autocast); "
+                "pass --gpu for this GPU's rates")
+    speedups = tensor_speedups(spec)
+    if not speedups:
+        return f"{spec.name} has no tensor-core precision faster than FP32 FMA: fewer, larger matrix operations (batching) or less work"
+    options = ", ".join(f"{label} at {ratio:.1f}× the FP32 rate" + (f" ({flag})" if label == "TF32" else " (torch.autocast)")
+                        for label, ratio in speedups)
+    return f"run the matrix math on tensor cores: on {spec.name} they do {options}"
 
 
 def block_threads(block_size: str | None) -> int | None:
@@ -398,10 +419,11 @@ def _grid_advice(occ: dict[str, Any], launches: list[dict[str, Any]], kind: str)
     return []
 
 
-def diagnose(launches: list[dict[str, Any]], kernel: dict[str, Any], stall_sums: tuple[dict[str, float], str | None] | None = None) -> dict[str, Any]:
+def diagnose(launches: list[dict[str, Any]], kernel: dict[str, Any], stall_sums: tuple[dict[str, float], str | None] | None = None,
+             spec: GpuSpec | None = None) -> dict[str, Any]:
     """Return the diagnosis of one kernel: rules, occupancy, stalls, tensor_core, advice (most valuable first) and a
     reason that quotes the kernel-level numbers. `kernel` is its ranked row (bound, label, duration-weighted SOL %);
-    `stall_sums` its entry of stall_totals (None: no stall metrics)."""
+    `stall_sums` its entry of stall_totals (None: no stall metrics); `spec` the GPU, for what tensor cores would give."""
     measured = [r for r in launches if not r.get("launch_failed")]
     rules = merge_rules(launches)
     occ = occupancy(measured) if measured else None
@@ -444,7 +466,7 @@ def diagnose(launches: list[dict[str, Any]], kernel: dict[str, Any], stall_sums:
         missing.append("LaunchStats")
     if not stall_list:
         missing.append("WarpStateStats")
-    general = _bound_advice(kernel, kind, tensor[0], bool(specific), held, missing)
+    general = _bound_advice(kernel, kind, tensor[0], bool(specific), held, missing, spec)
     # A unit at 80 %+ of its peak is the wall: doing less of that work comes first. Otherwise the kernel waits, and
     # the evidence of why (occupancy, grid, stalls, ncu's rules) comes first.
     saturated = bound in ("compute", "memory") and (kernel.get("roof_pct") or 0.0) >= 80.0
@@ -462,7 +484,7 @@ def diagnose(launches: list[dict[str, Any]], kernel: dict[str, Any], stall_sums:
 
 
 def _bound_advice(kernel: dict[str, Any], kind: str, tensor: bool | None, have_specific: bool, held: list[str],
-                  missing_sections: list[str]) -> list[str]:
+                  missing_sections: list[str], spec: GpuSpec | None = None) -> list[str]:
     """Return the advice that follows from the verdict alone, fitted to the kernel's kind and duration; a latency-bound
     kernel with nothing more specific is told what of the evidence its export `held` and to collect only the sections
     (`missing_sections`) it lacks."""
@@ -485,6 +507,8 @@ def _bound_advice(kernel: dict[str, Any], kind: str, tensor: bool | None, have_s
     elif bound == "compute":
         if tensor:
             lines.append("already on tensor cores: a lower precision (FP8/INT8) or less redundant work is what is left")
+        elif kind in MATRIX_KINDS and (kernel.get("precision") == "fp32" or (tensor is False and kernel.get("precision") in (None, "unknown"))):
+            lines.append(fp32_fma_advice(kind, spec))
         elif kind in ("gemm", "convolution", "attention"):
             lines.append("do the matrix math on tensor cores (TF32/BF16/FP16 through cuBLAS, cuDNN or CUTLASS) instead of FFMA")
         else:
@@ -574,9 +598,9 @@ DIAGNOSIS_SCHEMA = {
 }
 
 
-def diagnose_kernels(launches: pl.DataFrame, kernels: pl.DataFrame) -> pl.DataFrame:
+def diagnose_kernels(launches: pl.DataFrame, kernels: pl.DataFrame, spec: GpuSpec | None = None) -> pl.DataFrame:
     """Return the ranked kernels with their diagnosis: rules, occupancy, stalls, tensor_core, advice, and
-    reason/recommendation rebuilt from the kernel-level evidence."""
+    reason/recommendation rebuilt from the kernel-level evidence; advice on tensor cores is for `spec`, the GPU."""
     if kernels.height == 0:
         return kernels.with_columns(*[pl.lit(None, dtype=dtype).alias(name) for name, dtype in DIAGNOSIS_SCHEMA.items() if name not in kernels.columns])
     by_name: dict[str, list[dict[str, Any]]] = {}
@@ -587,7 +611,7 @@ def diagnose_kernels(launches: pl.DataFrame, kernels: pl.DataFrame) -> pl.DataFr
         by_name.setdefault(row["kernel_name"], []).append(row)
     rows = []
     for kernel in kernels.iter_rows(named=True):
-        found = diagnose(by_name.get(kernel["kernel_name"], []), kernel, sums.get(kernel["kernel_name"], ({}, None)))
+        found = diagnose(by_name.get(kernel["kernel_name"], []), kernel, sums.get(kernel["kernel_name"], ({}, None)), spec)
         reason = kernel_reason(kernel, found["occupancy"], found["stalls"])
         rows.append({**{k: v for k, v in found.items()}, "kernel_name": kernel["kernel_name"], "reason": reason,
                      "recommendation": found["advice"][0] if found["advice"] else kernel.get("recommendation")})

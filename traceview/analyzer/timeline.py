@@ -14,8 +14,8 @@ from typing import Any
 
 import polars as pl
 
-from traceview.analyzer.devices import GpuSpec
-from traceview.analyzer.diagnosis import duration_text
+from traceview.analyzer.devices import GpuSpec, tensor_speedups
+from traceview.analyzer.diagnosis import MATRIX_KINDS, duration_text, fp32_fma_advice
 from traceview.analyzer.kernel_kinds import display_names, kernel_kind, likely_bound, tensor_cores_by_name
 from traceview.analyzer.names import normalise_kernel_name
 from traceview.analyzer.roofline import Bound
@@ -64,42 +64,9 @@ def advice_key(kind: str, likely: str | None, tensor_core: bool | None = None) -
         return "latency"
     if kind in ("gemm", "attention") and likely == "memory":
         return f"{kind}_memory"
-    if kind in _MATRIX_KINDS and tensor_core is False:
+    if kind in MATRIX_KINDS and tensor_core is False:
         return "fp32_fma"
     return kind
-
-
-_MATRIX_KINDS = ("gemm", "convolution")
-_FP32_MATMUL = "PyTorch: torch.set_float32_matmul_precision('high')"
-_FP32_CONV = "PyTorch: torch.backends.cudnn.allow_tf32 = True"
-
-
-def tensor_speedups(spec: GpuSpec | None) -> list[tuple[str, float]]:
-    """Return the tensor-core precisions that beat FP32 FMA on this GPU with their datasheet ratio to its FP32 rate
-    (dense, FP32 accumulate), fastest first: empty for a GPU without tensor cores or where the table lacks a rate."""
-    if spec is None or not spec.fp32_flop_per_s:
-        return []
-    major = int(spec.compute_capability.split(".")[0]) if spec.compute_capability.split(".")[0].isdigit() else 0
-    half = "BF16/FP16" if major >= 8 else "FP16"  # Volta and Turing have FP16 tensor cores, no BF16
-    rates = [(half, spec.tensor_fp16_flop_per_s), ("TF32", spec.tensor_tf32_flop_per_s)]
-    # GeForce Ampere does TF32 at its FP32 rate: no gain, no advice.
-    return sorted(((label, rate / spec.fp32_flop_per_s) for label, rate in rates if rate and rate > 1.05 * spec.fp32_flop_per_s),
-                  key=lambda pair: -pair[1])
-
-
-def fp32_fma_advice(kind: str, spec: GpuSpec | None) -> str:
-    """Return what to do about GEMMs or convolutions in FP32 FMA on the CUDA cores: the tensor-core precisions this
-    GPU (if known) runs faster, and by how much (datasheet ratios)."""
-    flag = _FP32_MATMUL if kind == "gemm" else _FP32_CONV
-    if spec is None:
-        return (f"run the matrix math on tensor cores — TF32 on Ampere and later ({flag}) or BF16/FP16 (torch.autocast); "
-                "pass --gpu for this GPU's rates")
-    speedups = tensor_speedups(spec)
-    if not speedups:
-        return f"{spec.name} has no tensor-core precision faster than FP32 FMA: fewer, larger matrix operations (batching) or less work"
-    options = ", ".join(f"{label} at {ratio:.1f}× the FP32 rate" + (f" ({flag})" if label == "TF32" else " (torch.autocast)")
-                        for label, ratio in speedups)
-    return f"run the matrix math on tensor cores: on {spec.name} they do {options}"
 
 
 @dataclass(frozen=True)
@@ -171,7 +138,7 @@ def fp32_fma_finding(ranked: pl.DataFrame, spec: GpuSpec | None) -> dict[str, An
     # Measured by ncu: FP32 precision (an FP64 GEMM has no tensor-core FP32 path to move to); else by name and duration.
     compute = (((pl.col("bound") == Bound.COMPUTE.value) & (pl.col("precision") == "fp32"))
                | ((pl.col("bound") == Bound.UNKNOWN.value) & (pl.col("likely_bound") == "compute")))
-    fma = ranked.filter(pl.col("kind").is_in(_MATRIX_KINDS) & (pl.col("tensor_core") == False) & compute.fill_null(False))  # noqa: E712
+    fma = ranked.filter(pl.col("kind").is_in(MATRIX_KINDS) & (pl.col("tensor_core") == False) & compute.fill_null(False))  # noqa: E712
     speedups = tensor_speedups(spec)
     if fma.height == 0 or (spec is not None and not speedups):
         return None
@@ -200,7 +167,7 @@ def _heuristic_verdict(row: dict[str, Any], spec: GpuSpec | None = None) -> dict
     name = row.get("kernel_name") or ""
     kind = kernel_kind(name)
     bound = likely_bound(name, kind)
-    tensor = tensor_cores_by_name(name) if kind in (*_MATRIX_KINDS, "attention") else None
+    tensor = tensor_cores_by_name(name) if kind in (*MATRIX_KINDS, "attention") else None
     median = row.get("median_duration_ns")
     one_by_one = not row.get("graph_launches")
     if median is not None and median < TINY_KERNEL_NS and one_by_one and kind != "communication":
