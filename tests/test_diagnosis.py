@@ -176,6 +176,8 @@ def test_occupancy_limiter_prefers_the_cause_that_can_be_fixed():
     ("sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x256x8_stage3_warpsize1x4x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas", False),
     ("sm80_xmma_fprop_implicit_gemm_f16f16_f16f16_f16_nhwckrsc_nhwc_tilesize256x64x32_stage3_warpsize4x1x1_g1_tensor16x8x16_t1r3s3_execute_kernel_trt", True),
     ("ampere_sgemm_128x64_tn", False),
+    ("sm50_xmma_pooling_coalescedC_NHWC_kMAX_3_False_execute_kernel_trt", None),  # xmma names a library, not tensor cores
+    ("sm80_xmma_fprop_implicit_gemm_indexed_f32f32_tf32f32_f32_nhwckrsc_nchw_tilesize128x128x16_stage4_warpsize2x2x1_g1", True),
     ("cutlass_80_simt_sgemm_256x128_8x4_nn_align1", False),
     ("volta_scudnn_128x32_relu_interior_nn_v1", False),
     ("volta_h884gemm_64x64_ldg8_nn", True),

@@ -43,10 +43,13 @@ _MEMORY_BOUND_GEMM = re.compile(r"gemv|gemvx|decode|paged|splitkv|split_kv", re.
 
 
 # Names that say the kernel issues tensor-core instructions (HMMA/IMMA/GMMA), from cuBLAS, CUTLASS, cuDNN and wmma code
-# (`volta_h884gemm`: Volta's 8x8x4 HMMA).
+# (`volta_h884gemm`: Volta's 8x8x4 HMMA). `xmma` is a library, not an instruction: its kernels say `tensor16x8x16`,
+# `warpgroupsize` (Hopper's GMMA) or a tensor-core input type (`bf16bf16_bf16f32`, `f32f32_tf32f32`, `e4m3`);
+# TensorRT's `sm50_xmma_pooling_…` has none of them (an SM 5.0 has no tensor cores).
 TENSOR_NAME = re.compile(
-    r"wgmma|wmma|hmma|imma|gmma|xmma|tensorop|tensor_op|s16816|h16816|s1688|h1688|h884|s884|i8816|i16832|f16816|bf16816|"
-    r"mma\.sync|mma_sync|(?<![a-z])mma(?![a-z_])|_mma_|nvjet|sm\d{2,3}_xmma|_tc_|tensorcore|tensor_core",
+    r"wgmma|wmma|hmma|imma|gmma|tensorop|tensor_op|s16816|h16816|s1688|h1688|h884|s884|i8816|i16832|f16816|bf16816|"
+    r"xmma\w*?(?:tensor\d|warpgroup|bf16|f16|tf32|e4m3|e5m2|i8)|"
+    r"mma\.sync|mma_sync|(?<![a-z])mma(?![a-z_])|_mma_|nvjet|_tc_|tensorcore|tensor_core",
     re.IGNORECASE,
 )
 # Names that say FP32 FMA on the CUDA cores instead. cuBLAS's and cuDNN's `xmma` kernels name their math instruction,
