@@ -127,6 +127,32 @@ def test_board_inference(realdata_file):
     assert mixed.board is None and "--device" in mixed.board_identified
 
 
+def orin_nano_log(tmp_path, emc_mhz, gpu_mhz):
+    """An Orin Nano 8GB log in JetPack 6's grammar (7620 MB, six cores, lower-case sensors, the real line of a public
+    test suite) with the memory controller 60-79% busy at the given clocks."""
+    line = ("08-10-2026 21:39:{s:02d} RAM 2513/7620MB (lfb 1x4MB) SWAP 25/3810MB (cached 0MB) CPU [11%@1510,7%@1510,8%@1510,4%@1510,3%@1510,14%@1510] "
+            "EMC_FREQ {e}%@{c} GR3D_FREQ 97%@[{g}] cpu@51.218C soc2@51.093C soc0@50.125C gpu@51.593C tj@51.718C soc1@50.343C VDD_IN 4744mW/6179mW "
+            "VDD_CPU_GPU_CV 1273mW/2369mW VDD_SOC 1234mW/1392mW")
+    path = tmp_path / f"orin_nano_{emc_mhz}.log"
+    path.write_text("\n".join(line.format(s=i, e=60 + i, c=emc_mhz, g=gpu_mhz) for i in range(20)) + "\n")
+    return path
+
+
+def test_an_orin_nano_at_the_clocks_before_super_mode_is_measured_against_68_gb_s(tmp_path):
+    # Super mode (JetPack 6.2) raised the Orin Nano's memory clock from 2133 to 3200 MHz: 68 → 102 GB/s. A log whose
+    # memory never runs above 2133 MHz had been measured against 102 GB/s and told to run jetson_clocks.
+    before = analyze_samples(load_trace(orin_nano_log(tmp_path, 2133, 624)).data.samples, Source("n", "tegrastats", "", 0))
+    assert before.telemetry.board.key == "jetson-orin-nano-8gb-pre-super"
+    assert before.telemetry.board.peak_bytes_per_s == pytest.approx(2133e6 * 2 * 16)
+    assert "never went above 2133 MHz" in before.telemetry.board_identified and "--device jetson-orin-nano-8gb" in before.telemetry.board_identified
+    assert "emc_clock_low" not in kinds(before.telemetry)
+    assert before.device.spec.key == "jetson-orin-nano-8gb-pre-super" and before.device.peaks["peak_dram_bytes_per_s"].value == pytest.approx(68.256e9)
+    super_mode = analyze_samples(load_trace(orin_nano_log(tmp_path, 3199, 1020)).data.samples, Source("s", "tegrastats", "", 0))
+    assert super_mode.telemetry.board.key == "jetson-orin-nano-8gb" and super_mode.device.spec.key == "jetson-orin-nano-8gb"
+    # Asked for by name, the module is the Super one; the variant by its own key.
+    assert find_board("orin-nano").key == "jetson-orin-nano-8gb" and find_board("orin-nano-8gb-pre-super").key == "jetson-orin-nano-8gb-pre-super"
+
+
 def busy_memory_copy(realdata_file, tmp_path):
     """The Orin log with the memory controller 70% busy (still at its logged clocks, 204-665 MHz) from line 5 on."""
     lines = realdata_file("tegrastats/agx_orin64_jp6_ts_Hanner123_a.log").read_text().splitlines()

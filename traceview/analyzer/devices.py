@@ -125,6 +125,11 @@ GPUS: tuple[GpuSpec, ...] = (
           (r"agx orin.*32", _ORIN), "NVIDIA Jetson modules page; tensor and INT8 derived", True, 32),
     _spec("jetson-orin-nx-16gb", "Jetson Orin NX 16GB", "8.7", 8, 102.4, None, 1.88, 15.0, 7.5, None, 30,
           (r"orin nx", _ORIN), "NVIDIA Jetson modules page; tensor and INT8 derived", True, 16),
+    # The module at its clocks before Super mode (GPU 625 MHz, memory 2133 MHz: 68 GB/s; 20 dense INT8 TOPS), chosen
+    # from a tegrastats log's memory clock (jetson.infer_board), never by a device name, which is the same.
+    _spec("jetson-orin-nano-8gb-pre-super", "Jetson Orin Nano 8GB (before Super mode)", "8.7", 8, 68.3, None, 1.28, 10.2, 5.1, None, 20,
+          (r"orin nano.*pre.?super",), "Jetson Orin Nano datasheet (625 MHz GPU, 68 GB/s, 20 INT8 TOPS dense); FP32 and tensor at "
+          "the Super entry's per-clock rates", True, 8),
     _spec("jetson-orin-nano-8gb", "Jetson Orin Nano 8GB (Super)", "8.7", 8, 102.0, None, 2.09, 16.7, 8.4, None, 33,
           (r"orin nano", _ORIN), "Orin Nano Super datasheet summary (JetPack 6.1+ clocks); derived tensor", True, 8),
     _spec("jetson-agx-xavier", "Jetson AGX Xavier", "7.2", 8, 136.5, None, 1.41, 11.0, None, None, 22.0, (r"agx xavier", _XAVIER),

@@ -39,6 +39,9 @@ BOARDS: tuple[Board, ...] = (
     Board("jetson-agx-orin-32gb", "Jetson AGX Orin 32GB", 32, 3200, 930, "LPDDR5 256-bit, 204.8 GB/s"),
     Board("jetson-orin-nx-16gb", "Jetson Orin NX 16GB", 16, 3200, 918, "LPDDR5 128-bit, 102.4 GB/s"),
     Board("jetson-orin-nano-8gb", "Jetson Orin Nano 8GB (Super)", 16, 3200, 1020, "LPDDR5 128-bit, 102 GB/s with JetPack 6.1+ clocks"),
+    # The same module before Super mode (JetPack 5 and early 6): memory at 2133 MHz, GPU at 625 MHz (datasheet).
+    Board("jetson-orin-nano-8gb-pre-super", "Jetson Orin Nano 8GB (before Super mode)", 16, 2133, 625,
+          "LPDDR5 128-bit, 68 GB/s at the clocks before Super mode"),
     Board("jetson-agx-thor", "Jetson AGX Thor", 32, 4266, 1575, "LPDDR5X 256-bit, 273 GB/s"),
     Board("jetson-agx-xavier", "Jetson AGX Xavier", 32, 2133, 1377, "LPDDR4x 256-bit, 136.5 GB/s"),
     Board("jetson-xavier-nx", "Jetson Xavier NX", 16, 1600, 1100, "LPDDR4x 128-bit, 51.2 GB/s"),
@@ -48,6 +51,9 @@ BOARDS: tuple[Board, ...] = (
 )
 
 
+PRE_SUPER_EMC_MHZ = 2200  # an Orin Nano's highest memory clock before Super mode is 2133 MHz; Super mode's is 3199
+
+
 def find_board(name: str) -> Board:
     """Return the board for a --device value (`jetson-agx-orin-64gb`, `agx-orin-64gb`, `orin`...)."""
     wanted = name.strip().lower().replace("_", "-").replace(" ", "-")
@@ -55,6 +61,8 @@ def find_board(name: str) -> Board:
         if wanted in (board.key, board.key.removeprefix("jetson-")):
             return board
     matches = [b for b in BOARDS if wanted in b.key]
+    # `orin-nano` names the module; its pre-Super entry is a variant of it, chosen by key or from a log's clocks.
+    matches = [b for b in matches if not any(b.key.startswith(other.key + "-") for other in matches)] or matches
     if len(matches) == 1:
         return matches[0]
     raise UsageError(f"unknown Jetson board {name!r} — choose one of: {', '.join(b.key for b in BOARDS)}")
@@ -94,7 +102,15 @@ def infer_board(samples: pl.DataFrame) -> tuple[Board | None, str]:
         return None, f"{why}: no unambiguous match; name the board with --device"
     if samples["ram_total_mb"].n_unique() > 1:
         return None, "the log mixes samples from different boards (RAM totals differ); name the board with --device"
-    return find_board(guess), f"inferred from the log ({why}{', ' + ', '.join(sorted(rails)[:3]) if rails else ''})"
+    inferred = f"inferred from the log ({why}{', ' + ', '.join(sorted(rails)[:3]) if rails else ''})"
+    emc = samples["emc_mhz"].drop_nulls()
+    if guess == "jetson-orin-nano-8gb" and emc.len() and float(emc.max()) <= PRE_SUPER_EMC_MHZ:  # type: ignore[arg-type]
+        # An Orin Nano whose memory never ran above 2133 MHz has the clocks of before Super mode (68 GB/s, not 102):
+        # its firmware predates JetPack 6.2's MAXN SUPER, or a lower power mode caps it just as much.
+        return find_board("jetson-orin-nano-8gb-pre-super"), (
+            f"{inferred}; its memory clock never went above {float(emc.max()):.0f} MHz (the 2133 MHz of the clocks before Super mode: "  # type: ignore[arg-type]
+            "68 GB/s; Super mode, JetPack 6.2's MAXN SUPER, runs it at 3200 MHz for 102 GB/s — pass --device jetson-orin-nano-8gb for that peak)")
+    return find_board(guess), inferred
 
 
 def with_bandwidth(samples: pl.DataFrame, board: Board | None) -> pl.DataFrame:
