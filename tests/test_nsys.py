@@ -171,6 +171,22 @@ def test_stats_kernel_totals_match_the_csv(realdata_file):
     assert data["kernels"][0]["short_name"] == "flash_attention_prefill_f16"
 
 
+def test_standalone_dequantization_is_a_finding_with_its_share_of_kernel_time(realdata_file):
+    # A real Llama 3.1 8B Q4_K_M prefill on an RTX 4090: the weights are expanded to FP16 by their own kernels before
+    # cuBLAS reads them, a quarter of the kernel time; a GEMV that dequantizes in place is no such kernel.
+    import csv
+
+    path = realdata_file("nsys_stats/dotllm_llama31_8b_q4km_rtx4090_prefill476_cuda_gpu_kern_sum.csv")
+    rows = list(csv.DictReader(path.open()))
+    dequant = [r for r in rows if r["Name"].startswith("dequant")]
+    assert {r["Name"] for r in dequant} == {"dequant_q4_k_f16", "dequant_q6_k_f16"}
+    finding = next(f for f in analyze_json(path)["timeline"]["findings"] if f["rule"] == "standalone_dequantize")
+    time_ns = sum(float(r["Total Time (ns)"]) for r in dequant)
+    assert finding["cost_ns"] == int(time_ns) and {k["name"] for k in finding["evidence"]["kernels"]} == {r["Name"] for r in dequant}
+    assert f"{100 * time_ns / sum(float(r['Total Time (ns)']) for r in rows):.1f}% of kernel time" in finding["message"]
+    assert "quantized_gemv_q6_k" not in finding["message"]
+
+
 @pytest.mark.parametrize(("unit", "ns_per_unit"), [("us", 1e3), ("ms", 1e6), ("sec", 1e9)])
 def test_stats_printed_in_another_time_unit_are_read_in_ns(realdata_file, tmp_path, unit, ns_per_unit):
     # `nsys stats --timeunit us` names the unit in each header (`Total Time (us)`) and prints the values in it.

@@ -916,3 +916,26 @@ def test_nvfuser_kernels_are_named_after_their_scheduler():
     assert kernel_kind("nvfuser_reduction_f0_c1_r0_g0") == "reduction"
     assert kernel_kind("nvfuser_inner_persistent_f0_c1_r0_g0") == "normalization"
     assert kernel_kind("nvfuser_none_f0_c0_r0_g0") == "other"
+
+
+@pytest.mark.parametrize(("name", "kind", "bound"), [
+    # llama.cpp's CUDA kernels as nsys and ncu name them (names seen in public profiling notes): the decode GEMV (MMVQ),
+    # the quantized GEMM (MMQ), the decode attention, activations quantized for MMVQ, the embedding lookup.
+    ("void mul_mat_vec_q<(ggml_type)12, 1, true, false>(const void *, const void *, const int *, ggml_cuda_mm_fusion_args_device, float *, "
+     "unsigned int)", "gemm", "memory"),
+    ("void dequantize_mul_mat_vec<(ggml_type)2>(const void *, const float *, float *, int, int)", "gemm", "memory"),
+    ("void mul_mat_q<(ggml_type)12, 64, false>(const char *, const char *, float *, float *, int, int, int, int, int, int, int)", "gemm", "compute"),
+    ("void flash_attn_ext_vec<128, 1, (ggml_type)1, (ggml_type)1, false>(const char *)", "attention", "memory"),
+    ("void soft_max_f32<true, 0, 0>(const float *, const float *, float *, int, int, float, float, float, float, unsigned int)", "normalization", "memory"),
+    ("void quantize_q8_1(const float *, void *, int, int)", "elementwise", "memory"),
+    ("void k_get_rows_float<float, float>(const float *, const int *, float *, long)", "copy", "memory"),
+    # vLLM and TensorRT-LLM.
+    ("marlin::Marlin<256, 1, 8, 8, 4, 8>(const int4 *, const int4 *, int4 *, const int4 *, int, int, int, int *)", "gemm", "compute"),
+    ("void vllm::reshape_and_cache_kernel<__nv_bfloat16, __nv_bfloat16, (vllm::Fp8KVCacheDataType)0>(const T1 *)", "copy", "memory"),
+    ("void mmha::masked_multihead_attention_kernel<unsigned short, unsigned short, 128, 4, 128, false, false>(Multihead_attention_params)",
+     "attention", "memory"),
+])
+def test_llm_serving_kernels_have_their_kind_and_bound(name, kind, bound):
+    from traceview.analyzer.kernel_kinds import kernel_kind, likely_bound
+
+    assert (kernel_kind(name), likely_bound(name, kernel_kind(name))) == (kind, bound)

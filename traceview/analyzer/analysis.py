@@ -38,6 +38,7 @@ from traceview.analyzer.roofline import RECOMMENDATIONS, Bound, classify_launche
 from traceview.analyzer.timeline import (
     BLOCKING_API,
     Timeline,
+    dequantize_finding,
     fp32_fma_finding,
     join_ncu,
     kernel_summary,
@@ -509,7 +510,7 @@ def analyze_nsys(
     display = (f"{len(names_seen)}× GPUs: " + ", ".join(names_seen)) if len(names_seen) > 1 else (names_seen[0] if names_seen else (spec.name if spec else None))
     cc = gpus["compute_capability"].drop_nulls().first() if gpus.height else None
     device = Device(display, cc or (spec.compute_capability if spec else None), spec, how, peaks)
-    findings = sorted([*run.findings, *filter(None, [fp32_fma_finding(ranked, spec)])], key=lambda f: -f["cost_ns"])
+    findings = sorted([*run.findings, *filter(None, [fp32_fma_finding(ranked, spec), dequantize_finding(ranked)])], key=lambda f: -f["cost_ns"])
     timeline = Timeline(run.devices, run.copies, findings, nvtx_groups, run.verdict, run.gaps, run.idle_by_cause, run.launch,
                         steps, sync_summary(export.sync, export.api), unmatched, matched, export=export)
     notes = list(export.notes) + run.notes
@@ -651,7 +652,7 @@ def analyze_stats(stats: StatsReports, source: Source, gpu: str | None = None, n
         schema={"kernel_name": pl.String, "short_name": pl.String, "launches": pl.Int64, "duration_ns": pl.Float64})
     kernel_spec = spec or next((found for found in specs.values() if found), None)  # the GPU the advice is for
     ranked, unmatched, matched = join_ncu(summary, ncu.kernels if ncu is not None else None, kernel_spec)
-    fp32_math = [f for f in [fp32_fma_finding(ranked, kernel_spec)] if f]
+    kernel_findings = [f for f in [fp32_fma_finding(ranked, kernel_spec), dequantize_finding(ranked)] if f]
     mem = reports.get("cuda_gpu_mem_time_sum")
     copies = [] if mem is None else stats_copies(mem, reports.get("cuda_gpu_mem_size_sum"))
     api = reports.get("cuda_api_sum")
@@ -665,11 +666,11 @@ def analyze_stats(stats: StatsReports, source: Source, gpu: str | None = None, n
     }
     nvtx = _stats_nvtx_groups(reports.get("nvtx_sum"), reports.get("nvtx_gpu_proj_sum"))
     if whole is not None:
-        findings = sorted(stats_findings(syncs) + whole.findings + fp32_math, key=lambda f: -(f.get("cost_ns") or 0))
+        findings = sorted(stats_findings(syncs) + whole.findings + kernel_findings, key=lambda f: -(f.get("cost_ns") or 0))
         timeline = Timeline(whole.devices, whole.copies, findings, nvtx, whole.verdict, whole.gaps, whole.idle_by_cause, whole.launch,
                             sync=syncs, unmatched_kernels=unmatched, matched_kernels=matched)
     else:
-        findings = stats_findings(syncs) + stats_unified_memory_findings(copies) + fp32_math
+        findings = stats_findings(syncs) + stats_unified_memory_findings(copies) + kernel_findings
         launch: dict[str, Any] = {}
         if launches is not None and launches.height:
             launch = _stats_launch_statistics(launches)

@@ -131,7 +131,7 @@ def fp32_fma_advice(kind: str, spec: GpuSpec | None) -> str:
     GPU (if known) runs faster, and by how much (datasheet ratios)."""
     flag = _FP32_MATMUL if kind == "gemm" else _FP32_CONV
     if spec is None:
-        return (f"run the matrix math on tensor cores — TF32 on Ampere and later ({flag}) or BF16/FP16 (torch.autocast); "
+        return (f"run the matrix math on tensor cores: TF32 on Ampere and later ({flag}) or BF16/FP16 (torch.autocast); "
                 "pass --gpu for this GPU's rates")
     speedups = tensor_speedups(spec)
     if not speedups:

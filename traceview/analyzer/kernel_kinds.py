@@ -23,14 +23,18 @@ _KINDS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(patter
     ("convolution", r"convol|conv[123]d|_conv_|conv_fwd|conv_bwd|winograd|fft2d|im2col|cudnn|fprop|dgrad|wgrad|implicit_?gemm"),
     # Before GEMM too: TensorRT's pooling kernels are `xmma_pooling_*`. A pooling window is a small reduction.
     ("reduction", r"pooling|max_?pool|avg_?pool"),
-    ("gemm", r"gemm|gemv|matmul|xmma|nvjet|cutlass|cublas|wgmma|hmma|s16816|s1688|h16816|tensorop|triton_tem|triton_mm|\bmm_|splitk|dot_kernel"),
+    # llama.cpp's quantized matrix kernels are `mul_mat_vec_q` (MMVQ, the decode GEMV), `mul_mat_q` (MMQ) and
+    # `dequantize_mul_mat_vec`; vLLM's are Marlin and the Triton `fused_moe_kernel`.
+    ("gemm", r"gemm|gemv|matmul|xmma|nvjet|cutlass|cublas|wgmma|hmma|s16816|s1688|h16816|tensorop|triton_tem|triton_mm|\bmm_|splitk|dot_kernel"
+             r"|mul_mat|mmvq|marlin|fused_moe|moe_gemm"),
     # nvFuser names its kernels after the scheduler: `nvfuser_pointwise_…`, `nvfuser_reduction_…`, and the persistent
     # ones (`nvfuser_inner_persistent_f0_c1_r0_g0`) that hold a row in registers: layer norms and softmaxes.
-    ("normalization", r"(layer|rms|batch|group|instance|weight|l2)_?norm|softmax|normaliz|norm_kernel|nvfuser_\w*persistent"),
+    ("normalization", r"(layer|rms|batch|group|instance|weight|l2)_?norm|soft_?max|normaliz|norm_kernel|nvfuser_\w*persistent"),
     ("reduction", r"reduce|reduction|triton_red|triton_per|argmax|argmin|topk|cumsum|scan_kernel|\bsum_kernel"),
     ("elementwise", r"elementwise|pointwise|triton_poi|fill|activation|gelu|silu|relu|dropout|distribution|philox|rand|rotary|rope|embedding|cast|arange|where"
-                    r"|axpy|vec_?add|vector_?add|\bvadd|^add(?:_\w+)?$|\badd_kernel\b|swiglu|geglu|convert|dequant"),
-    ("copy", r"copy|transpose|cat_?array|memcpy|gather|scatter|index|permut|contiguous"),
+                    r"|axpy|vec_?add|vector_?add|\bvadd|^add(?:_\w+)?$|\badd_kernel\b|swiglu|geglu|convert|quantize|dequant"),
+    # llama.cpp's `k_get_rows` (the embedding lookup), `cpy_f32_f16`, `concat_f32`; vLLM's `reshape_and_cache` (KV writes).
+    ("copy", r"copy|transpose|cat_?array|memcpy|gather|scatter|index|permut|contiguous|get_rows|cpy_|concat|reshape_and_cache"),
 ))
 
 # The usual bound of each kind; `gemv`/decode attention are memory-bound (one pass over the weights or the KV cache).
@@ -39,7 +43,10 @@ LIKELY_BOUND = {
     "normalization": "memory", "reduction": "memory", "elementwise": "memory", "copy": "memory",
     "communication": "communication",
 }
-_MEMORY_BOUND_GEMM = re.compile(r"gemv|gemvx|decode|paged|splitkv|split_kv", re.IGNORECASE)
+# Decode-shaped kernels read every weight or the whole KV cache once per token: llama.cpp's MMVQ (`mul_mat_vec_q`) and
+# `flash_attn_ext_vec`, TensorRT-LLM's masked multi-head attention (`mmha`) and XQA.
+_MEMORY_BOUND_GEMM = re.compile(r"gemv|gemvx|decode|paged|splitkv|split_kv|mul_mat_vec|mmvq|attn\w*_vec|masked_multihead|mmha|xqa",
+                                re.IGNORECASE)
 
 
 # Names that say the kernel issues tensor-core instructions (HMMA/IMMA/GMMA), from cuBLAS, CUTLASS, cuDNN and wmma code

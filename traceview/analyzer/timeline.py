@@ -160,6 +160,34 @@ def fp32_fma_finding(ranked: pl.DataFrame, spec: GpuSpec | None) -> dict[str, An
     return {"rule": "fp32_matrix_math", "cost_ns": int(cost), "message": message, "advice": advice, "evidence": evidence}
 
 
+DEQUANT_NAME = re.compile(r"dequant", re.IGNORECASE)
+DEQUANT_MIN_SHARE_PCT = 5.0  # of kernel time: below it, expanding the weights is not worth a finding
+
+
+def dequantize_finding(ranked: pl.DataFrame) -> dict[str, Any] | None:
+    """Return a run finding for standalone dequantization kernels (their names say dequant and they are not GEMMs or
+    GEMVs themselves, which read packed weights in place), when they take DEQUANT_MIN_SHARE_PCT or more of the kernel
+    time; its cost is their time, the most a kernel that never writes the expanded weights could save."""
+    if ranked.height == 0 or "kind" not in ranked.columns:
+        return None
+    names = ranked["kernel_name"].fill_null("").to_list()
+    standalone = ranked.filter(pl.Series([DEQUANT_NAME.search(name[:8192]) is not None for name in names]) & (pl.col("kind") != "gemm"))
+    time_ns = float(standalone["duration_ns"].sum() or 0.0)
+    total_ns = float(ranked["duration_ns"].sum() or 0.0)
+    if standalone.height == 0 or not total_ns or 100.0 * time_ns / total_ns < DEQUANT_MIN_SHARE_PCT:
+        return None
+    top = standalone.sort("duration_ns", descending=True)
+    listed = ", ".join(top["short_name"].head(3).to_list()) + (", …" if top.height > 3 else "")
+    message = (f"standalone dequantization: {top.height} kernel(s) that expand quantized weights ({listed}) ran {duration_text(time_ns)}, "
+               f"{100.0 * time_ns / total_ns:.1f}% of kernel time, writing a full-precision copy for the GEMMs to read again")
+    advice = ("a quantized GEMM that reads the packed weights in place does not write them out (llama.cpp's MMQ, e.g. built with "
+              "GGML_CUDA_FORCE_MMQ; Marlin or Machete kernels for GPTQ/AWQ in vLLM); for large prefill batches, where cuBLAS on the "
+              "expanded weights can be faster, dequantize once at load time if memory allows")
+    evidence = {"kernels": [{"name": row["kernel_name"], "duration_ns": row["duration_ns"], "launches": row["launches"]}
+                            for row in top.head(5).iter_rows(named=True)]}
+    return {"rule": "standalone_dequantize", "cost_ns": int(time_ns), "message": message, "advice": advice, "evidence": evidence}
+
+
 def _heuristic_verdict(row: dict[str, Any], spec: GpuSpec | None = None) -> dict[str, Any]:
     """Label a kernel with no Nsight Compute data from its name: kind, the bound that kind usually has (a heuristic),
     whether it runs on tensor cores (matrix kinds whose name says), and advice for that kind on this GPU (`spec`).
