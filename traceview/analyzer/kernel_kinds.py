@@ -88,7 +88,7 @@ def kernel_kind(name: str) -> str:
 
 def tensor_cores_by_name(name: str) -> bool | None:
     """Return whether a kernel's name says it runs on tensor cores: True, False where it names FP32 FMA on the CUDA
-    cores (`_ffma_`, `sgemm`, `simt`), None where it says neither."""
+    cores (`_ffma_`, `sgemm`, `scudnn`, `simt`), None where it says neither."""
     head = name[:_KIND_CHARS]
     if FFMA_NAME.search(head):
         return False
