@@ -857,6 +857,13 @@ def test_a_jetson_export_takes_the_modules_bandwidth_not_the_one_nsys_derives_fo
     with sqlite3.connect(agx) as connection:
         connection.execute("UPDATE TARGET_INFO_GPU SET totalMemory = 62841000000")
     assert analyze_json(agx)["device"]["table_entry"] == "jetson-agx-orin-64gb"
+    # The same Orin Nano before Super mode: CUDA reports a 625 MHz GPU clock, and its memory runs at 68 GB/s.
+    before_super = tmp_path / "pre_super.sqlite"
+    shutil.copy(path, before_super)
+    with sqlite3.connect(before_super) as connection:
+        connection.execute("UPDATE TARGET_INFO_GPU SET clockRate = 624750000")
+    device = analyze_json(before_super)["device"]
+    assert device["table_entry"] == "jetson-orin-nano-8gb-pre-super" and device["peaks"]["dram_bytes_per_s"] == {"value": 68.3e9, "source": "table"}
     # A discrete GPU's recorded bandwidth is still the profile's.
     with sqlite3.connect(agx) as connection:
         connection.execute("UPDATE TARGET_INFO_GPU SET isDiscrete = 1")

@@ -465,7 +465,8 @@ def analyze_nsys(
     active = [device for device in device_names if device in device_ids] or list(device_names)
     names_seen = list(dict.fromkeys(device_names[device] for device in active))
     gpu_rows = {row["device_id"]: row for row in gpus.iter_rows(named=True)}
-    found = {device: find_module(name, gpu_rows[device]["sm_count"], gpu_rows[device]["memory_bytes"], bool(gpu_rows[device]["integrated"]))
+    found = {device: find_module(name, gpu_rows[device]["sm_count"], gpu_rows[device]["memory_bytes"], bool(gpu_rows[device]["integrated"]),
+                                 gpu_rows[device]["clock_hz"])
              for device, name in device_names.items()} if not gpu else {}
     specs = {device: (spec if gpu else found[device][0]) for device in device_names}
     module_notes = list(dict.fromkeys(note for _, note in found.values() if note))

@@ -56,9 +56,9 @@ _GEFORCE_ADA = "NVIDIA Ada whitepaper ratios (tensor FP32-accumulate 2x FP32, TF
 _GEFORCE_BLACKWELL = "NVIDIA RTX Blackwell whitepaper ratios (tensor FP32-accumulate 2x FP32, TF32 1x, FP8 4x, INT8 8x)"
 
 # Every Orin module's GPU is named "Orin" (ncu, CUDA) or "Orin (nvgpu)" (nsys, nvidia-smi), "NVIDIA Tegra Orin (nvgpu)"
-# to Vulkan: an nsys export's memory size tells them apart (find_module), else the SM count, which a power mode can
-# lower; the 64 GB AGX Orin is taken when neither does. Xavier modules are named
-# the same way; the Nano and the TX1 are both "NVIDIA Tegra X1", the TX2 "NVIDIA Tegra X2".
+# to Vulkan: an nsys export's memory size tells them apart (find_module; the Orin Nano's clock sets by the GPU clock),
+# else the SM count, which a power mode can lower; the 64 GB AGX Orin is taken when neither does. Xavier modules are
+# named the same way; the Nano and the TX1 are both "NVIDIA Tegra X1", the TX2 "NVIDIA Tegra X2".
 _ORIN = r"^(tegra )?orin( nvgpu)?$"
 _XAVIER = r"^(tegra )?xavier( nvgpu)?$"
 _TEGRA_X1 = r"^tegra x1( rev [a-z])?( nvgpu)?$"
@@ -260,15 +260,24 @@ def by_module_memory(matches: list[GpuSpec], memory_bytes: int | None) -> list[G
     return [spec for spec in sized if abs(math.log(spec.memory_gb / recorded_gb)) == nearest]  # type: ignore[operator]
 
 
-def find_module(name: str, sm_count: int | None, memory_bytes: int | None = None, integrated: bool = False) -> tuple[GpuSpec | None, str | None]:
+# A Jetson module whose GPU clock, as CUDA reports it, tells its clock set apart: the Orin Nano 8GB's is 1020 MHz in
+# Super mode and 625 MHz before it (its memory then runs at 2133 MHz, 68 GB/s instead of 102).
+_BY_CLOCK = {"jetson-orin-nano-8gb": (700e6, "jetson-orin-nano-8gb-pre-super")}
+
+
+def find_module(name: str, sm_count: int | None, memory_bytes: int | None = None, integrated: bool = False,
+                clock_hz: float | None = None) -> tuple[GpuSpec | None, str | None]:
     """Return the table entry of a GPU an export records, and a note (assumed_module_note) where its name still fits
     several GPUs of different bandwidth. A discrete GPU is matched by name and SM count (find_by_name); an integrated
     one (a Jetson, sharing the host's memory) by name and memory (by_module_memory), since a power mode lowers its SM
-    count."""
+    count, and by its maximum GPU clock (`clock_hz`) where that tells a module's clock sets apart (_BY_CLOCK)."""
     if not integrated:
         return find_by_name(name, sm_count), None
     matches = by_module_memory(namesakes(name), memory_bytes)
-    return (matches[0] if matches else None), assumed_module_note(name, matches)
+    chosen = matches[0] if matches else None
+    if chosen is not None and chosen.key in _BY_CLOCK and clock_hz and clock_hz <= _BY_CLOCK[chosen.key][0]:
+        return next(spec for spec in GPUS if spec.key == _BY_CLOCK[chosen.key][1]), None
+    return chosen, assumed_module_note(name, matches)
 
 
 def assumed_module_note(name: str, matches: list[GpuSpec]) -> str | None:
