@@ -187,6 +187,22 @@ def test_standalone_dequantization_is_a_finding_with_its_share_of_kernel_time(re
     assert "quantized_gemv_q6_k" not in finding["message"]
 
 
+
+def test_advice_follows_what_the_kernel_names_say_they_already_are(realdata_file):
+    # The same prefill: its attention is FlashAttention already, its GEMMs run FP16 on tensor cores (s1688), its
+    # dequant kernels expand weights. "Use a fused attention kernel" and "check it runs on tensor cores" were no advice.
+    path = realdata_file("nsys_stats/dotllm_llama31_8b_q4km_rtx4090_prefill476_cuda_gpu_kern_sum.csv")
+    kernels = {k["short_name"]: k for k in analyze_json(path, "--gpu", "rtx4090")["kernels"]}
+    assert kernels["flash_attention_prefill_f16"]["recommendation"].startswith("a fused attention kernel already")
+    gemm = kernels["ampere_fp16_s1688gemm_fp16_64x128_sliced1x2_ldg8_f2f_tn"]
+    assert gemm["tensor_core"] is True and "FP8 at 2.0× the BF16/FP16 rate on GeForce RTX 4090" in gemm["recommendation"]
+    assert kernels["dequant_q4_k_f16"]["recommendation"].startswith("expands quantized weights")
+    # A kernel at 8 bits already is told what is left besides precision.
+    from traceview.analyzer.diagnosis import tensor_math_advice
+
+    assert "at 8 bits or fewer" in tensor_math_advice("sm90_xmma_gemm_e4m3e4m3_e4m3f32_f32_tn_n_tilesize128x128x128_warpgroupsize1x1x1", None)
+
+
 @pytest.mark.parametrize(("unit", "ns_per_unit"), [("us", 1e3), ("ms", 1e6), ("sec", 1e9)])
 def test_stats_printed_in_another_time_unit_are_read_in_ns(realdata_file, tmp_path, unit, ns_per_unit):
     # `nsys stats --timeunit us` names the unit in each header (`Total Time (us)`) and prints the values in it.

@@ -141,6 +141,25 @@ def fp32_fma_advice(kind: str, spec: GpuSpec | None) -> str:
     return f"run the matrix math on tensor cores: on {spec.name} they do {options}"
 
 
+_LOW_PRECISION_NAME = re.compile(r"e4m3|e5m2|fp8|f8f8|imma|i8816|i16832|int8|s8s8|fp4|nvfp4|mxfp", re.IGNORECASE)
+
+
+def tensor_math_advice(name: str, spec: GpuSpec | None) -> str:
+    """Return what is left for a compute-bound kernel already on tensor cores: a lower precision, with this GPU's
+    datasheet ratio to its BF16/FP16 tensor rate where the table has both, or less work."""
+    work = "less work: shapes in multiples of 16 (no padded tiles), fewer and larger (batched) matrix operations"
+    if _LOW_PRECISION_NAME.search(name[:8192]):
+        return f"already on tensor cores at 8 bits or fewer (its name says so): what is left is {work}"
+    half = spec.tensor_fp16_flop_per_s if spec else None
+    if spec and half and spec.tensor_fp8_flop_per_s:
+        lower = f"FP8 at {spec.tensor_fp8_flop_per_s / half:.1f}× the BF16/FP16 rate on {spec.name} (Transformer Engine, TensorRT, torchao)"
+    elif spec and half and spec.tensor_int8_op_per_s:
+        lower = f"INT8 at {spec.tensor_int8_op_per_s / half:.1f}× the FP16 rate on {spec.name}, which has no FP8"
+    else:
+        lower = "FP8 on Ada, Hopper and later, INT8 before them"
+    return f"already on tensor cores: what is left is a lower precision — {lower} — or {work}"
+
+
 def block_threads(block_size: str | None) -> int | None:
     """Return the threads per block of an ncu block size: `(32, 4, 1)` → 128, `256` → 256; None when unreadable."""
     if not block_size:
@@ -506,7 +525,7 @@ def _bound_advice(kernel: dict[str, Any], kind: str, tensor: bool | None, have_s
         lines.append(text)
     elif bound == "compute":
         if tensor:
-            lines.append("already on tensor cores: a lower precision (FP8/INT8) or less redundant work is what is left")
+            lines.append(tensor_math_advice(name, spec))
         elif kind in MATRIX_KINDS and (kernel.get("precision") == "fp32" or (tensor is False and kernel.get("precision") in (None, "unknown"))):
             lines.append(fp32_fma_advice(kind, spec))
         elif kind in ("gemm", "convolution", "attention"):

@@ -15,7 +15,7 @@ from typing import Any
 import polars as pl
 
 from traceview.analyzer.devices import GpuSpec, tensor_speedups
-from traceview.analyzer.diagnosis import MATRIX_KINDS, duration_text, fp32_fma_advice
+from traceview.analyzer.diagnosis import MATRIX_KINDS, duration_text, fp32_fma_advice, tensor_math_advice
 from traceview.analyzer.kernel_kinds import display_names, kernel_kind, likely_bound, tensor_cores_by_name
 from traceview.analyzer.names import normalise_kernel_name
 from traceview.analyzer.roofline import Bound
@@ -38,10 +38,17 @@ SHORT_KIND_ADVICE = {"gemm": "tensor cores, precision", "attention": "fused atte
                      "normalization": "fuse", "reduction": "fuse", "elementwise": "fuse", "copy": "avoid or fuse the copy",
                      "communication": "overlap with compute", "latency": "fuse or CUDA graph",
                      "gemm_memory": "fewer bytes: quantize, batch", "attention_memory": "fewer KV-cache bytes",
-                     "fp32_fma": "tensor cores: TF32/BF16"}
+                     "fp32_fma": "tensor cores: TF32/BF16", "tensor_math": "lower precision, less work",
+                     "attention_fused": "precision, fewer tokens", "dequantize": "quantized GEMM instead"}
 KIND_RECOMMENDATIONS = {
     "gemm": "a GEMM: check it runs on tensor cores at the lowest precision the model allows (TF32/BF16/FP8) with shapes in multiples of 16",
     "attention": "use a fused attention kernel (FlashAttention / SDPA); decode attention is bound by reading the KV cache",
+    "dequantize": ("expands quantized weights into a full-precision copy that the GEMMs then read again: a quantized GEMM or GEMV "
+                   "that dequantizes in registers never writes it (llama.cpp's MMQ/MMVQ, Marlin), or, for large prefill batches, "
+                   "dequantize once at load time if memory allows"),
+    "attention_fused": ("a fused attention kernel already (its name says so): what is left is its precision (FP8 attention on Hopper "
+                        "and Blackwell: FlashAttention-3, cuDNN) and the tokens it attends over (prefix caching, shorter or packed "
+                        "sequences without padding); check the head dimension is one its tiles support (64, 128)"),
     "convolution": "check the cuDNN algorithm, channels-last layout and tensor-core precision",
     "normalization": "memory-bound by nature: fuse it with the kernels around it (torch.compile, a fused kernel) so activations are read once",
     "reduction": "memory-bound by nature: fuse it with its producer so the data is read once",
@@ -57,15 +64,27 @@ KIND_RECOMMENDATIONS = {
 }
 
 
-def advice_key(kind: str, likely: str | None, tensor_core: bool | None = None) -> str:
-    """Return the KIND_RECOMMENDATIONS / SHORT_KIND_ADVICE key for a kernel of this kind, likely bound and tensor-core
-    use (by its name: False for FP32 FMA); `fp32_fma` has no KIND_RECOMMENDATIONS entry (fp32_fma_advice)."""
+# Attention kernels that are fused already: advising "use a fused attention kernel" to FlashAttention is no advice.
+FUSED_ATTENTION = re.compile(r"flash|fmha|fused|sdpa|xformers|cutlass|cudnn", re.IGNORECASE)
+DEQUANT_NAME = re.compile(r"dequant", re.IGNORECASE)
+
+
+def advice_key(kind: str, likely: str | None, tensor_core: bool | None = None, name: str = "") -> str:
+    """Return the KIND_RECOMMENDATIONS / SHORT_KIND_ADVICE key for a kernel of this kind, likely bound, tensor-core
+    use (by its name: False for FP32 FMA) and name; `fp32_fma` and `tensor_math` have no KIND_RECOMMENDATIONS entry
+    (fp32_fma_advice, tensor_math_advice: they depend on the GPU)."""
     if likely == "latency":
         return "latency"
     if kind in ("gemm", "attention") and likely == "memory":
         return f"{kind}_memory"
+    if kind == "attention" and FUSED_ATTENTION.search(name[:8192]):
+        return "attention_fused"
+    if kind == "elementwise" and DEQUANT_NAME.search(name[:8192]):
+        return "dequantize"
     if kind in MATRIX_KINDS and tensor_core is False:
         return "fp32_fma"
+    if kind in MATRIX_KINDS and tensor_core is True and likely == "compute":
+        return "tensor_math"
     return kind
 
 
@@ -160,7 +179,6 @@ def fp32_fma_finding(ranked: pl.DataFrame, spec: GpuSpec | None) -> dict[str, An
     return {"rule": "fp32_matrix_math", "cost_ns": int(cost), "message": message, "advice": advice, "evidence": evidence}
 
 
-DEQUANT_NAME = re.compile(r"dequant", re.IGNORECASE)
 DEQUANT_MIN_SHARE_PCT = 5.0  # of kernel time: below it, expanding the weights is not worth a finding
 
 
@@ -200,13 +218,15 @@ def _heuristic_verdict(row: dict[str, Any], spec: GpuSpec | None = None) -> dict
     one_by_one = not row.get("graph_launches")
     if median is not None and median < TINY_KERNEL_NS and one_by_one and kind != "communication":
         bound = "latency"
-    key = advice_key(kind, bound, tensor)
+    key = advice_key(kind, bound, tensor, name)
     label = f"{kind}, likely {bound}" if bound else f"{kind}, no ncu data"
     reason = (f"no Nsight Compute data; the name says {kind}" + (f", and {kind} kernels are usually {bound}-bound" if bound and bound != "latency" else "")
               + ("; it names FP32 FMA on the CUDA cores, not tensor cores" if key == "fp32_fma" else "")
               + (f"; it runs {median / 1e3:.1f} us per launch, so launch overhead dominates" if bound == "latency" and median is not None else "")
               + " (a heuristic: join ncu results with --ncu for a measured verdict)")
-    recommendation = (f"a {'GEMM' if kind == 'gemm' else 'convolution'} in FP32 FMA on the CUDA cores — {fp32_fma_advice(kind, spec)}" if key == "fp32_fma"
+    what = "a GEMM" if kind == "gemm" else "a convolution"
+    recommendation = (f"{what} in FP32 FMA on the CUDA cores — {fp32_fma_advice(kind, spec)}" if key == "fp32_fma"
+                      else f"{what} {tensor_math_advice(name, spec)}" if key == "tensor_math"
                       else KIND_RECOMMENDATIONS.get(key, NO_NCU_RECOMMENDATION))
     return {"kind": kind, "likely_bound": bound, "label": label, "reason": reason, "recommendation": recommendation,
             "tensor_core": tensor, "tensor_core_source": "kernel name" if tensor is not None else None}
