@@ -180,6 +180,8 @@ def test_occupancy_limiter_prefers_the_cause_that_can_be_fixed():
     ("sm80_xmma_fprop_implicit_gemm_indexed_f32f32_tf32f32_f32_nhwckrsc_nchw_tilesize128x128x16_stage4_warpsize2x2x1_g1", True),
     ("cutlass_80_simt_sgemm_256x128_8x4_nn_align1", False),
     ("volta_scudnn_128x32_relu_interior_nn_v1", False),
+    ("void gemmk1_kernel<int, float, (int)256, (int)5, (bool)1, (bool)0, (bool)0, (bool)0, cublasGemvTensorStridedBatched<const float>, "
+     "float, (int)0>(cublasGemmk1Params<T2, T9, T10, T11, T12, biasType<T11::value_type, T12>::type>)", None),  # "sGemm" inside a word
     ("volta_h884gemm_64x64_ldg8_nn", True),
     ("void sgemm_wmma_kernel(const half *, const half *, float *)", True),  # tensor instructions named: they win
     ("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>", None),

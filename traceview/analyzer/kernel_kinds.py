@@ -65,7 +65,8 @@ TENSOR_NAME = re.compile(
 # where the tensor-core ones are h884cudnn, s1688cudnn) and CUTLASS's `simt` kernels are FP32 FMA unless the name
 # also names tensor-core instructions (a hand-written `sgemm_wmma`).
 FFMA_NAME = re.compile(r"ffma", re.IGNORECASE)
-FP32_FMA_NAME = re.compile(r"simt|sgemm|scudnn", re.IGNORECASE)
+# A whole word's start: cuBLAS's `cublasGemmk1Params` holds "sGemm" inside a word.
+FP32_FMA_NAME = re.compile(r"(?<![a-z])(?:simt|sgemm|scudnn)", re.IGNORECASE)
 
 
 _KIND_CHARS = 8192  # what a kernel does shows early in its name; scanning megabytes of a damaged name takes seconds
