@@ -192,8 +192,10 @@ def nvtx_ranges(nvtx: pl.DataFrame, launches: pl.DataFrame) -> NvtxRanges:
         for tid, rows, starts, ends in _thread_ranges(ranges, tids):
             # Depth and parent assume one thread's ranges nest: each thread's are nested apart, in time order.
             order = time_order(starts, ends)
-            if order is not None:
-                starts, ends, rows = starts[order], ends[order], rows[order]
+            if order is not None:  # one at a time, each copy replacing its original before the next is made
+                starts = starts[order]
+                ends = ends[order]
+                rows = rows[order]
             del order
             nesting = pool.submit(_depth_and_parent, starts, ends)
             own_codes = codes[rows]
@@ -222,7 +224,8 @@ def nvtx_ranges(nvtx: pl.DataFrame, launches: pl.DataFrame) -> NvtxRanges:
                 kept = np.flatnonzero(may_mark_steps[block_codes])
                 step_rows.append(rows[part][kept])
                 step_gpu.append(gpu[kept])
-            del launched, depth, parent
+            # The next thread's arrays are built while these would still be bound: a thread's ranges are millions.
+            del launched, depth, parent, rows, starts, ends, own_codes
     name_of: dict[int, str] = dict(enumerate(group_names))
     # The enclosing group: the most frequent parent, the first by name on ties (codes are in name order).
     parents = pl.concat(pairs).group_by("code", "parent").agg(pl.col("len").sum()).sort("code", "len", "parent", descending=[False, True, False]).unique(
