@@ -492,7 +492,10 @@ def analyze_nsys(
     ranges = nvtx_ranges(export.nvtx, launches)
     nvtx_groups, steps = group_summary(ranges), steps_from_nvtx(ranges) or steps_from_kernels(kernels, export.names)
 
-    how = f"chosen with --gpu {gpu}" if gpu else ("recorded in the export (TARGET_INFO_GPU)" if names_seen else
+    # With --gpu the export's own GPU name stays the device's: the peaks are the chosen entry's, and the line says whose.
+    chosen = (f"the peaks of {spec.name}, chosen with --gpu {gpu}" if spec and names_seen and spec.name not in names_seen
+              else f"chosen with --gpu {gpu}")
+    how = chosen if gpu else ("recorded in the export (TARGET_INFO_GPU)" if names_seen else
                                                   "the export records no GPU (no TARGET_INFO_GPU); use --gpu for peaks and the host link")
     peaks = _table_peaks(spec)
     recorded = gpus.filter(pl.col("memory_bandwidth_bytes_per_s").is_not_null() & pl.col("device_id").is_in(active))

@@ -263,6 +263,7 @@ def by_module_memory(matches: list[GpuSpec], memory_bytes: int | None) -> list[G
 # A Jetson module whose GPU clock, as CUDA reports it, tells its clock set apart: the Orin Nano 8GB's is 1020 MHz in
 # Super mode and 625 MHz before it (its memory then runs at 2133 MHz, 68 GB/s instead of 102).
 _BY_CLOCK = {"jetson-orin-nano-8gb": (700e6, "jetson-orin-nano-8gb-pre-super")}
+_CLOCK_VARIANTS = {variant for _, variant in _BY_CLOCK.values()}
 
 
 def find_module(name: str, sm_count: int | None, memory_bytes: int | None = None, integrated: bool = False,
@@ -298,9 +299,11 @@ def find_by_compute_capability(cc: str) -> list[GpuSpec]:
 
 
 def _family_members(name: str) -> list[GpuSpec]:
-    """Entries whose key or name contains every word of a short user-given name (`a100` → all three A100s)."""
+    """Entries whose key or name contains every word of a short user-given name (`a100` → all three A100s); a module
+    at other clocks (_CLOCK_VARIANTS) is asked for by its own key, `orin nano` being the module as sold today."""
     words = normalise_device_name(name).split()
-    return [spec for spec in GPUS if words and all(w in normalise_device_name(spec.name).split() or w in spec.key.split("-") for w in words)]
+    members = [spec for spec in GPUS if words and all(w in normalise_device_name(spec.name).split() or w in spec.key.split("-") for w in words)]
+    return [spec for spec in members if spec.key not in _CLOCK_VARIANTS] or members
 
 
 def lookup_gpu(name: str) -> GpuSpec:
