@@ -263,7 +263,8 @@ def by_module_memory(matches: list[GpuSpec], memory_bytes: int | None) -> list[G
 # A Jetson module whose GPU clock, as CUDA reports it, tells its clock set apart: the Orin Nano 8GB's is 1020 MHz in
 # Super mode and 625 MHz before it (its memory then runs at 2133 MHz, 68 GB/s instead of 102).
 _BY_CLOCK = {"jetson-orin-nano-8gb": (700e6, "jetson-orin-nano-8gb-pre-super")}
-_CLOCK_VARIANTS = {variant for _, variant in _BY_CLOCK.values()}
+# Entries (and Jetson boards, keyed alike) asked for by their own key only: a family name means the module as sold.
+CLOCK_VARIANTS = frozenset(variant for _, variant in _BY_CLOCK.values())
 
 
 def find_module(name: str, sm_count: int | None, memory_bytes: int | None = None, integrated: bool = False,
@@ -300,10 +301,10 @@ def find_by_compute_capability(cc: str) -> list[GpuSpec]:
 
 def _family_members(name: str) -> list[GpuSpec]:
     """Entries whose key or name contains every word of a short user-given name (`a100` → all three A100s); a module
-    at other clocks (_CLOCK_VARIANTS) is asked for by its own key, `orin nano` being the module as sold today."""
+    at other clocks (CLOCK_VARIANTS) is asked for by its own key, `orin nano` being the module as sold today."""
     words = normalise_device_name(name).split()
     members = [spec for spec in GPUS if words and all(w in normalise_device_name(spec.name).split() or w in spec.key.split("-") for w in words)]
-    return [spec for spec in members if spec.key not in _CLOCK_VARIANTS] or members
+    return [spec for spec in members if spec.key not in CLOCK_VARIANTS] or members
 
 
 def lookup_gpu(name: str) -> GpuSpec:
@@ -357,8 +358,8 @@ def tensor_speedups(spec: GpuSpec | None) -> list[tuple[str, float]]:
     (dense, FP32 accumulate), fastest first: empty for a GPU without tensor cores or where the table lacks a rate."""
     if spec is None or not spec.fp32_flop_per_s:
         return []
-    major = int(spec.compute_capability.split(".")[0]) if spec.compute_capability.split(".")[0].isdigit() else 0
-    half = "BF16/FP16" if major >= 8 else "FP16"  # Volta and Turing have FP16 tensor cores, no BF16
+    major = spec.compute_capability.split(".")[0]
+    half = "BF16/FP16" if major.isdigit() and int(major) >= 8 else "FP16"  # Volta and Turing have FP16 tensor cores, no BF16
     rates = [(half, spec.tensor_fp16_flop_per_s), ("TF32", spec.tensor_tf32_flop_per_s)]
     # GeForce Ampere does TF32 at its FP32 rate: no gain, no advice.
     return sorted(((label, rate / spec.fp32_flop_per_s) for label, rate in rates if rate and rate > 1.05 * spec.fp32_flop_per_s),

@@ -16,7 +16,6 @@ registers are allocated per warp in units of 256 (8 per thread), 64 K registers 
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 from typing import Any
@@ -98,7 +97,7 @@ def tensor_core_columns(launches: pl.DataFrame) -> list[pl.Expr]:
     by_metrics = pl.any_horizontal([value.is_not_null() for value in measured]) if measured else pl.lit(False)
     names = launches["kernel_name"].unique().drop_nulls().to_list() if "kernel_name" in launches.columns else []
     # True, False (FP32 FMA by name), or null where the name says neither.
-    by_name = (pl.col("kernel_name").replace_strict({n: _tensor_by_name(n) for n in names}, default=None, return_dtype=pl.Boolean)
+    by_name = (pl.col("kernel_name").replace_strict({n: tensor_cores_by_name(n) for n in names}, default=None, return_dtype=pl.Boolean)
                if names else pl.lit(None, dtype=pl.Boolean))
     return [
         pl.when(by_metrics).then(pl.any_horizontal(used) if used else pl.lit(None))
@@ -113,12 +112,6 @@ def tensor_core_evidence(row: dict[str, Any]) -> tuple[bool | None, str | None]:
     frame = pl.DataFrame({c: [row.get(c)] for c in columns if c in row},
                          schema={c: (pl.String if c == "kernel_name" else pl.Float64) for c in columns if c in row}, strict=False)
     return frame.select(tensor_core_columns(frame)).row(0)
-
-
-@functools.lru_cache(maxsize=4096)
-def _tensor_by_name(name: str) -> bool | None:
-    """kernel_kinds.tensor_cores_by_name, cached: every launch of a kernel asks with the same name."""
-    return tensor_cores_by_name(name)
 
 
 MATRIX_KINDS = ("gemm", "convolution")  # the kinds whose math tensor cores do

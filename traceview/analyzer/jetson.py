@@ -12,6 +12,7 @@ from typing import Any
 
 import polars as pl
 
+from traceview.analyzer.devices import CLOCK_VARIANTS
 from traceview.errors import UsageError
 
 DDR = 2
@@ -60,9 +61,8 @@ def find_board(name: str) -> Board:
     for board in BOARDS:
         if wanted in (board.key, board.key.removeprefix("jetson-")):
             return board
-    matches = [b for b in BOARDS if wanted in b.key]
-    # `orin-nano` names the module; its pre-Super entry is a variant of it, chosen by key or from a log's clocks.
-    matches = [b for b in matches if not any(b.key.startswith(other.key + "-") for other in matches)] or matches
+    # `orin-nano` names the module; its pre-Super board is a variant of it, chosen by key or from a log's clocks.
+    matches = [b for b in BOARDS if wanted in b.key and b.key not in CLOCK_VARIANTS] or [b for b in BOARDS if wanted in b.key]
     if len(matches) == 1:
         return matches[0]
     raise UsageError(f"unknown Jetson board {name!r} — choose one of: {', '.join(b.key for b in BOARDS)}")

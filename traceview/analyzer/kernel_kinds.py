@@ -8,6 +8,7 @@ Volta); large GEMMs and convolutions are compute-bound; GEMVs and decode attenti
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import defaultdict
 
@@ -87,9 +88,11 @@ def kernel_kind(name: str) -> str:
     return "other"
 
 
+@functools.lru_cache(maxsize=4096)
 def tensor_cores_by_name(name: str) -> bool | None:
     """Return whether a kernel's name says it runs on tensor cores: True, False where it names FP32 FMA on the CUDA
-    cores (`_ffma_`, `sgemm`, `scudnn`, `simt`), None where it says neither."""
+    cores (`_ffma_`, `sgemm`, `scudnn`, `simt`), None where it says neither. Cached: every launch of a kernel asks
+    with the same name."""
     head = name[:_KIND_CHARS]
     if FFMA_NAME.search(head):
         return False
