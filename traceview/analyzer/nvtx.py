@@ -20,10 +20,12 @@ import polars as pl
 
 from traceview.analyzer.ordering import grouped_time_order, time_order
 from traceview.analyzer.threads import pool_for
+from traceview.parsers.nsys_sqlite import PER_CALL_NUMBERS
 
+# The reader has already taken the per-call numbers out of the texts of an export (nsys_sqlite.PER_CALL_NUMBERS); a
+# name from elsewhere (an `nsys stats` report) goes through them here.
 _VOLATILE = (
-    (re.compile(r"\s*,?\s*\b(op_id|seq|sequence_number|seq_id|fwd_seq|bwd_seq)\s*[=:]\s*-?\d+"), ""),
-    (re.compile(r"0x[0-9a-fA-F]+"), "0x…"),
+    *((re.compile(pattern), replacement) for pattern, replacement in PER_CALL_NUMBERS),
     (re.compile(r"(?i)(?<![a-z])(step|iter|iteration|epoch|batch|layer|layers|token|block|blocks|rank|microbatch|h)([\s_:#=.\[-]*)\d+"), r"\1\2N"),
     (re.compile(r"(?i)(step|iter)#\d+"), r"\1#N"),
     # A module's index before its class, as PyTorch module hooks name ranges (`:40: FSDPNemotronV3Block`).
@@ -41,32 +43,13 @@ _SHALLOW = 48  # nesting levels up to which each level's ranges are found with o
 _FEW_THREADS = 32  # threads up to which each thread's ranges are found with one pass over all, not a sort
 
 
-# The first patterns have no look-behind, so polars (Rust's regex: the same leftmost-first matches) applies them to
-# all the rows at once. PyTorch numbers every op range (`op_id = 317177`), so a real export has about as many
-# distinct texts as ranges, millions; once those numbers are gone, a few hundred are left for Python's regex.
-_VECTORISED = 2
-
-
 def normalise_range_name(text: str | None) -> str:
     """Return an NVTX range name without the parts that change on every call."""
     if text is None:
         return "<unnamed>"
-    for pattern, replacement in _VOLATILE[:_VECTORISED]:
-        text = pattern.sub(replacement, text)
-    return _normalise_rest(text)
-
-
-def _normalise_rest(text: str) -> str:
-    """normalise_range_name's steps after the vectorised ones."""
-    for pattern, replacement in _VOLATILE[_VECTORISED:]:
+    for pattern, replacement in _VOLATILE:
         text = pattern.sub(replacement, text)
     return " ".join(text.split()).strip(" ,") or "<unnamed>"
-
-
-def strip_volatile(texts: pl.Series) -> pl.Series:
-    """Return the texts (String) after normalise_range_name's vectorised steps (op ids and addresses gone)."""
-    return texts.to_frame("text").select(pl.col("text").str.replace_all(_VOLATILE[0][0].pattern, _VOLATILE[0][1])
-                                         .str.replace_all(_VOLATILE[1][0].pattern, _VOLATILE[1][1])).to_series()
 
 
 def _depth_and_parent(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -162,13 +145,12 @@ def nvtx_ranges(nvtx: pl.DataFrame, launches: pl.DataFrame) -> NvtxRanges:
         ranges = ranges.filter(nvtx.select(is_range).to_series())  # only when some rows are not ranges: ten million rows are not copied
     if ranges.height == 0:
         return NvtxRanges(pl.DataFrame(schema=GROUP_TOTALS), pl.DataFrame(schema=STEP_RANGES))
-    # A range carries the number of its group, not the string, through the nesting. The texts are about as many as
-    # the ranges (PyTorch numbers every op): the vectorised steps run on the rows, a million at a time (the stripped
-    # copy of ten million texts is never held whole), and what they leave is a few hundred distinct texts for the rest.
-    stripped = pl.concat([strip_volatile(ranges["text"].slice(first, _BLOCK_ROWS).cast(pl.String)).cast(pl.Categorical)
-                          for first in range(0, ranges.height, _BLOCK_ROWS)])
+    # A range carries the number of its group, not the string, through the nesting. The reader has taken the numbers
+    # that change on every call out of the texts (PyTorch numbers every op), so the distinct texts are few and each is
+    # normalised once.
+    stripped = ranges["text"].cast(pl.Categorical)
     distinct = stripped.unique().drop_nulls()
-    names = [_normalise_rest(value) for value in distinct.cast(pl.String).to_list()]
+    names = [normalise_range_name(value) for value in distinct.cast(pl.String).to_list()]
     group_names = sorted({*names, "<unnamed>"})
     number = {name: i for i, name in enumerate(group_names)}
     physical = distinct.to_physical().to_numpy()

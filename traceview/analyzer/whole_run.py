@@ -360,10 +360,8 @@ _CAUSE_OF_CLASS = {"synchronization": "synchronization", "synchronous_copy": "sy
 def range_names_matching(nvtx: pl.DataFrame) -> tuple[list[str], list[str]]:
     """Return the NVTX range names that say JIT/module loading and those that say data loading. Names repeat millions
     of times but are few: each distinct one is matched once, for every device."""
-    texts = nvtx["text"].cast(pl.String)
-    # One vectorised pass over the rows finds the few texts either pattern matches: the distinct texts are about as
-    # many as the rows (PyTorch numbers every op), so taking them first would cost more than the match.
-    either = texts.filter(texts.str.contains(f"(?i)(?:{JIT_RANGE.pattern})|(?:{DATA_RANGE.pattern})").fill_null(False)).unique()
+    texts = nvtx["text"].unique().drop_nulls().cast(pl.String)
+    either = texts.filter(texts.str.contains(f"(?i)(?:{JIT_RANGE.pattern})|(?:{DATA_RANGE.pattern})"))
     return [either.filter(either.str.contains("(?i)" + pattern.pattern)).sort().to_list() for pattern in (JIT_RANGE, DATA_RANGE)]  # type: ignore[return-value]
 
 

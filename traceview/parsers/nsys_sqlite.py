@@ -32,6 +32,9 @@ _MAX_ROWID_SPAN = 256 * _CHUNK_ROWS
 MAX_NAME_CHARS = 65_536  # kernel names of generated code reach tens of kilobytes, never megabytes
 MAX_API_NAME_CHARS = 256
 MAX_NVTX_TEXT_CHARS = 4096
+# The numbers PyTorch gives every op range (`aten::linear, seq = 7, op_id = 317126`) and addresses change on every
+# call: the texts are kept without them, as the names the ranges are shown and grouped by.
+PER_CALL_NUMBERS = ((r"\s*,?\s*\b(op_id|seq|sequence_number|seq_id|fwd_seq|bwd_seq)\s*[=:]\s*-?\d+", ""), (r"0x[0-9a-fA-F]+", "0x…"))
 
 # globalPid / globalTid pack the process id as (value >> 24) & 0xFFFFFF (Nsight Systems export documentation).
 _PID = "(({column} / 16777216) % 16777216)"
@@ -43,12 +46,13 @@ NSYS_MEMOPS = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": 
                          "correlation_id": pl.Int64, "pid": pl.Int64})
 NSYS_SYNC = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "sync_type": pl.String,
                        "correlation_id": pl.Int64, "pid": pl.Int64})
-# Call names repeat millions of times (a few dozen distinct ones): categorical, unlike the NVTX texts below.
+# Call names repeat millions of times (a few dozen distinct ones): categorical, as are the NVTX texts below.
 NSYS_API = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "name": pl.Categorical(), "correlation_id": pl.Int64,
                       "tid": pl.Int64, "pid": pl.Int64})
-# `text` is a plain string: PyTorch numbers every op range, so a real export has about as many distinct texts as
-# ranges, and a categorical of ten million distinct strings costs seconds to build and more memory than the strings.
-NSYS_NVTX = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "text": pl.String, "kind": pl.Categorical(),
+# `text` is the range's name without the numbers that change on every call (PER_CALL_NUMBERS): PyTorch numbers every
+# op range, so the raw texts are about as many as the ranges; without the numbers they are a few hundred, and a
+# categorical holds ten million of them in 4 bytes each, where the strings took about 30.
+NSYS_NVTX = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "text": pl.Categorical(), "kind": pl.Categorical(),
                        "tid": pl.Int64, "pid": pl.Int64})
 # Whole-graph executions (`nsys profile --cuda-graph-trace=graph`, the default): the nodes are not in the kernel table.
 NSYS_GRAPHS = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "correlation_id": pl.Int64,
@@ -295,31 +299,8 @@ def _read(path: Path, connection: sqlite3.Connection, tables: set[str], progress
         # Without eventType (a trimmed export) a row with an end is a push/pop range and one without an end a mark.
         kind = _optional(columns, "eventType", missing='CASE WHEN "end" IS NULL THEN 34 ELSE 59 END')
         sql = f'start, "end", {kind}, {_optional(columns, "text")}, {_optional(columns, "textId")}, {_optional(columns, "globalTid")}'
-        frame = reader.read("NVTX_EVENTS", sql, pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "type": pl.Int64, "text": pl.String, "text_id": pl.Int64,
-                                                   "tid": pl.Int64}), where=f"{kind} IN (59, 60, 34)").with_columns(_pid_of_thread())
-        # Inline texts are checked in one vectorised pass over the rows: PyTorch numbers every op range, so a real export
-        # has about as many distinct texts as ranges (millions), and only a damaged export goes through Python.
-        by_id = frame["text_id"].unique().drop_nulls()
-        text = pl.col("text")
-        try:
-            # Through bytes and back, which polars validates: a damaged page can leave invalid UTF-8 in an inline text.
-            frame = frame.with_columns(pl.col("text").cast(pl.Binary).cast(pl.String))
-        except pl.exceptions.ComputeError:
-            inline = frame["text"].unique().drop_nulls()
-            decoded = [value.decode("utf-8", errors="replace") for value in inline.cast(pl.Binary).to_list()]
-            repaired = pl.DataFrame({"text": inline.cast(pl.Binary), "name": decoded}, schema={"text": pl.Binary, "name": pl.String})
-            frame = (frame.with_columns(pl.col("text").cast(pl.Binary)).join(repaired, on="text", how="left")
-                     .drop("text").rename({"name": "text"}))
-        if not frame.select((text.str.len_bytes() < MAX_NVTX_TEXT_CHARS).all()).item():
-            text = text.str.slice(0, MAX_NVTX_TEXT_CHARS)
-        if by_id.len():
-            id_map = pl.DataFrame({"text_id": by_id, "id_name": [names.get(i, "")[:MAX_NVTX_TEXT_CHARS] for i in by_id.to_list()]},
-                                  schema={"text_id": pl.Int64, "id_name": pl.String})
-            frame = frame.join(id_map, on="text_id", how="left")
-            text = pl.coalesce(text, "id_name")
-        # The kind is mapped, not joined: a join would copy all ten million rows once more at the peak of the read.
-        kind = pl.col("type").replace_strict(_NVTX_KINDS, default="Other", return_dtype=pl.String).fill_null("Other")
-        nvtx = frame.select("start_ns", "end_ns", text.alias("text"), kind.cast(pl.Categorical).alias("kind"), "tid", "pid")
+        raw = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "type": pl.Int64, "text": pl.String, "text_id": pl.Int64, "tid": pl.Int64})
+        nvtx = reader.read("NVTX_EVENTS", sql, raw, where=f"{kind} IN (59, 60, 34)", finish=lambda chunk: _nvtx_rows(chunk, names))
     graphs = pl.DataFrame(schema=NSYS_GRAPHS)
     if GRAPH_TRACE_TABLE in tables:
         columns = set(_columns(connection, GRAPH_TRACE_TABLE))
@@ -374,6 +355,33 @@ def _trace_warnings(connection: sqlite3.Connection, names: dict[int, str]) -> li
     listed = [f"“{message}”" + (f" ({counts[message]}×)" if counts[message] > 1 else "") for message in first[:5]]
     more = f" and {len(counts) - 5} more" if len(counts) > 5 else ""
     return ["nsys warned about the GPU trace: " + "; ".join(listed) + more]
+
+
+def _nvtx_rows(frame: pl.DataFrame, names: dict[int, str]) -> pl.DataFrame:
+    """Return one chunk of NVTX_EVENTS rows as NSYS_NVTX rows: texts checked, cut, looked up by id and stripped of
+    PER_CALL_NUMBERS, kinds named."""
+    text = pl.col("text")
+    try:
+        # Through bytes and back, which polars validates: a damaged page can leave invalid UTF-8 in an inline text.
+        frame = frame.with_columns(pl.col("text").cast(pl.Binary).cast(pl.String))
+    except pl.exceptions.ComputeError:
+        inline = frame["text"].unique().drop_nulls()
+        decoded = [value.decode("utf-8", errors="replace") for value in inline.cast(pl.Binary).to_list()]
+        repaired = pl.DataFrame({"text": inline.cast(pl.Binary), "name": decoded}, schema={"text": pl.Binary, "name": pl.String})
+        frame = (frame.with_columns(pl.col("text").cast(pl.Binary)).join(repaired, on="text", how="left")
+                 .drop("text").rename({"name": "text"}))
+    if not frame.select((text.str.len_bytes() < MAX_NVTX_TEXT_CHARS).all()).item():
+        text = text.str.slice(0, MAX_NVTX_TEXT_CHARS)
+    by_id = frame["text_id"].unique().drop_nulls()
+    if by_id.len():
+        id_map = pl.DataFrame({"text_id": by_id, "id_name": [names.get(i, "")[:MAX_NVTX_TEXT_CHARS] for i in by_id.to_list()]},
+                              schema={"text_id": pl.Int64, "id_name": pl.String})
+        frame = frame.join(id_map, on="text_id", how="left")
+        text = pl.coalesce(text, "id_name")
+    for pattern, replacement in PER_CALL_NUMBERS:
+        text = text.str.replace_all(pattern, replacement)
+    kind = pl.col("type").replace_strict(_NVTX_KINDS, default="Other", return_dtype=pl.String).fill_null("Other")
+    return frame.select("start_ns", "end_ns", text.cast(pl.Categorical).alias("text"), kind.cast(pl.Categorical).alias("kind"), "tid").with_columns(_pid_of_thread())
 
 
 class _Reader:
@@ -433,16 +441,18 @@ class _Reader:
         with closing(_connect(self.path)) as own:
             return _frame(own, sql, schema)
 
-    def read(self, table: str, select: str, schema: pl.Schema, where: str | None = None) -> pl.DataFrame:
+    def read(self, table: str, select: str, schema: pl.Schema, where: str | None = None,
+             finish: Callable[[pl.DataFrame], pl.DataFrame] | None = None) -> pl.DataFrame:
         """Return `SELECT {select} FROM table [WHERE where]` as a frame of `schema` (types declared, never inferred)."""
         ranges = self._ranges(table)
         if not ranges:
-            return pl.DataFrame(schema=schema)
+            empty = pl.DataFrame(schema=schema)
+            return empty if finish is None else finish(empty)
         condition = f" AND ({where})" if where else ""
         queries = [f'SELECT {select} FROM "{table}" WHERE rowid BETWEEN {low} AND {high}{condition}' for low, high in ranges]
         parts: list[pl.DataFrame] = []
         with ThreadPoolExecutor(max_workers=min(2, len(queries))) as pool:
-            for (low, high), part in zip(ranges, pool.map(lambda sql: self._chunk(sql, schema), queries), strict=True):
+            for (low, high), part in zip(ranges, pool.map(lambda sql: self._chunk(sql, schema) if finish is None else finish(self._chunk(sql, schema)), queries), strict=True):
                 parts.append(part)
                 self.done += high - low + 1 if len(ranges) > 1 else self.rows[table]
                 if self.progress is not None:
