@@ -32,9 +32,9 @@ _MAX_ROWID_SPAN = 256 * _CHUNK_ROWS
 MAX_NAME_CHARS = 65_536  # kernel names of generated code reach tens of kilobytes, never megabytes
 MAX_API_NAME_CHARS = 256
 MAX_NVTX_TEXT_CHARS = 4096
-# The numbers PyTorch gives every op range (`aten::linear, seq = 7, op_id = 317126`) and addresses change on every
-# call: the texts are kept without them, as the names the ranges are shown and grouped by.
-PER_CALL_NUMBERS = ((r"\s*,?\s*\b(op_id|seq|sequence_number|seq_id|fwd_seq|bwd_seq)\s*[=:]\s*-?\d+", ""), (r"0x[0-9a-fA-F]+", "0x…"))
+# The numbers PyTorch gives every op range (`aten::linear, seq = 7, op_id = 317126`), then addresses: they change on
+# every call, so the texts are kept without them, as the names the ranges are shown and grouped by.
+PER_CALL_NUMBERS = ((r"\s*,?\s*\b(?:op_id|seq|sequence_number|seq_id|fwd_seq|bwd_seq)\s*[=:]\s*-?\d+", ""), (r"0x[0-9a-fA-F]+", "0x…"))
 
 # globalPid / globalTid pack the process id as (value >> 24) & 0xFFFFFF (Nsight Systems export documentation).
 _PID = "(({column} / 16777216) % 16777216)"
@@ -378,12 +378,15 @@ def _nvtx_rows(frame: pl.DataFrame, names: dict[int, str]) -> pl.DataFrame:
                               schema={"text_id": pl.Int64, "id_name": pl.String})
         frame = frame.join(id_map, on="text_id", how="left")
         text = pl.coalesce(text, "id_name")
-    for pattern, replacement in PER_CALL_NUMBERS:
-        text = text.str.replace_all(pattern, replacement)
+    (numbering, no_number), (address, no_address) = PER_CALL_NUMBERS
+    named = frame.select(text.str.replace_all(numbering, no_number)).to_series()
+    # A regex that cannot match still passes over every text: most chunks of a PyTorch export hold no address.
+    if named.str.contains("0x", literal=True).any():
+        named = named.str.replace_all(address, no_address)
     kind = pl.col("type").replace_strict(_NVTX_KINDS, default="Other", return_dtype=pl.String).fill_null("Other")
     # The columns kept as read are copied: a column as it came from Arrow keeps its whole record batch alive, the raw
     # texts of half a million ranges with it (0.45 GB over the realistic 2 M export).
-    return frame.select(_copied("start_ns"), _copied("end_ns"), text.cast(pl.Categorical).alias("text"), kind.cast(pl.Categorical).alias("kind"),
+    return frame.select(_copied("start_ns"), _copied("end_ns"), pl.lit(named.cast(pl.Categorical)).alias("text"), kind.cast(pl.Categorical).alias("kind"),
                         _copied("tid")).with_columns(_pid_of_thread())
 
 
