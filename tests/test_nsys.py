@@ -614,7 +614,7 @@ def test_ncu_join_carries_verdicts_onto_whole_run_time(realdata_file):
     gemm = realdata_file("ncu_details/ncu2025.1_cc120_cutlass_gemm_details_llmperfopt.csv")
     data = analyze_json(stats, "--ncu", gemm)
     top = data["kernels"][0]
-    assert top["short_name"].startswith("Kernel2") and top["bound"] == "latency" and top["launches"] == 1180
+    assert top["short_name"].startswith("cutlass::Kernel2") and top["bound"] == "latency" and top["launches"] == 1180
     # ncu's 67.9 % estimated speedup of the one profiled launch, applied to 1,180 launches' time.
     assert top["recoverable_ns"] == pytest.approx(top["duration_ns"] * 0.679, rel=1e-3)
     assert data["timeline"]["ncu_join"] == {"matched_kernels": 1, "unmatched_ncu_kernels": []}

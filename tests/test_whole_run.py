@@ -184,6 +184,17 @@ def test_different_instantiations_get_different_names(realdata_file):
     assert len({k["name"] for k in kernels}) == 41  # the full demangled name stays in JSON
 
 
+def test_a_generic_function_name_keeps_its_namespace(realdata_file):
+    # The top two kernels of a real RTX 5090 LLM run are cuBLAS's `internal::gemvx::kernel<…, (int)7, …>`: `kernel<7>`
+    # said nothing of them. CUTLASS's `cutlass::Kernel2<…>` is the same case; ncu's names, which carry no namespace,
+    # stay as they were.
+    kernels = analyze_json(realdata_file("nsys_stats/cuda_gpu_kern_sum_rtx5090_llmperfopt_allstage.csv"))["kernels"]
+    assert [k["short_name"] for k in kernels[:2]] == ["gemvx::kernel<7>", "gemvx::kernel<6>"]
+    assert kernels[2]["short_name"].startswith("cutlass::Kernel2<cutlass_80_")
+    from traceview.analyzer.kernel_kinds import display_names
+    assert display_names(["enable_if<!T7, void>::type kernel<int, int, __nv_bfloat16>(T13)"], ["kernel"]) == ["kernel"]
+
+
 def test_kernels_without_ncu_get_a_kind_not_a_wall_of_unknowns(realdata_file):
     kernels = {k["short_name"]: k for k in analyze_json(realdata_file(H100))["kernels"]}
     gemm = next(k for name, k in kernels.items() if name.startswith("sm80_xmma_gemm") and k["median_duration_ns"] > 10_000)

@@ -174,16 +174,30 @@ def _readable_argument(argument: str, limit: int = 48) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+# Function names that say nothing of the kernel: cuBLAS's `internal::gemvx::kernel`, CUTLASS's `cutlass::Kernel2` and
+# `cutlass::device_kernel`. The namespace or class before them does.
+_GENERIC_FUNCTION = re.compile(r"^(?:device_)?[Kk]ernel\d*$")
+
+
+def _qualified(full_name: str, short: str) -> str:
+    """Return `gemvx::kernel` for a kernel whose function name is generic (_GENERIC_FUNCTION), else the short name."""
+    if not _GENERIC_FUNCTION.match(short):
+        return short
+    match = re.search(r"(\w+)::" + re.escape(short) + r"(?=[<(]|$)", _ANONYMOUS.sub("", full_name))
+    return f"{match.group(1)}::{short}" if match else short
+
+
 def display_names(full_names: list[str], short_names: list[str]) -> list[str]:
     """Return a name per kernel that tells apart the instantiations sharing one short name.
 
     `vectorized_elementwise_kernel` ×20 becomes `vectorized_elementwise_kernel<AddFunctor<float>>`, ...: the short
     name plus the template arguments that differ within the group (at most two); `#2`, `#3` where even those agree.
+    A generic function name keeps the namespace before it (`gemvx::kernel<7>`, not `kernel<7>`).
     """
     groups: dict[str, list[int]] = defaultdict(list)
     for index, short in enumerate(short_names):
         groups[short].append(index)
-    result = list(short_names)
+    result = [_qualified(full, short) for full, short in zip(full_names, short_names, strict=True)]
     for short, members in groups.items():
         if len({full_names[i] for i in members}) < 2:
             continue
@@ -192,9 +206,9 @@ def display_names(full_names: list[str], short_names: list[str]) -> list[str]:
         varying = [p for p in range(width) if len({a[p] if p < len(a) else "" for a in arguments}) > 1][:2]
         seen: dict[str, int] = defaultdict(int)
         for index, args in zip(members, arguments, strict=True):
-            label = short
+            label = result[index]
             if varying:
-                label = f"{short}<{', '.join(_readable_argument(args[p]) if p < len(args) else '' for p in varying)}>"
+                label = f"{label}<{', '.join(_readable_argument(args[p]) if p < len(args) else '' for p in varying)}>"
             seen[label] += 1
             result[index] = label if seen[label] == 1 else f"{label} #{seen[label]}"
     return result
