@@ -184,6 +184,47 @@ def test_different_instantiations_get_different_names(realdata_file):
     assert len({k["name"] for k in kernels}) == 41  # the full demangled name stays in JSON
 
 
+def test_a_gap_before_an_already_queued_copy_is_the_gpus_own(realdata_file):
+    # The real T4 export queues its copies with cudaMemcpyAsync on four streams and then waits in one
+    # cudaDeviceSynchronize. The gaps between copies fell inside that call and were blamed on it ("synchronization"),
+    # though each copy's call had returned before its gap began: the GPU had the work and did not start it.
+    path = realdata_file("nsys_sqlite/vecadd_streams_T4_nsys2022.4.2.sqlite")
+    timeline = analyze_json(path)["timeline"]
+    first = timeline["devices"][0]["first_ns"]
+    call_end_of_copy = dict(sql(path, """SELECT m.start, r."end" FROM CUPTI_ACTIVITY_KIND_MEMCPY m
+                                         JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = m.correlationId"""))
+    before_queued_copies = [g for g in timeline["gaps"]
+                            if call_end_of_copy.get(first + g["start_ns"] + g["duration_ns"], 2**62) <= first + g["start_ns"]]
+    assert len(before_queued_copies) >= 3
+    assert {g["cause"] for g in before_queued_copies} == {"gpu_launch_latency"}
+    assert "synchronization" not in timeline["idle_by_cause"]
+
+
+def test_queued_work_the_gpu_leaves_waiting_for_milliseconds_is_not_launch_latency():
+    # A real Jetson Orin Nano run with OpenGL interop: work queued with cudaMemcpyAsync and cudaLaunchKernel starts up
+    # to 20 ms after its call returned, the GPU idle in between as far as CUDA shows. That is not the microseconds of
+    # launch latency, nor host code (the host had queued the work): the GPU waited on something the trace does not show.
+    path = Path(__file__).parent / "fixtures" / "found" / "nsys2024.5_jetson_orin_nano_8gb_video_kernels.sqlite"
+    idle = analyze_json(path)["timeline"]["devices"][0]["idle_by_cause"]
+    # Every gap from the tables: the GPU work in time order, each gap ended by work whose launch call returned before
+    # the gap began, summed apart by length.
+    work = sorted(sql(path, """SELECT w.start, w."end", r."end" FROM (
+                                   SELECT start, "end", correlationId FROM CUPTI_ACTIVITY_KIND_KERNEL
+                                   UNION ALL SELECT start, "end", correlationId FROM CUPTI_ACTIVITY_KIND_MEMCPY) w
+                               LEFT JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = w.correlationId"""))
+    short = long = 0
+    busy_until = work[0][1]
+    for start, end, call_end in work[1:]:
+        if start > busy_until and call_end is not None and call_end <= busy_until:
+            if start - busy_until > 100_000:
+                long += start - busy_until
+            else:
+                short += start - busy_until
+        busy_until = max(busy_until, end)
+    assert long > 200e6 and idle["queued_waiting"] == long
+    assert idle["gpu_launch_latency"] == short
+
+
 def test_a_generic_function_name_keeps_its_namespace(realdata_file):
     # The top two kernels of a real RTX 5090 LLM run are cuBLAS's `internal::gemvx::kernel<…, (int)7, …>`: `kernel<7>`
     # said nothing of them. CUTLASS's `cutlass::Kernel2<…>` is the same case; ncu's names, which carry no namespace,

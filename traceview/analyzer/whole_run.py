@@ -67,9 +67,17 @@ GRAPH_LAUNCH_API = re.compile(r"^(cudaGraphLaunch|cuGraphLaunch)")
 JIT_RANGE = re.compile(r"compil|nvrtc|\bjit\b|_jit|jit_|autotun|codegen|ptxas|inductor|triton", re.IGNORECASE)
 DATA_RANGE = re.compile(r"data_?load|dataloader|collate|prefetch|\breader\b|load_data|preprocess|read_batch|next_batch|__next__", re.IGNORECASE)
 
+QUEUED_LATENCY_NS = 100_000  # the longest gap before already queued work that is still the GPU's own launch latency
 CAUSES = {
-    "gpu_launch_latency": ("work was already queued: the GPU's own launch latency between dependent kernels",
+    "gpu_launch_latency": ("work was already queued: the GPU's own launch latency between dependent kernels and copies",
                            "fuse the dependent kernels or capture them in a CUDA graph; this gap cannot be removed from the host"),
+    # A GPU starts queued work within microseconds of the work before it; queued work that waits far longer waits on
+    # something the export does not hold.
+    "queued_waiting": (f"work was queued, yet the GPU did not start it for over {QUEUED_LATENCY_NS // 1000} us: it waited on something the trace "
+                       "does not show (an event from another stream or GPU, a host function in the stream, or another process's or graphics' "
+                       "work on the GPU)",
+                       "see what the stream waits on (cudaStreamWaitEvent, cudaLaunchHostFunc, another GPU) and what else runs on the GPU "
+                       "(profile every process; nsys --trace=cuda,opengl,vulkan); on Windows the WDDM driver can hold submissions back in batches"),
     "jit_compile": ("JIT compilation or module loading on the host",
                     ("a one-time cost, not steady state: run a warm-up iteration before profiling (or cache compiled kernels) "
                      "and start the capture after it (nsys --capture-range=cudaProfilerApi or an NVTX range)")),
@@ -372,18 +380,18 @@ def gap_causes(gaps: pl.DataFrame, classes: pl.DataFrame, nvtx: pl.DataFrame, qu
     """Return a cause (a CAUSES key) for each gap of one device, from the host activity of its processes.
 
     `classes` is api_classes' frame; `calls_host` and `ranges_host` (_host_rows) keep the device's processes in it and
-    in `nvtx`; `between_migrations` marks the gaps with a unified-memory migration on each side. In order: the next
-    kernel was already queued when the gap began (GPU launch latency); JIT/module loading covers half the gap; one
-    class of CUDA call covers half of it; a data-loading NVTX range does; other CUDA calls do; a module is loaded in it
-    (the host code before the load compiles it); migrations on both sides (the host faulting managed memory back);
-    else host code. Where no CUDA API call was traced at all (`host_traced`
-    false) the host rules cannot run: those gaps are `not_traced`.
+    in `nvtx`; `between_migrations` marks the gaps with a unified-memory migration on each side. In order: the kernel,
+    copy or graph that ends the gap was already queued when it began (GPU launch latency; `queued_waiting` beyond
+    QUEUED_LATENCY_NS); JIT/module loading covers half the gap; one class of CUDA call covers half of it; a
+    data-loading NVTX range does; other CUDA calls do; a module is loaded in it (the host code before the load
+    compiles it); migrations on both sides (the host faulting managed memory back); else host code. Where no CUDA API
+    call was traced at all (`host_traced` false) the host rules cannot run: those gaps are `not_traced`.
     """
     if gaps.height == 0:
         return pl.Series("cause", [], dtype=pl.String)
     code = CAUSE_CODES.index
-    codes = np.full(gaps.height, code("gpu_launch_latency"), dtype=np.int64)
-    # A gap before an already queued kernel is launch latency whatever the host did: only the others are looked into
+    codes = np.where(gaps["duration_ns"].to_numpy() > QUEUED_LATENCY_NS, code("queued_waiting"), code("gpu_launch_latency"))
+    # A gap before already queued work is the GPU's whatever the host did: only the others are looked into
     # (most gaps between millions of kernels are queued ones).
     open_gaps = np.flatnonzero(~np.asarray(queued_before, dtype=bool))
     if len(open_gaps):
@@ -498,6 +506,25 @@ def launch_records(kernels: pl.DataFrame, api: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(
         api["start_ns"].gather(call).alias("call_start_ns"), api["end_ns"].gather(call).alias("call_end_ns"), api["tid"].gather(call).alias("tid"),
     ).select(list(columns))
+
+
+def queued_starts(launches: pl.DataFrame, memops: pl.DataFrame, graphs: pl.DataFrame, api: pl.DataFrame) -> pl.DataFrame:
+    """Return (device_id, start_ns, call_end_ns) of the GPU work whose launching call is known: kernels (from
+    launch_records' frame), copies and memsets, whole-graph executions. A gap before work whose call had returned by
+    the gap's start is the GPU's own: the work was queued."""
+    parts = [launches.select("device_id", "start_ns", "call_end_ns")]
+    for work in (memops, graphs):
+        wanted = work["correlation_id"].drop_nulls().unique()
+        if wanted.len() == 0 or api.height == 0:
+            continue
+        # As launch_records matches: same process and correlation id where both sides have processes, the first such
+        # call. Only the calls with a wanted id are taken: copies are few next to millions of launches.
+        by_pid = work["pid"].null_count() < work.height and api["pid"].null_count() < api.height
+        keys = ["pid", "correlation_id"] if by_pid else ["correlation_id"]
+        calls = (api.filter(pl.col("correlation_id").is_in(wanted.implode())).select(*keys, pl.col("end_ns").alias("call_end_ns"))
+                 .unique(keys, keep="first", maintain_order=True))
+        parts.append(work.select("device_id", "start_ns", *keys).join(calls, on=keys, how="inner").select("device_id", "start_ns", "call_end_ns"))
+    return pl.concat(parts)
 
 
 def _call_number(by_pid: bool = True) -> pl.Expr:
@@ -731,7 +758,7 @@ def time_util_rule(pieces: pl.DataFrame, devices: list[dict[str, Any]]) -> dict[
                     "see the idle gaps and their causes for those stretches", {"chunks": low_chunks[:60]})
 
 
-def _device_gaps(device: dict[str, Any], pieces: pl.DataFrame, launches: pl.DataFrame, pids: set[int], classified: pl.DataFrame,
+def _device_gaps(device: dict[str, Any], pieces: pl.DataFrame, queued_work: pl.DataFrame, pids: set[int], classified: pl.DataFrame,
                  api: pl.DataFrame, nvtx: pl.DataFrame, matching: tuple[list[str], list[str]], migrations: bool = False) -> list[dict[str, Any]]:
     """Return the device's largest idle gaps with their causes and evidence; add gap_count, idle_by_cause (ns per
     cause, largest first) and largest_gap_ns to `device`. `migrations`: the export has unified-memory migrations."""
@@ -748,8 +775,8 @@ def _device_gaps(device: dict[str, Any], pieces: pl.DataFrame, launches: pl.Data
     else:
         gaps = pieces.filter((pl.col("device_id") == device_id) & (pl.col("mask") == 0)).select("start_ns", "duration_ns")
     api_rows, nvtx_rows = _host_rows(api, pids), _host_rows(nvtx, pids)
-    # The kernel that ends each gap: was its launch call already over when the gap began?
-    own_launches = launches.filter(pl.col("device_id") == device_id).select("start_ns", "call_end_ns")
+    # The kernel, copy or graph that ends each gap (queued_starts): was its launch call already over when the gap began?
+    own_launches = queued_work.filter(pl.col("device_id") == device_id).select("start_ns", "call_end_ns")
     ends = gaps.with_columns((pl.col("start_ns") + pl.col("duration_ns")).alias("next_start"))
     queued = ends.join(own_launches.unique("start_ns"), left_on="next_start", right_on="start_ns", how="left").select(
         (pl.col("call_end_ns") <= pl.col("start_ns")).fill_null(False)).to_series().to_numpy()
@@ -823,7 +850,8 @@ def analyze_whole_run(
         matching = range_names_matching(nvtx) if devices else ([], [])
         # Devices are independent: one at a time on each thread, results taken in device order.
         migrations = bool(memops.height) and bool(memops.select(pl.col("copy_kind").is_in(UNIFIED_KINDS).any()).item())
-        per_device = list(pool.map(lambda device: _device_gaps(device, pieces, launches, pids_of.get(device["device_id"], set()), classified, api, nvtx, matching,
+        queued_work = queued_starts(launches, memops, graphs, api)
+        per_device = list(pool.map(lambda device: _device_gaps(device, pieces, queued_work, pids_of.get(device["device_id"], set()), classified, api, nvtx, matching,
                                                                migrations),
                                    devices))
         tiny, (found_by_api, wait_windows) = tiny_work.result(), api_work.result()
