@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import functools
 import json
@@ -665,7 +666,26 @@ def _root(
     """GPU profiling trace analyzer."""
 
 
+_M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter (malloc.h)
+
+
+def _give_freed_arrays_back() -> None:
+    """Have glibc map blocks over 128 kB on their own, so that a freed numpy array goes back to the system at once.
+
+    glibc raises that threshold to the size of each large block freed, up to 32 MB: after the first few, the analysis'
+    arrays of a million rows come from the heap and stay held once freed. On the realistic 2 M-launch export that held
+    0.1 GB more at the peak, for no gain in time. Elsewhere (musl, macOS, Windows) nothing is changed.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        ctypes.CDLL(None).mallopt(_M_MMAP_THRESHOLD, 128 * 1024)
+    except (OSError, AttributeError):
+        pass
+
+
 def main() -> None:
+    _give_freed_arrays_back()
     app()
 
 
