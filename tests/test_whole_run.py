@@ -483,6 +483,10 @@ def test_timeline_lanes_and_bins_agree_with_the_breakdown(realdata_file):
     lanes = {lane.name: lane for lane in analysis.timeline.lanes()}
     assert {"GPU 0 compute", "GPU 0 copy", "GPU 1 compute", "GPU 1 copy"} <= set(lanes)
     assert any(name.endswith("NVTX") for name in lanes) and any(name.endswith("CUDA API") for name in lanes)
+    # Each process's NVTX lane holds its own ranges: the process is read out of each range's thread id.
+    per_process = sql(realdata_file(H100), f"SELECT {PID.format(column='globalTid')}, count(*) FROM NVTX_EVENTS WHERE eventType IN (59, 60) GROUP BY 1")
+    assert len(per_process) == 2
+    assert all(len(lanes[f"host {pid} NVTX"].starts) == count for pid, count in per_process)
     for device in analysis.timeline.devices:
         lane = lanes[f"GPU {device['device_id']} copy"]
         edges = np.linspace(device["first_ns"], device["first_ns"] + device["span_ns"], 2001).round().astype(np.int64)

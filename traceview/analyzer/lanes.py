@@ -15,6 +15,7 @@ import polars as pl
 
 from traceview.analyzer.kernel_kinds import is_communication
 from traceview.analyzer.whole_run import Coverage
+from traceview.parsers.nsys_sqlite import threads_of
 
 # Below this many events in the window a lane also lists them, so each can be hovered and clicked.
 LISTED_EVENTS = 400
@@ -95,7 +96,7 @@ def timeline_lanes(kernels: pl.DataFrame, memops: pl.DataFrame, graphs: pl.DataF
             lanes.append(_lane(f"GPU {device} copy", "copy", device, copies, "operation"))
     pids = set(kernels["pid"].drop_nulls().unique().to_list()) | set(memops["pid"].drop_nulls().unique().to_list())
     for pid in sorted(pids) or [None]:
-        ranges = nvtx if pid is None else nvtx.filter(pl.col("pid") == pid)
+        ranges = nvtx if pid is None else nvtx.filter(pl.col("tid").is_in(threads_of(nvtx["tid"], [pid]).implode()))
         ranges = ranges.filter(pl.col("kind") != "Mark")
         if ranges.height:
             lanes.append(_lane(f"host {pid} NVTX" if pid is not None else "host NVTX", "nvtx", None, ranges, "text"))

@@ -29,6 +29,7 @@ import polars as pl
 from traceview.analyzer.kernel_kinds import is_communication
 from traceview.analyzer.ordering import group_ranks, grouped_time_order, time_order
 from traceview.analyzer.threads import pool_for
+from traceview.parsers.nsys_sqlite import threads_of
 
 CATEGORIES = ("compute", "communication", "copy", "unified_memory")
 COMPUTE, COMMUNICATION, COPY, UNIFIED = (1 << i for i in range(len(CATEGORIES)))
@@ -350,9 +351,10 @@ def api_classes(api: pl.DataFrame, first_launches: pl.DataFrame | None = None) -
 def _host_rows(frame: pl.DataFrame, pids: set[int]) -> pl.Expr:
     """A filter for the rows of a host-side frame from the processes that own a device (every row where the export
     has no pids). A filter, not the rows: each device would otherwise copy millions of NVTX and API rows."""
-    if not pids or frame.height == 0 or frame["pid"].null_count() == frame.height:
+    by_thread = "pid" not in frame.columns  # NVTX ranges carry their process in the thread id
+    if not pids or frame.height == 0 or frame["tid" if by_thread else "pid"].null_count() == frame.height:
         return pl.lit(True)
-    return pl.col("pid").is_in(list(pids))
+    return pl.col("tid").is_in(threads_of(frame["tid"], pids).implode()) if by_thread else pl.col("pid").is_in(list(pids))
 
 
 def _coverage(frame: pl.DataFrame) -> Coverage:

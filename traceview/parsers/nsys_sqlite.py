@@ -13,7 +13,7 @@ import contextlib
 import math
 import re
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass, field
@@ -52,8 +52,9 @@ NSYS_API = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "name": pl.Categ
 # `text` is the range's name without the numbers that change on every call (PER_CALL_NUMBERS): PyTorch numbers every
 # op range, so the raw texts are about as many as the ranges; without the numbers they are a few hundred, and a
 # categorical holds ten million of them in 4 bytes each, where the strings took about 30.
+# The process of a range is in its thread id: pid_of_thread().
 NSYS_NVTX = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "text": pl.Categorical(), "kind": pl.Categorical(),
-                       "tid": pl.Int64, "pid": pl.Int64})
+                       "tid": pl.Int64})
 # Whole-graph executions (`nsys profile --cuda-graph-trace=graph`, the default): the nodes are not in the kernel table.
 NSYS_GRAPHS = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "correlation_id": pl.Int64,
                          "pid": pl.Int64})
@@ -167,10 +168,18 @@ def _optional(columns: set[str], name: str, expression: str | None = None, missi
     return (expression or f'"{name}"') if name in columns else missing
 
 
-def _pid_of_thread() -> pl.Expr:
-    """The process id inside a global thread id, as _PID takes it out of a global process id: computed here rather
-    than read as a second column, which would cost a tenth of the read of ten million NVTX rows."""
+def pid_of_thread() -> pl.Expr:
+    """The process id inside a global thread id (`tid`), as _PID takes it out of a global process id: computed rather
+    than read as a second column, which would cost a tenth of the read of ten million NVTX rows (and, for NVTX,
+    computed where it is needed rather than kept: 78 MB over ten million ranges)."""
     return ((pl.col("tid") // 16777216) % 16777216).alias("pid")
+
+
+def threads_of(tids: pl.Series, pids: Iterable[int]) -> pl.Series:
+    """Return the distinct thread ids among `tids` whose process (pid_of_thread) is one of `pids`: threads are few, so
+    rows are matched by thread without computing a process id per row."""
+    threads = tids.unique().drop_nulls()
+    return threads.filter(threads.to_frame("tid").select(pid_of_thread().is_in(list(pids))).to_series())
 
 
 def _device(columns: set[str]) -> str:
@@ -288,7 +297,7 @@ def _read(path: Path, connection: sqlite3.Connection, tables: set[str], progress
         columns = set(_columns(connection, "CUPTI_ACTIVITY_KIND_RUNTIME"))
         sql = f'start, "end", {_optional(columns, "nameId")}, {_optional(columns, "correlationId")}, {_optional(columns, "globalTid")}'
         frame = reader.read("CUPTI_ACTIVITY_KIND_RUNTIME", sql, pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "name_id": pl.Int64, "correlation_id": pl.Int64,
-                                                   "tid": pl.Int64})).with_columns(_pid_of_thread())
+                                                   "tid": pl.Int64})).with_columns(pid_of_thread())
         # Mapped once per row, so only the ids in use, and at API-name length: one huge string would be copied per call.
         api_names = {i: names.get(i, "?")[:MAX_API_NAME_CHARS] for i in frame["name_id"].unique().drop_nulls().to_list()}
         api = frame.select("start_ns", "end_ns", pl.col("name_id").replace_strict(api_names, default="?", return_dtype=pl.String).cast(pl.Categorical).alias("name"),
@@ -387,7 +396,7 @@ def _nvtx_rows(frame: pl.DataFrame, names: dict[int, str]) -> pl.DataFrame:
     # The columns kept as read are copied: a column as it came from Arrow keeps its whole record batch alive, the raw
     # texts of half a million ranges with it (0.45 GB over the realistic 2 M export).
     return frame.select(_copied("start_ns"), _copied("end_ns"), pl.lit(named.cast(pl.Categorical)).alias("text"), kind.cast(pl.Categorical).alias("kind"),
-                        _copied("tid")).with_columns(_pid_of_thread())
+                        _copied("tid"))
 
 
 def _copied(column: str) -> pl.Expr:
