@@ -300,8 +300,9 @@ def _read(path: Path, connection: sqlite3.Connection, tables: set[str], progress
                                                    "tid": pl.Int64})).with_columns(pid_of_thread())
         # Mapped once per row, so only the ids in use, and at API-name length: one huge string would be copied per call.
         api_names = {i: names.get(i, "?")[:MAX_API_NAME_CHARS] for i in frame["name_id"].unique().drop_nulls().to_list()}
-        api = frame.select("start_ns", "end_ns", pl.col("name_id").replace_strict(api_names, default="?", return_dtype=pl.String).cast(pl.Categorical).alias("name"),
-                           "correlation_id", "tid", "pid")
+        api = frame.select(_copied("start_ns"), _copied("end_ns"),
+                           pl.col("name_id").replace_strict(api_names, default="?", return_dtype=pl.String).cast(pl.Categorical).alias("name"),
+                           _copied("correlation_id"), _copied("tid"), "pid")
     nvtx = pl.DataFrame(schema=NSYS_NVTX)
     if "NVTX_EVENTS" in tables:
         columns = set(_columns(connection, "NVTX_EVENTS"))
@@ -494,8 +495,10 @@ def _read_kernels(path: Path, connection: sqlite3.Connection, tables: set[str], 
               f'{_optional(columns, "graphNodeId")}')
     kernels = reader.read(KERNEL_TABLE, select, NSYS_KERNELS)
     # graphNodeId is 0 or NULL for kernels not launched from a graph, depending on the nsys version.
-    return kernels.with_columns(pl.when(pl.col("graph_node_id") != 0).then(pl.col("graph_node_id")).alias("graph_node_id"),
-                                ((pl.col("pid") // 16777216) % 16777216).alias("pid"))
+    # The columns kept as read are copied (_nvtx_rows says why): the raw process and graph node ids go with the batch.
+    return kernels.select(*(_copied(c) for c in ("start_ns", "end_ns", "device_id", "name_id", "correlation_id")),
+                          ((pl.col("pid") // 16777216) % 16777216).alias("pid"),
+                          pl.when(pl.col("graph_node_id") != 0).then(pl.col("graph_node_id")).alias("graph_node_id"))
 
 
 def _read_gpus(connection: sqlite3.Connection, tables: set[str]) -> pl.DataFrame:
