@@ -464,7 +464,9 @@ class _Reader:
 
     def read(self, table: str, select: str, schema: pl.Schema, where: str | None = None,
              finish: Callable[[pl.DataFrame], pl.DataFrame] | None = None) -> pl.DataFrame:
-        """Return `SELECT {select} FROM table [WHERE where]` as a frame of `schema` (types declared, never inferred)."""
+        """Return `SELECT {select} FROM table [WHERE where]` as a frame of `schema` (types declared, never inferred);
+        `finish` turns each chunk into its final rows on the thread that read it, so only one raw chunk per thread is
+        held at a time."""
         ranges = self._ranges(table)
         if not ranges:
             empty = pl.DataFrame(schema=schema)
@@ -472,8 +474,13 @@ class _Reader:
         condition = f" AND ({where})" if where else ""
         queries = [f'SELECT {select} FROM "{table}" WHERE rowid BETWEEN {low} AND {high}{condition}' for low, high in ranges]
         parts: list[pl.DataFrame] = []
+
+        def chunk(sql: str) -> pl.DataFrame:
+            part = self._chunk(sql, schema)
+            return part if finish is None else finish(part)
+
         with ThreadPoolExecutor(max_workers=min(2, len(queries))) as pool:
-            for (low, high), part in zip(ranges, pool.map(lambda sql: self._chunk(sql, schema) if finish is None else finish(self._chunk(sql, schema)), queries), strict=True):
+            for (low, high), part in zip(ranges, pool.map(chunk, queries), strict=True):
                 parts.append(part)
                 self.done += high - low + 1 if len(ranges) > 1 else self.rows[table]
                 if self.progress is not None:
