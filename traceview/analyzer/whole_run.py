@@ -1031,7 +1031,7 @@ def _breakdown_findings(devices: list[dict[str, Any]], copies: list[dict[str, An
     idle = sum(c["idle_ns"] for c in causes)
     if idle and any(d["verdict"] == "host" for d in devices):
         top = causes[0]
-        found.append(_finding("host_bound", idle, f"the GPU waited on the host for {_ms(idle)}; the largest cause: {top['description']} "
+        found.append(_finding("host_bound", idle, f"the GPU sat idle for {_ms(idle)}; the largest cause: {top['description']} "
                                                   f"({top['share_of_idle_pct']:.0f}% of idle time)", top["advice"],
                               {"idle_by_cause": {c["cause"]: c["idle_ns"] for c in causes}}))
     return found
