@@ -23,7 +23,7 @@ from typing import Any
 import polars as pl
 
 from traceview.analyzer.devices import GpuSpec, tensor_speedups
-from traceview.analyzer.kernel_kinds import kernel_kind, tensor_cores_by_name
+from traceview.analyzer.kernel_kinds import KIND_CHARS, kernel_kind, tensor_cores_by_name
 from traceview.analyzer.roofline import BALANCED_GAP_PCT, BALANCED_LABEL, pct_text, waves_in_rules
 
 # A kernel whose median launch is longer than this pays under 10 % for a ~2-5 us launch: CUDA graphs cannot help it.
@@ -141,7 +141,7 @@ def tensor_math_advice(name: str, spec: GpuSpec | None) -> str:
     """Return what is left for a compute-bound kernel already on tensor cores: a lower precision, with this GPU's
     datasheet ratio to its BF16/FP16 tensor rate where the table has both, or less work."""
     work = "less work: shapes in multiples of 16 (no padded tiles), fewer and larger (batched) matrix operations"
-    if _LOW_PRECISION_NAME.search(name[:8192]):
+    if _LOW_PRECISION_NAME.search(name[:KIND_CHARS]):
         return f"already on tensor cores at 8 bits or fewer (its name says so): what is left is {work}"
     half = spec.tensor_fp16_flop_per_s if spec else None
     if spec and half and spec.tensor_fp8_flop_per_s:
@@ -513,7 +513,7 @@ def _bound_advice(kernel: dict[str, Any], kind: str, tensor: bool | None, have_s
             lines.append(f"{level}-bound: the traffic is between the SMs and {level}, not DRAM — uncoalesced or strided accesses and "
                          f"shared-memory bank conflicts; see the Memory Workload Analysis tables")
         text = "move fewer bytes: fuse with the kernels before and after it, keep reused data in shared memory or L2, coalesce accesses"
-        if _LLM_NAME.search(name[:8192]) and kind in ("gemm", "attention", "other", "normalization", "elementwise"):
+        if _LLM_NAME.search(name[:KIND_CHARS]) and kind in ("gemm", "attention", "other", "normalization", "elementwise"):
             text += "; for weights or KV cache, fewer bytes per value (INT8/FP8/4-bit quantization)"
         lines.append(text)
     elif bound == "compute":

@@ -70,7 +70,7 @@ FFMA_NAME = re.compile(r"ffma", re.IGNORECASE)
 FP32_FMA_NAME = re.compile(r"(?<![a-z])(?:simt|sgemm|scudnn)", re.IGNORECASE)
 
 
-_KIND_CHARS = 8192  # what a kernel does shows early in its name; scanning megabytes of a damaged name takes seconds
+KIND_CHARS = 8192  # what a kernel does shows early in its name; scanning megabytes of a damaged name takes seconds
 
 
 def kernel_kind(name: str) -> str:
@@ -80,7 +80,7 @@ def kernel_kind(name: str) -> str:
     The function's own name is read first, then the name without its parameter list: the argument types describe
     what the kernel is given (`iterate_gpu(…, curandStatePhilox4_32_10 *)` generates no random numbers), while a
     generic function name (`cutlass::Kernel2<…s16816gemm…>`) leaves it to the template arguments."""
-    head = name[:_KIND_CHARS]
+    head = name[:KIND_CHARS]
     for text in (short_kernel_name(head), _without_parameter_list(head)):
         for kind, pattern in _KINDS:
             if pattern.search(text):
@@ -93,7 +93,7 @@ def tensor_cores_by_name(name: str) -> bool | None:
     """Return whether a kernel's name says it runs on tensor cores: True, False where it names FP32 FMA on the CUDA
     cores (`_ffma_`, `sgemm`, `scudnn`, `simt`), None where it says neither. Cached: every launch of a kernel asks
     with the same name."""
-    head = name[:_KIND_CHARS]
+    head = name[:KIND_CHARS]
     if FFMA_NAME.search(head):
         return False
     if TENSOR_NAME.search(head):
@@ -120,14 +120,14 @@ def _without_parameter_list(name: str) -> str:
 
 def likely_bound(name: str, kind: str) -> str | None:
     """Return the bound a kernel of this kind usually has (compute, memory, communication), or None for `other`."""
-    if kind in ("gemm", "attention") and _MEMORY_BOUND_GEMM.search(name[:_KIND_CHARS]):
+    if kind in ("gemm", "attention") and _MEMORY_BOUND_GEMM.search(name[:KIND_CHARS]):
         return "memory"
     return LIKELY_BOUND.get(kind)
 
 
 def is_communication(name: str) -> bool:
     """True for collective-communication kernels (NCCL and its peers), which count as communication, not compute."""
-    return _KINDS[0][1].search(name[:_KIND_CHARS]) is not None
+    return _KINDS[0][1].search(name[:KIND_CHARS]) is not None
 
 
 _ANONYMOUS = re.compile(r"(<unnamed>|\(anonymous namespace\))::")

@@ -16,7 +16,7 @@ import polars as pl
 
 from traceview.analyzer.devices import GpuSpec, tensor_speedups
 from traceview.analyzer.diagnosis import MATRIX_KINDS, duration_text, fp32_fma_advice, tensor_math_advice
-from traceview.analyzer.kernel_kinds import display_names, kernel_kind, likely_bound, tensor_cores_by_name
+from traceview.analyzer.kernel_kinds import KIND_CHARS, display_names, kernel_kind, likely_bound, tensor_cores_by_name
 from traceview.analyzer.names import normalise_kernel_name
 from traceview.analyzer.roofline import Bound
 from traceview.analyzer.whole_run import (
@@ -77,9 +77,9 @@ def advice_key(kind: str, likely: str | None, tensor_core: bool | None = None, n
         return "latency"
     if kind in ("gemm", "attention") and likely == "memory":
         return f"{kind}_memory"
-    if kind == "attention" and FUSED_ATTENTION.search(name[:8192]):
+    if kind == "attention" and FUSED_ATTENTION.search(name[:KIND_CHARS]):
         return "attention_fused"
-    if kind == "elementwise" and DEQUANT_NAME.search(name[:8192]):
+    if kind == "elementwise" and DEQUANT_NAME.search(name[:KIND_CHARS]):
         return "dequantize"
     if kind in MATRIX_KINDS and tensor_core is False:
         return "fp32_fma"
@@ -174,9 +174,7 @@ def fp32_fma_finding(ranked: pl.DataFrame, spec: GpuSpec | None) -> dict[str, An
         label, ratio = speedups[0]
         cost = time_ns * (1.0 - 1.0 / ratio)
         advice += f" — at most {duration_text(cost)} back if they were compute-bound in {label} too"
-    evidence = {"kernels": [{"name": row["kernel_name"], "duration_ns": row["duration_ns"], "launches": row["launches"]}
-                            for row in fma.sort("duration_ns", descending=True).head(5).iter_rows(named=True)]}
-    return {"rule": "fp32_matrix_math", "cost_ns": int(cost), "message": message, "advice": advice, "evidence": evidence}
+    return {"rule": "fp32_matrix_math", "cost_ns": int(cost), "message": message, "advice": advice, "evidence": _longest_kernels(fma)}
 
 
 DEQUANT_MIN_SHARE_PCT = 5.0  # of kernel time: below it, expanding the weights is not worth a finding
@@ -189,7 +187,7 @@ def dequantize_finding(ranked: pl.DataFrame) -> dict[str, Any] | None:
     if ranked.height == 0 or "kind" not in ranked.columns:
         return None
     names = ranked["kernel_name"].fill_null("").to_list()
-    standalone = ranked.filter(pl.Series([DEQUANT_NAME.search(name[:8192]) is not None for name in names]) & (pl.col("kind") != "gemm"))
+    standalone = ranked.filter(pl.Series([DEQUANT_NAME.search(name[:KIND_CHARS]) is not None for name in names]) & (pl.col("kind") != "gemm"))
     time_ns = float(standalone["duration_ns"].sum() or 0.0)
     total_ns = float(ranked["duration_ns"].sum() or 0.0)
     if standalone.height == 0 or not total_ns or 100.0 * time_ns / total_ns < DEQUANT_MIN_SHARE_PCT:
@@ -201,9 +199,14 @@ def dequantize_finding(ranked: pl.DataFrame) -> dict[str, Any] | None:
     advice = ("a quantized GEMM that reads the packed weights in place does not write them out (llama.cpp's MMQ, e.g. built with "
               "GGML_CUDA_FORCE_MMQ; Marlin or Machete kernels for GPTQ/AWQ in vLLM); for large prefill batches, where cuBLAS on the "
               "expanded weights can be faster, dequantize once at load time if memory allows")
-    evidence = {"kernels": [{"name": row["kernel_name"], "duration_ns": row["duration_ns"], "launches": row["launches"]}
-                            for row in top.head(5).iter_rows(named=True)]}
-    return {"rule": "standalone_dequantize", "cost_ns": int(time_ns), "message": message, "advice": advice, "evidence": evidence}
+    return {"rule": "standalone_dequantize", "cost_ns": int(time_ns), "message": message, "advice": advice, "evidence": _longest_kernels(top)}
+
+
+def _longest_kernels(kernels: pl.DataFrame, count: int = 5) -> dict[str, Any]:
+    """Return a finding's evidence: the `count` kernels of `kernels` (ranked rows) with the most time, longest first."""
+    longest = kernels.sort("duration_ns", descending=True, maintain_order=True).head(count)
+    return {"kernels": [{"name": row["kernel_name"], "duration_ns": row["duration_ns"], "launches": row["launches"]}
+                        for row in longest.iter_rows(named=True)]}
 
 
 def _heuristic_verdict(row: dict[str, Any], spec: GpuSpec | None = None) -> dict[str, Any]:
