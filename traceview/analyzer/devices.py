@@ -278,7 +278,7 @@ def find_module(name: str, sm_count: int | None, memory_bytes: int | None = None
     matches = by_module_memory(namesakes(name), memory_bytes)
     chosen = matches[0] if matches else None
     if chosen is not None and chosen.key in _BY_CLOCK and clock_hz and clock_hz <= _BY_CLOCK[chosen.key][0]:
-        return next(spec for spec in GPUS if spec.key == _BY_CLOCK[chosen.key][1]), None
+        return lookup_gpu(_BY_CLOCK[chosen.key][1]), None
     return chosen, assumed_module_note(name, matches)
 
 

@@ -307,9 +307,11 @@ def timeline_lines(analysis: Analysis) -> list[str]:
     for copy in t["copies"]:
         where = f"GPU {copy['device_id']} " if copy.get("device_id") is not None else ""
         gb_per_s = copy.get("gb_per_s")
-        # A few bytes copied (a scalar read back by .item()) move at kB/s to MB/s: "0.0 GB/s" would say nothing.
-        rate = "" if gb_per_s is None else f" at {gb_per_s:.1f} GB/s" if gb_per_s >= 0.1 else f" at {format_rate(gb_per_s * 1e9, 'B/s')}"
-        link = f" of {copy['link_gb_per_s']:.0f} ({copy['link']})" if rate and copy.get("link_gb_per_s") and gb_per_s >= 0.1 else ""
+        # A few bytes copied (a scalar read back by .item()) move at kB/s to MB/s: "0.0 GB/s" would say nothing, and
+        # a comparison with the link's peak neither.
+        in_gb = gb_per_s is not None and gb_per_s >= 0.1
+        rate = f" at {gb_per_s:.1f} GB/s" if in_gb else "" if gb_per_s is None else f" at {format_rate(gb_per_s * 1e9, 'B/s')}"
+        link = f" of {copy['link_gb_per_s']:.0f} ({copy['link']})" if in_gb and copy.get("link_gb_per_s") else ""
         size = f", {format_rate(copy['bytes'], 'B')}" if copy.get("bytes") else ""
         pageable = f", {copy['pageable_count']} from pageable memory" if copy.get("pageable_count") else ""
         lines.append(f"- copies {where}{copy['direction']}: {copy['count']}, {format_duration(copy['duration_ns'])}{size}{rate}{link}{pageable}")
