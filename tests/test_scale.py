@@ -71,3 +71,14 @@ def test_the_replicas_op_ranges_stay_distinct_as_in_a_real_long_run(original_and
     query = "SELECT count(DISTINCT text) FROM NVTX_EVENTS"
     with sqlite3.connect(f"file:{original}?mode=ro", uri=True) as a, sqlite3.connect(f"file:{replica}?mode=ro", uri=True) as b:
         assert b.execute(query).fetchone()[0] == FACTOR * a.execute(query).fetchone()[0]
+
+
+def test_reading_an_export_does_not_import_pyarrow():
+    """pyarrow costs 0.3 s at every start; the export is read through ADBC's Arrow C stream, which polars takes as is."""
+    import subprocess
+
+    sample = Path(__file__).resolve().parent.parent / "sample_traces" / "nsys" / "h100x2_copy_bound_nsys2026.2.sqlite"
+    script = ("import sys; from traceview.parsers import nsys_sqlite; export = nsys_sqlite.parse(sys.argv[1]); "
+              "assert export.kernels.height > 0; print('pyarrow' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", script, str(sample)], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "False"
