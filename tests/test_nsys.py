@@ -8,6 +8,8 @@ import sqlite3
 
 import polars as pl
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from traceview.app.cli import app
@@ -829,3 +831,21 @@ def test_nvtx_gpu_projection_summary_gives_each_range_group_its_gpu_span(tmp_pat
     for other in (console, tsv):
         assert detect_format(other) == TraceFormat.NSYS_STATS
         assert analyze_json(other)["timeline"]["nvtx"] == data["timeline"]["nvtx"]
+
+
+@given(low=st.integers(min_value=-5, max_value=10**6), span=st.integers(min_value=1, max_value=5 * 10**6))
+def test_row_ranges_cover_every_row_once_in_even_shares(low, span):
+    from traceview.parsers.nsys_sqlite import _CHUNK_ROWS, _CONNECTIONS, _SPLIT_ROWS, row_ranges
+
+    high = low + span - 1
+    ranges = row_ranges(low, high)
+    assert ranges[0][0] == low and ranges[-1][1] == high
+    assert all(first <= last for first, last in ranges)
+    assert all(after[0] == before[1] + 1 for before, after in zip(ranges, ranges[1:]))
+    sizes = [last - first + 1 for first, last in ranges]
+    assert max(sizes) <= _CHUNK_ROWS
+    if span >= _SPLIT_ROWS:  # every connection has a share, and no share is much smaller than the others
+        assert len(ranges) % _CONNECTIONS == 0 and len(ranges) >= _CONNECTIONS
+        assert min(sizes) >= max(sizes) - len(ranges)
+    else:
+        assert ranges == [(low, high)]
