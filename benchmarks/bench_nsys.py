@@ -19,6 +19,9 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from realistic_nsys import require_baseline_reader  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT.parent / "shared" / "realdata" / "nsys_sqlite" / "nsys2026.2_h100x2_sliced_nsys-ai.sqlite"
 DATA = ROOT / "benchmarks" / ".data"
@@ -95,6 +98,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--launches", type=int, default=2_000_000)
     args = parser.parse_args()
+    require_baseline_reader()
     if not SOURCE.exists():
         sys.exit(f"needs the real export {SOURCE} (../shared beside the checkout)")
     path = build_export(args.launches)

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from realistic_nsys import SOURCE, build, counts  # noqa: E402
+from realistic_nsys import SOURCE, build, counts, require_baseline_reader  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / ".data"
 
@@ -57,6 +57,7 @@ def main() -> None:
     parser.add_argument("--factor", type=int, default=581, help="copies of the real export (581 → 2.0 M launches)")
     parser.add_argument("--scales", default="0.25,0.5,1", help="fractions of the factor to run, for the cost per launch")
     args = parser.parse_args()
+    require_baseline_reader()
     if not SOURCE.exists():
         sys.exit(f"needs the real export {SOURCE} (../shared beside the checkout)")
     traceview = [sys.executable, "-m", "traceview", "analyze", "--format", "json"]

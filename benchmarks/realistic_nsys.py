@@ -15,6 +15,7 @@ Usage: python benchmarks/realistic_nsys.py FACTOR OUT.sqlite   (581 → 2.0 M ke
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import sqlite3
 import sys
@@ -24,6 +25,13 @@ ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT.parent / "shared" / "realdata" / "nsys_sqlite" / "nsys2026.2_h100x2_sliced_nsys-ai.sqlite"
 GAP_NS = 1_000
 KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
+
+
+def require_baseline_reader() -> None:
+    """Exit with one line when pyarrow is missing: the baselines read through polars.read_database_uri(engine="adbc"),
+    which needs it, while traceview itself does not."""
+    if importlib.util.find_spec("pyarrow") is None:
+        sys.exit("the baselines read through polars.read_database_uri(engine='adbc'), which needs pyarrow: pip install -e '.[bench]'")
 
 
 def timed_tables(connection: sqlite3.Connection) -> dict[str, list[str]]:
