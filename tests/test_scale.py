@@ -4,6 +4,8 @@ the whole-run analysis gives the original's answer scaled by the factor. The ben
 from __future__ import annotations
 
 import json
+import sqlite3
+import subprocess
 import sys
 from pathlib import Path
 
@@ -65,8 +67,6 @@ def test_analysis_of_the_replica_is_the_original_scaled(original_and_replica):
 def test_the_replicas_op_ranges_stay_distinct_as_in_a_real_long_run(original_and_replica):
     # PyTorch numbers every op range through the run: a real long export has about as many distinct NVTX texts as
     # ranges, and the replica keeps that (each copy's op ids get their own prefix) while the groups stay the same.
-    import sqlite3
-
     original, replica = original_and_replica
     query = "SELECT count(DISTINCT text) FROM NVTX_EVENTS"
     with sqlite3.connect(f"file:{original}?mode=ro", uri=True) as a, sqlite3.connect(f"file:{replica}?mode=ro", uri=True) as b:
@@ -75,8 +75,6 @@ def test_the_replicas_op_ranges_stay_distinct_as_in_a_real_long_run(original_and
 
 def test_reading_an_export_does_not_import_pyarrow():
     """pyarrow costs 0.3 s at every start; the export is read through ADBC's Arrow C stream, which polars takes as is."""
-    import subprocess
-
     sample = Path(__file__).resolve().parent.parent / "sample_traces" / "nsys" / "h100x2_copy_bound_nsys2026.2.sqlite"
     script = ("import sys; from traceview.parsers import nsys_sqlite; export = nsys_sqlite.parse(sys.argv[1]); "
               "assert export.kernels.height > 0; print('pyarrow' in sys.modules)")
