@@ -149,7 +149,7 @@ def test_a_saved_fleet_result_opens_in_the_dashboard(ranks_dir, tmp_path):
     saved = tmp_path / "fleet.json"
     assert CliRunner().invoke(app, ["fleet", str(ranks_dir), "-o", str(saved)]).exit_code == 0
     analysis = _open_for_dashboard(saved, None)
-    assert summary_line(analysis) == "fleet: 4 files over 4 ranks, 1 straggler(s), 1 failed"
+    assert summary_line(analysis) == "fleet: 4 files over 4 ranks, 1 straggler, 1 failed"
     heatmap = figure_for(analysis, None, False)
     assert heatmap.data[0].type == "heatmap" and list(heatmap.data[0].y) == ["rank 0", "rank 1", "rank 2", "rank 3"]
     # The straggling rank's row reads 1.5× the median rank for the heaviest kernel.

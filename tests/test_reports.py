@@ -173,3 +173,17 @@ def test_every_found_file_renders_in_every_format_and_the_dashboard(tmp_path, pa
     analysis = run_analysis(path, None)
     json.dumps(figure_for(analysis, None, False).to_plotly_json(), default=str)
     assert summary_line(analysis) and isinstance(table_rows(analysis), list) and side_panel(analysis) is not None
+
+
+def test_counts_of_one_read_in_the_singular(tmp_path, realdata_file):
+    from traceview.wording import counted
+
+    assert [counted(1, "launch", "launches"), counted(0, "kernel"), counted(12345, "copy", "copies")] == ["1 launch", "0 kernels", "12,345 copies"]
+    # A ticket about one kernel is common: the real RTX 5090 GEMV export holds one launch.
+    path = realdata_file("ncu_details/ncu2025.1_cc120_gemv_details_llmperfopt.csv")
+    terminal = CliRunner().invoke(app, ["analyze", str(path)])
+    assert terminal.exit_code == 0 and "1 launch, 1 kernel, GPU time" in terminal.stdout
+    for suffix in ("md", "html"):
+        out = tmp_path / f"report.{suffix}"
+        assert CliRunner().invoke(app, ["report", str(path), "-o", str(out)]).exit_code == 0
+        assert "1 launch of 1 kernel," in out.read_text()

@@ -63,6 +63,7 @@ from traceview.parsers.ncu_csv import short_kernel_name
 from traceview.parsers.nsys_sqlite import NSYS_API, NSYS_GRAPHS, NSYS_MEMOPS, NSYS_NVTX, NsysExport
 from traceview.parsers.nsys_stats import STATS_LAUNCHES, StatsReports
 from traceview.parsers.schema import KERNELS, MEMORY_LEVELS, PRECISIONS
+from traceview.wording import counted
 
 PEAK_KEYS = tuple(f"peak_{p}_flop_per_s" for p in PRECISIONS) + tuple(f"peak_{m}_bytes_per_s" for m in MEMORY_LEVELS)
 
@@ -261,7 +262,7 @@ def _with_ncu_peaks(peaks: dict[str, Peak], ncu: Analysis | None) -> dict[str, P
 def _join_notes(ncu: Analysis | None, matched: int, kernels: int, unmatched: list[str]) -> list[str]:
     if ncu is None:
         return []
-    notes = [f"joined Nsight Compute results from {ncu.source.path}: {matched} of {kernels} kernels matched by name"]
+    notes = [f"joined Nsight Compute results from {ncu.source.path}: {matched} of {counted(kernels, 'kernel')} matched by name"]
     if unmatched:
         notes.append(f"{len(unmatched)} Nsight Compute kernel(s) match no kernel in this run: " + "; ".join(n[:80] for n in unmatched[:5]))
     return notes

@@ -25,6 +25,7 @@ import polars as pl
 from traceview.analyzer.devices import GpuSpec, tensor_speedups
 from traceview.analyzer.kernel_kinds import KIND_CHARS, kernel_kind, tensor_cores_by_name
 from traceview.analyzer.roofline import BALANCED_GAP_PCT, BALANCED_LABEL, pct_text, waves_in_rules
+from traceview.wording import counted
 
 # A kernel whose median launch is longer than this pays under 10 % for a ~2-5 us launch: CUDA graphs cannot help it.
 LAUNCH_BOUND_MAX_NS = 20_000.0
@@ -546,7 +547,7 @@ def _bound_advice(kernel: dict[str, Any], kind: str, tensor: bool | None, have_s
 def _combination(launches: int, have_durations: bool) -> str:
     """How the per-launch figures of several launches were combined: weighted by duration, or, with no durations in
     the export, alike."""
-    return f"duration-weighted over {launches} launches" if have_durations else f"averaged over {launches} launches (no durations)"
+    return f"duration-weighted over {counted(launches, 'launch', 'launches')}" if have_durations else f"averaged over {counted(launches, 'launch', 'launches')} (no durations)"
 
 
 def kernel_reason(kernel: dict[str, Any], occ: dict[str, Any] | None, stall_list: list[dict[str, Any]]) -> str | None:

@@ -14,6 +14,7 @@ import polars as pl
 
 from traceview.analyzer.devices import CLOCK_VARIANTS
 from traceview.errors import UsageError
+from traceview.wording import counted
 
 DDR = 2
 INPUT_RAILS = ("VDD_IN", "POM_5V_IN", "VIN")
@@ -240,7 +241,7 @@ def analyze_telemetry(
                                 evidence={"samples_without_utilisation": frame.height}))
     elif 0 < emc_samples < frame.height:
         first_line = frame.filter(pl.col("emc_mhz").is_not_null())["line_number"][0]
-        findings.append(Finding("format_change", f"EMC readings start at line {first_line} ({emc_samples} of {frame.height} samples): the log format changed mid-file (e.g. tegrastats restarted as root)",
+        findings.append(Finding("format_change", f"EMC readings start at line {first_line} ({emc_samples} of {counted(frame.height, 'sample')}): the log format changed mid-file (e.g. tegrastats restarted as root)",
                                 evidence={"first_line_with_emc": int(first_line)}))
 
     if board is not None:
@@ -261,7 +262,7 @@ def analyze_telemetry(
     if mean_power_w is not None:
         message = f"board input power averaged {mean_power_w:.2f} W over {duration:.0f} s ({energy_j:.0f} J)"
         if per_token is not None:
-            message += f"; {per_token:.3f} J per token over {tokens} tokens"
+            message += f"; {per_token:.3f} J per token over {counted(tokens, 'token')}"
         findings.append(Finding("energy", message, 0.0, duration, {"mean_power_w": mean_power_w, "energy_j": energy_j, "energy_per_token_j": per_token}))
     return Telemetry(
         board, identified, frame.height, duration, interval_s, stray_lines, stray_examples or [], bw_stats, pct_stats,
@@ -282,7 +283,7 @@ def _clock_findings(frame: pl.DataFrame, board: Board, interval_s: float) -> lis
         top = float(emc.max())  # type: ignore[arg-type]
         found.append(Finding(
             "emc_clock_low",
-            f"while the memory controller was busy (≥ {EMC_BUSY_PCT}%, {loaded.height} samples) its clock stayed at or below {top:.0f} MHz, "
+            f"while the memory controller was busy (≥ {EMC_BUSY_PCT}%, {counted(loaded.height, 'sample')}) its clock stayed at or below {top:.0f} MHz, "
             f"{100 * top / board.emc_max_mhz:.0f}% of the {board.name}'s {board.emc_max_mhz:.0f} MHz: a low power mode or memory DVFS caps "
             f"bandwidth at {top * 1e6 * DDR * board.bus_bytes / 1e9:.1f} GB/s — `sudo nvpmodel -m 0 && sudo jetson_clocks` pins it to the maximum",
             float(loaded["time_s"].min()), float(loaded["time_s"].max() - loaded["time_s"].min() + interval_s),  # type: ignore[operator]
@@ -294,7 +295,7 @@ def _clock_findings(frame: pl.DataFrame, board: Board, interval_s: float) -> lis
         top = float(gpu.max())  # type: ignore[arg-type]
         found.append(Finding(
             "gpu_clock_low",
-            f"while the GPU was busy (≥ 50%, {busy.height} samples) its clock stayed at or below {top:.0f} MHz, {100 * top / board.gpu_max_mhz:.0f}% of the {board.gpu_max_mhz:.0f} MHz maximum: power mode or DVFS — try `sudo jetson_clocks`",
+            f"while the GPU was busy (≥ 50%, {counted(busy.height, 'sample')}) its clock stayed at or below {top:.0f} MHz, {100 * top / board.gpu_max_mhz:.0f}% of the {board.gpu_max_mhz:.0f} MHz maximum: power mode or DVFS — try `sudo jetson_clocks`",
             evidence={"max_gpu_mhz_while_busy": top, "board_max_gpu_mhz": board.gpu_max_mhz, "busy_samples": busy.height},
         ))
     return found
@@ -327,7 +328,7 @@ def _thermal_findings(frame: pl.DataFrame, interval_s: float) -> list[Finding]:
     start, _ = _span(frame, first, first, interval_s)
     return [Finding(
         "thermal",
-        f"a sensor reached {peak:.1f} °C (≥ {THERMAL_WARNING_C:.0f} °C) in {sum(b - a + 1 for a, b in hot)} samples: Jetson clocks throttle near 95-100 °C — check cooling and whether clocks dropped",
+        f"a sensor reached {peak:.1f} °C (≥ {THERMAL_WARNING_C:.0f} °C) in {counted(sum(b - a + 1 for a, b in hot), 'sample')}: Jetson clocks throttle near 95-100 °C — check cooling and whether clocks dropped",
         start, float(frame["time_s"][last] - frame["time_s"][first] + interval_s), {"max_temp_c": peak},
     )]
 

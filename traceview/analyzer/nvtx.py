@@ -21,6 +21,7 @@ import polars as pl
 from traceview.analyzer.ordering import grouped_time_order, time_order
 from traceview.analyzer.threads import pool_for
 from traceview.parsers.nsys_sqlite import PER_CALL_NUMBERS
+from traceview.wording import counted
 
 # The reader has already taken the per-call numbers out of the texts of an export (nsys_sqlite.PER_CALL_NUMBERS); a
 # name from elsewhere (an `nsys stats` report) goes through them here.
@@ -292,5 +293,5 @@ def steps_from_kernels(kernels: pl.DataFrame, names: dict[int, str]) -> dict[str
     durations = np.diff(starts)
     if len(durations) < MIN_STEPS:
         return None
-    return {"source": "kernel sequence", "name": f"every {marker['stride']} launches, starting at {names.get(marker['name_id'], '?')[:80]}",
+    return {"source": "kernel sequence", "name": f"every {counted(marker['stride'], 'launch', 'launches')}, starting at {names.get(marker['name_id'], '?')[:80]}",
             "device_id": device, **_step_statistics(durations), "phases": {}}

@@ -30,6 +30,7 @@ from traceview.analyzer.kernel_kinds import is_communication
 from traceview.analyzer.ordering import group_ranks, grouped_time_order, time_order
 from traceview.analyzer.threads import pool_for
 from traceview.parsers.nsys_sqlite import threads_of
+from traceview.wording import counted
 
 CATEGORIES = ("compute", "communication", "copy", "unified_memory")
 COMPUTE, COMMUNICATION, COPY, UNIFIED = (1 << i for i in range(len(CATEGORIES)))
@@ -593,7 +594,7 @@ def launch_bound_finding(tiny: dict[str, Any], median_launch_call_ns: float | No
         return None
     return _finding(
         "launch_bound", tiny["idle_in_stretches_ns"],
-        f"{tiny['stretches']} stretch(es) of {LAUNCH_BOUND_STRETCH}+ back-to-back kernels under 10 us ({tiny['kernels_in_stretches']} kernels, "
+        f"{counted(tiny['stretches'], 'stretch', 'stretches')} of {LAUNCH_BOUND_STRETCH}+ back-to-back kernels under 10 us ({counted(tiny['kernels_in_stretches'], 'kernel')}, "
         f"{_ms(tiny['stretch_ns'])}) wait longer between launches than they run: launch-bound"
         + (f"; a launch call takes {median_launch_call_ns / 1e3:.1f} us (median)" if median_launch_call_ns else ""),
         CAUSES["launch_overhead"][1], tiny)
@@ -705,7 +706,7 @@ def api_rules(memops: pl.DataFrame, api: pl.DataFrame) -> tuple[list[dict[str, A
             blocked = int(sync_copies["call_ns"].sum())
             found.append(_blocking_finding(
                 "cuda_memcpy_sync", blocked,
-                f"{sync_copies.height} synchronous memcpy calls ({', '.join(sorted(set(sync_copies['call'].to_list())))[:80]}) blocked the host "
+                f"{counted(sync_copies.height, 'synchronous memcpy call')} ({', '.join(sorted(set(sync_copies['call'].to_list())))[:80]}) blocked the host "
                 f"for {_ms(blocked)}", CAUSES["synchronous_copy"][1],
                 {"copies": sync_copies.height, "pageable": int(sync_copies.select(pageable.fill_null(False).sum()).item()),
                  "copying_ns": int(sync_copies.select(copying).item() or 0)}))
@@ -1010,7 +1011,7 @@ def _breakdown_findings(devices: list[dict[str, Any]], copies: list[dict[str, An
             advice = "keep the data on the GPU between steps, overlap the copies with compute on another stream, or move fewer bytes"
             if top:
                 size = top["bytes"] or 0
-                detail = (f"; {top['direction']}: {top['count']} copies, " + (f"{size / 1e9:.2f} GB" if size >= 1e8 else f"{size / 1e6:.2f} MB")
+                detail = (f"; {top['direction']}: {counted(top['count'], 'copy', 'copies')}, " + (f"{size / 1e9:.2f} GB" if size >= 1e8 else f"{size / 1e6:.2f} MB")
                           + (f" at {top['gb_per_s']:.1f} GB/s" if top["gb_per_s"] is not None else "")
                           + (f" of {top['link_gb_per_s']:.0f} ({top['link']})" if top["link_gb_per_s"] and top["gb_per_s"] is not None else ""))
                 if top["pageable_bytes"] and top["bytes"] and top["pageable_bytes"] * 2 >= top["bytes"]:

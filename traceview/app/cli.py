@@ -39,6 +39,7 @@ from traceview.app.reporters.decode_report import decode_record, render_decode_t
 from traceview.app.reporters.diff_report import render_diff
 from traceview.errors import TraceFormatError, TraceviewError, UsageError
 from traceview.parsers import TraceFormat, load_trace
+from traceview.wording import counted
 
 app = typer.Typer(
     name="traceview",
@@ -600,7 +601,7 @@ def fleet_command(
     if ncu:
         # Once for the fleet, on the driver: the verdicts do not depend on the rank.
         result, matched = join_ncu_verdicts(result, _joined_ncu(ncu, gpu))
-        stderr.print(f"Nsight Compute verdicts joined onto {matched} of {result.kernels.height} kernels", markup=False, highlight=False)
+        stderr.print(f"Nsight Compute verdicts joined onto {matched} of {counted(result.kernels.height, 'kernel')}", markup=False, highlight=False)
     write_output(render_fleet(result, fmt.value, top), output, force)
     slow = [s for s in result.stragglers if fail_on_straggler is not None and (s["excess_pct"] or 0) > fail_on_straggler]
     if slow:

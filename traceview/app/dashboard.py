@@ -48,6 +48,7 @@ from traceview.app.reporters.base import (
 from traceview.app.reporters.diff_report import diff_data
 from traceview.app.reporters.fleet_report import straggler_lines
 from traceview.errors import TraceviewError
+from traceview.wording import counted
 
 DEFAULT_MAX_UPLOAD_MB = 512
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
@@ -221,16 +222,16 @@ def summary_line(analysis: Analysis) -> str:
         decode = analysis.llm.runs.filter(pl.col("phase") == "decode").height
         return f"{analysis.llm.runs.height} llama.cpp measurements ({decode} decode) — {device.name or 'unknown device'} ({device.how_identified})"
     if analysis.timeline is not None and analysis.timeline.verdict:
-        return f"{analysis.timeline.verdict['message']} — {analysis.kernels.height} kernels, {device.name or 'unknown device'}"
+        return f"{analysis.timeline.verdict['message']} — {counted(analysis.kernels.height, 'kernel')}, {device.name or 'unknown device'}"
     if analysis.fleet is not None:
         fleet = analysis.fleet
-        return f"fleet: {fleet.files.height} files over {fleet.ranks.height} ranks, {len(fleet.stragglers)} straggler(s), {len(fleet.failures)} failed"
+        return f"fleet: {counted(fleet.files.height, 'file')} over {counted(fleet.ranks.height, 'rank')}, {counted(len(fleet.stragglers), 'straggler')}, {len(fleet.failures)} failed"
     if analysis.telemetry is not None:
         t = analysis.telemetry
         return f"{t.samples} tegrastats samples over {t.duration_s:.0f} s — {device.name or 'unknown board'} ({device.how_identified})"
     total = analysis.total_duration_ns
     recoverable = analysis.kernels["recoverable_ns"].sum() if analysis.kernels.height and "recoverable_ns" in analysis.kernels.columns else None
-    return (f"{analysis.kernels.height} kernels, GPU time {format_duration(total)}, recoverable ≈ {format_duration(recoverable or None)} — "
+    return (f"{counted(analysis.kernels.height, 'kernel')}, GPU time {format_duration(total)}, recoverable ≈ {format_duration(recoverable or None)} — "
             f"{device.name or 'unknown device'} ({device.how_identified})")
 
 
@@ -322,7 +323,7 @@ def event_detail(analysis: Analysis, label: str) -> list[Any]:
     if record is None:
         return [html.P(f"Event: {label}", id="timeline-event")]
     return [html.H4(record["short_name"], id="timeline-event"), html.Code(record["name"], style={"whiteSpace": "pre-wrap", "wordBreak": "break-all"}),
-            html.P(f"{record['launches']:,} launches, {format_duration(record['duration_ns'])} in all "
+            html.P(f"{counted(record['launches'], 'launch', 'launches')}, {format_duration(record['duration_ns'])} in all "
                    f"({format_pct(record['share_pct'])} of GPU time); median {format_duration(record['median_duration_ns'])}"),
             html.P(record["reason"] or ""), html.P(f"What to do: {record['recommendation'] or ''}")]
 

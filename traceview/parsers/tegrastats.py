@@ -22,6 +22,7 @@ import polars as pl
 
 from traceview.errors import TraceFormatError
 from traceview.parsers.schema import TELEMETRY, conform
+from traceview.wording import counted
 
 SAMPLE_MARKER = re.compile(rb"\bRAM [0-9]+/[0-9]+MB")
 _BATCH_LINES = 100_000
@@ -171,7 +172,7 @@ def parse(path: str | Path, interval_s: float = 1.0) -> TegrastatsLog:
     if not parts:
         raise TraceFormatError(
             path,
-            f"no tegrastats samples (no line with `RAM used/totalMB`) in {report.total_lines} lines",
+            f"no tegrastats samples (no line with `RAM used/totalMB`) in {counted(report.total_lines, 'line')}",
             "pass the log that `tegrastats --logfile FILE` wrote",
         )
     frame = pl.concat(parts, rechunk=False).with_row_index("sample", offset=0)

@@ -9,6 +9,7 @@ from typing import Any, ClassVar, Protocol
 from traceview import __version__
 from traceview.analyzer.analysis import Analysis
 from traceview.app.formatting import format_duration, format_number, format_pct, format_rate
+from traceview.wording import counted
 
 __all__ = ["format_duration", "format_number", "format_pct", "format_rate"]
 
@@ -253,7 +254,7 @@ def steps_lines(analysis: Analysis) -> list[str]:
     if not steps:
         return []
     kind = "Decode steps" if steps.get("weight_bytes") else "Steps"
-    line = f"{kind} ({steps['source']}): {steps['steps']} steps of {steps['kernels_per_step']} kernels"
+    line = f"{kind} ({steps['source']}): {counted(steps['steps'], 'step')} of {counted(steps['kernels_per_step'], 'kernel')}"
     if steps.get("dram_bytes_per_step") is not None:
         line += (f"; per step (median) {format_rate(steps['dram_bytes_per_step'], 'B')} of DRAM traffic in "
                  f"{format_duration(steps['median_duration_ns'])} of kernel time = {format_rate(steps['bandwidth_bytes_per_s'], 'B/s')}")
@@ -303,7 +304,7 @@ def timeline_lines(analysis: Analysis) -> list[str]:
             f"compute {_pct_text(b['compute_pct'])}, communication {_pct_text(b['communication_pct'])}, copy {_pct_text(b['copy_pct'])}"
             + (f", unified memory {_pct_text(b['unified_memory_pct'])}" if b["unified_memory_pct"] else "")
             + f", idle {_pct_text(b['idle_pct'])}" + (f" (overlaps: {overlaps})" if overlaps else "")
-            + f"; {device['gap_count']} idle gaps, largest {format_duration(device['largest_gap_ns'])}")
+            + f"; {counted(device['gap_count'], 'idle gap')}, largest {format_duration(device['largest_gap_ns'])}")
     for copy in t["copies"]:
         where = f"GPU {copy['device_id']} " if copy.get("device_id") is not None else ""
         gb_per_s = copy.get("gb_per_s")
@@ -329,13 +330,13 @@ def timeline_lines(analysis: Analysis) -> list[str]:
     if launch.get("median_latency_ns") is not None:
         idle = launch.get("onto_idle_gpu") or {}
         lines.append(f"- launch call → kernel start: median {format_duration(launch['median_latency_ns'])}, p99 {format_duration(launch['p99_latency_ns'])} "
-                     f"over {launch['kernels_joined']} kernels (includes queueing behind earlier work)"
-                     + (f"; onto an idle GPU: median {format_duration(idle['median_latency_ns'])} over {idle['kernels']} kernels" if idle.get("kernels") else "")
+                     f"over {counted(launch['kernels_joined'], 'kernel')} (includes queueing behind earlier work)"
+                     + (f"; onto an idle GPU: median {format_duration(idle['median_latency_ns'])} over {counted(idle['kernels'], 'kernel')}" if idle.get("kernels") else "")
                      + f"; a launch call takes {format_duration(launch['median_launch_call_ns'])} (median)"
-                     + (f"; {launch['graph_launched_kernels']} kernels replayed from CUDA graphs" if launch.get("graph_launched_kernels") else ""))
+                     + (f"; {counted(launch['graph_launched_kernels'], 'kernel')} replayed from CUDA graphs" if launch.get("graph_launched_kernels") else ""))
     steps = t["steps"]
     if steps:
-        lines.append(f"Steps ({steps['source']}: {steps['name'][:80]}): {steps['count']} steps, median {format_duration(steps['median_ns'])}, "
+        lines.append(f"Steps ({steps['source']}: {steps['name'][:80]}): {counted(steps['count'], 'step')}, median {format_duration(steps['median_ns'])}, "
                      f"p99 {format_duration(steps['p99_ns'])}, jitter {_pct_text(steps['jitter_pct'])}"
                      + (f"; the first step takes {steps['first_vs_median']:.1f}× the median (warm-up or prefill)" if (steps.get("first_vs_median") or 0) >= 2 else ""))
         for phase, stats in (steps.get("phases") or {}).items():
@@ -357,7 +358,7 @@ def timeline_lines(analysis: Analysis) -> list[str]:
             lines.append(f"- {indent}{(entry['name'] or '<unnamed>')[:70]}: {entry['count']}× {format_duration(entry['cpu_ns'])}{gpu}")
     join = t["ncu_join"]
     if join["matched_kernels"] or join["unmatched_ncu_kernels"]:
-        lines.append(f"- Nsight Compute join: {join['matched_kernels']} kernels matched; unmatched ncu kernels: "
+        lines.append(f"- Nsight Compute join: {counted(join['matched_kernels'], 'kernel')} matched; unmatched ncu kernels: "
                      + ("; ".join(n[:60] for n in join["unmatched_ncu_kernels"]) or "none"))
     return lines
 

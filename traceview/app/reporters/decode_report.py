@@ -6,6 +6,7 @@ from typing import Any
 
 from traceview.analyzer.decode import DecodeCeiling
 from traceview.analyzer.jetson import Telemetry, active_bandwidth
+from traceview.wording import counted
 
 
 def decode_record(result: DecodeCeiling, bandwidth_source: str, telemetry: Telemetry | None) -> dict[str, Any]:
@@ -74,7 +75,7 @@ def render_decode_text(data: dict[str, Any]) -> str:
         if teg.get("emc_bandwidth_bytes_per_s_mean"):
             lines.append(
                 f"tegrastats (GPU busy) : EMC {teg['emc_bandwidth_bytes_per_s_mean'] / 1e9:.1f} GB/s mean, "
-                f"{teg['emc_bandwidth_bytes_per_s_p90'] / 1e9:.1f} GB/s p90 over {teg['samples_gpu_busy']} samples "
+                f"{teg['emc_bandwidth_bytes_per_s_p90'] / 1e9:.1f} GB/s p90 over {counted(teg['samples_gpu_busy'], 'sample')} "
                 f"({teg['emc_pct_of_bandwidth']:.0f}% of the bandwidth)"
             )
         else:

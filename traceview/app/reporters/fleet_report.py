@@ -21,6 +21,7 @@ from traceview.app.figures import fleet_breakdown_figure, fleet_heatmap_figure
 from traceview.app.formatting import format_duration, middle_cut, terminal_safe
 from traceview.app.reporters.base import json_safe
 from traceview.app.reporters.markdown_report import escape_markdown
+from traceview.wording import counted
 
 
 def fleet_record(result: FleetResult, top: int | None = None) -> dict[str, Any]:
@@ -59,7 +60,7 @@ def render_table(result: FleetResult, top: int = 15, width: int = 160) -> str:
     buffer = io.StringIO()
     console = Console(file=buffer, width=width, force_terminal=False, color_system=None)
     ranks = result.ranks
-    console.print(f"{result.files.height} files summarised over {ranks.height} ranks, {len(result.failures)} failed", markup=False, highlight=False)
+    console.print(f"{counted(result.files.height, 'file')} summarised over {counted(ranks.height, 'rank')}, {len(result.failures)} failed", markup=False, highlight=False)
     checked = " and ".join(_METRIC_WORDS.get(m, m) for m in (result.straggler_metric or "").split(", ") if m)
     default = result.notes[:1] or [f"no straggler (median + {result.k:g}·MAD of {checked or 'nothing: no rank summarised'})"]
     for line in straggler_lines(result) or default:
@@ -88,7 +89,7 @@ def render_table(result: FleetResult, top: int = 15, width: int = 160) -> str:
 
 
 def render_markdown(result: FleetResult, top: int = 15) -> str:
-    lines = [f"## traceview fleet: {result.files.height} files, {result.ranks.height} ranks", ""]
+    lines = [f"## traceview fleet: {counted(result.files.height, 'file')}, {counted(result.ranks.height, 'rank')}", ""]
     lines += [f"- **{escape_markdown(line)}**" for line in straggler_lines(result)] or [f"- {escape_markdown(n)}" for n in result.notes] or ["- no straggler"]
     lines += ["", "| kernel | ranks | launches | total | median/rank | max/rank | imbalance | slowest rank |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for k in result.kernels.head(top).iter_rows(named=True):
@@ -111,7 +112,7 @@ def render_html(result: FleetResult, top: int = 25) -> str:
     bars = fleet_breakdown_figure(result).to_html(full_html=False, include_plotlyjs=False, div_id="fleet-ranks", config={"displaylogo": False})
     stragglers = "".join(f"<li><strong>{html.escape(line)}</strong></li>" for line in straggler_lines(result)) or "<li>no straggler</li>"
     failures = "".join(f"<li><code>{html.escape(f['path'])}</code>: {html.escape(f['error'])}</li>" for f in result.failures)
-    title = f"traceview fleet: {result.files.height} files, {result.ranks.height} ranks"
+    title = f"traceview fleet: {counted(result.files.height, 'file')}, {counted(result.ranks.height, 'rank')}"
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + html.escape(title) + "</title></head><body>"
             f"<h1>{html.escape(title)}</h1><ul>{stragglers}</ul>{heatmap}{bars}"
             + (f"<h2>Failed files</h2><ul>{failures}</ul>" if failures else "") + "</body></html>\n")

@@ -24,6 +24,7 @@ from traceview.app.reporters.base import (
     timeline_headline,
     timeline_lines,
 )
+from traceview.wording import counted
 
 _STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem auto; max-width: 1200px; color: #222; }
@@ -111,7 +112,7 @@ class HTMLReporter:
             return f"<p>{len(run_records(analysis))} llama.cpp measurements. Device: {_e(analysis.device.name or 'unknown')} ({_e(analysis.device.how_identified)}).</p>"
         totals = summary(analysis)
         by_bound = ", ".join(f"{_e(b)} {format_duration(ns)}" for b, ns in sorted(totals["duration_ns_by_bound"].items(), key=lambda kv: -kv[1]))
-        return (f"<p>{totals['launches']} launches of {totals['kernels']} kernels, {format_duration(totals['total_duration_ns'])} of GPU "
+        return (f"<p>{counted(totals['launches'], 'launch', 'launches')} of {counted(totals['kernels'], 'kernel')}, {format_duration(totals['total_duration_ns'])} of GPU "
                 f"time ({by_bound})" + (f"; about {format_duration(totals['recoverable_ns'])} recoverable" if totals["recoverable_ns"] else "") + ". "
                 f"Device: {_e(analysis.device.name or 'unknown')} ({_e(analysis.device.how_identified)}).</p>")
 

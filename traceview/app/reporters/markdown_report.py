@@ -25,6 +25,7 @@ from traceview.app.reporters.base import (
     timeline_headline,
     timeline_lines,
 )
+from traceview.wording import counted
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-!|~])")
 
@@ -122,7 +123,7 @@ class MarkdownReporter:
             f"{bound} {format_duration(ns)}" for bound, ns in sorted(totals["duration_ns_by_bound"].items(), key=lambda kv: -kv[1])
         )
         lines.append(
-            f"{totals['launches']} launches of {totals['kernels']} kernels, "
+            f"{counted(totals['launches'], 'launch', 'launches')} of {counted(totals['kernels'], 'kernel')}, "
             f"{format_duration(totals['total_duration_ns'])} of GPU time"
             + (f" ({by_bound})" if by_bound and totals["total_duration_ns"] else "")
             + (f"; about {format_duration(totals['recoverable_ns'])} recoverable" if totals["recoverable_ns"] else "") + ". "

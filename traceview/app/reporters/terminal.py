@@ -31,6 +31,7 @@ from traceview.app.reporters.base import (
     timeline_headline,
     timeline_lines,
 )
+from traceview.wording import counted
 
 # The kernels whose diagnosis the terminal prints below the table (reports show every kernel shown).
 DIAGNOSED_KERNELS = 3
@@ -66,7 +67,7 @@ class TerminalReporter:
         t = telemetry_record(analysis)
         assert t is not None
         console.print(safe_text(f"Board: {t['board_name'] or 'unknown'} — {t['board_identified']}"))
-        line = f"{t['samples']} samples over {t['duration_s']:.0f} s"
+        line = f"{counted(t['samples'], 'sample')} over {t['duration_s']:.0f} s"
         if t["skipped_lines"]:
             line += f"; {t['skipped_lines']} non-sample line(s) skipped"
         console.print(safe_text(line))
@@ -122,7 +123,7 @@ class TerminalReporter:
             console.print(safe_text("Peaks: " + ("; ".join(peaks) if peaks else "none known (verdicts from SOL percentages only)")))
         console.print(
             safe_text(
-                f"{totals['launches']} launches, {totals['kernels']} kernels, "
+                f"{counted(totals['launches'], 'launch', 'launches')}, {counted(totals['kernels'], 'kernel')}, "
                 f"GPU time {format_duration(totals['total_duration_ns'])}, "
                 f"recoverable ≈ {format_duration(totals['recoverable_ns'])}"
             )
