@@ -205,7 +205,10 @@ def test_queued_work_the_gpu_leaves_waiting_for_milliseconds_is_not_launch_laten
     # to 20 ms after its call returned, the GPU idle in between as far as CUDA shows. That is not the microseconds of
     # launch latency, nor host code (the host had queued the work): the GPU waited on something the trace does not show.
     path = Path(__file__).parent / "fixtures" / "found" / "nsys2024.5_jetson_orin_nano_8gb_video_kernels.sqlite"
-    idle = analyze_json(path)["timeline"]["devices"][0]["idle_by_cause"]
+    timeline = analyze_json(path)["timeline"]
+    idle = timeline["devices"][0]["idle_by_cause"]
+    # Seconds read as seconds in a finding, not as 2208.09 ms.
+    assert next(f["message"] for f in timeline["findings"] if f["rule"] == "host_bound").startswith("the GPU sat idle for 2.21 s;")
     # Every gap from the tables: the GPU work in time order, each gap ended by work whose launch call returned before
     # the gap began, summed apart by length.
     work = sorted(sql(path, """SELECT w.start, w."end", r."end" FROM (

@@ -595,7 +595,7 @@ def launch_bound_finding(tiny: dict[str, Any], median_launch_call_ns: float | No
     return _finding(
         "launch_bound", tiny["idle_in_stretches_ns"],
         f"{counted(tiny['stretches'], 'stretch', 'stretches')} of {LAUNCH_BOUND_STRETCH}+ back-to-back kernels under 10 us ({counted(tiny['kernels_in_stretches'], 'kernel')}, "
-        f"{_ms(tiny['stretch_ns'])}) wait longer between launches than they run: launch-bound"
+        f"{_duration(tiny['stretch_ns'])}) wait longer between launches than they run: launch-bound"
         + (f"; a launch call takes {median_launch_call_ns / 1e3:.1f} us (median)" if median_launch_call_ns else ""),
         CAUSES["launch_overhead"][1], tiny)
 
@@ -604,16 +604,19 @@ def _where(gap: dict[str, Any]) -> str:
     """Return `inside NVTX range 'outer' (392.9 ms; innermost 'inner', 351.6 ms)` for a gap's evidence."""
     inner, outer = gap["evidence"]["nvtx_innermost"], gap["evidence"]["nvtx_outermost"]
     if outer and inner:
-        return f"inside NVTX range {outer['name']!r} ({_ms(outer['duration_ns'])}; innermost {inner['name']!r}, {_ms(inner['duration_ns'])})"
+        return f"inside NVTX range {outer['name']!r} ({_duration(outer['duration_ns'])}; innermost {inner['name']!r}, {_duration(inner['duration_ns'])})"
     only = inner or outer
-    return f"inside NVTX range {only['name']!r} ({_ms(only['duration_ns'])})" if only else ""
+    return f"inside NVTX range {only['name']!r} ({_duration(only['duration_ns'])})" if only else ""
 
 
 def _finding(rule: str, cost_ns: float, message: str, advice: str, evidence: dict[str, Any] | None = None) -> dict[str, Any]:
     return {"rule": rule, "cost_ns": int(cost_ns), "message": message, "advice": advice, "evidence": evidence or {}}
 
 
-def _ms(ns: float) -> str:
+def _duration(ns: float) -> str:
+    """Return a duration given in ns for a finding's text: `25.73 s`, `0.24 ms` (from 100 us on), `12.3 us`."""
+    if ns >= 1e9:
+        return f"{ns / 1e9:.2f} s"
     return f"{ns / 1e6:.2f} ms" if ns >= 1e5 else f"{ns / 1e3:.1f} us"
 
 
@@ -658,12 +661,12 @@ def discount_waits(findings: list[dict[str, Any]], windows: pl.DataFrame, pieces
         finding["cost_ns"] = blocked - waited - copying
         parts = []
         if waited >= 0.1 * blocked:
-            parts.append(f"{_ms(waited)} of it while the GPU still ran the work queued before (the call waits for it: that is the work's own time)")
+            parts.append(f"{_duration(waited)} of it while the GPU still ran the work queued before (the call waits for it: that is the work's own time)")
         if copying >= 0.1 * blocked:
-            parts.append(f"{_ms(copying)} while its own {'memset' if rule == 'cuda_memset_sync' else 'copy'} ran (an asynchronous one takes that "
+            parts.append(f"{_duration(copying)} while its own {'memset' if rule == 'cuda_memset_sync' else 'copy'} ran (an asynchronous one takes that "
                          "too: it counts with the copies)")
         if parts:
-            finding["message"] += ", " + ", ".join(parts) + f" and {_ms(blocked - waited - copying)} beyond that"
+            finding["message"] += ", " + ", ".join(parts) + f" and {_duration(blocked - waited - copying)} beyond that"
 
 
 def _blocking_finding(rule: str, blocked_ns: int, message: str, advice: str, evidence: dict[str, Any]) -> dict[str, Any]:
@@ -693,7 +696,7 @@ def api_rules(memops: pl.DataFrame, api: pl.DataFrame) -> tuple[list[dict[str, A
             found.append(_finding(
                 "cuda_memcpy_async", async_pageable["call_ns"].sum(),
                 f"{async_pageable.height} asynchronous copies use pageable host memory, so they run synchronously "
-                f"({_ms(async_pageable['call_ns'].sum())} of host time in the calls)",
+                f"({_duration(async_pageable['call_ns'].sum())} of host time in the calls)",
                 "pin the host buffers (cudaHostAlloc / cudaHostRegister; PyTorch: pin_memory=True) so the copies overlap with work",
                 {"copies": async_pageable.height, "bytes": int(async_pageable["bytes"].sum() or 0)}))
         sync_copies = ops.filter((pl.col("operation") != "memset") & pl.col("call").str.contains(_MEMCPY_API.pattern) & ~pl.col("call").str.contains(_ASYNC.pattern))
@@ -707,14 +710,14 @@ def api_rules(memops: pl.DataFrame, api: pl.DataFrame) -> tuple[list[dict[str, A
             found.append(_blocking_finding(
                 "cuda_memcpy_sync", blocked,
                 f"{counted(sync_copies.height, 'synchronous memcpy call')} ({', '.join(sorted(set(sync_copies['call'].to_list())))[:80]}) blocked the host "
-                f"for {_ms(blocked)}", CAUSES["synchronous_copy"][1],
+                f"for {_duration(blocked)}", CAUSES["synchronous_copy"][1],
                 {"copies": sync_copies.height, "pageable": int(sync_copies.select(pageable.fill_null(False).sum()).item()),
                  "copying_ns": int(sync_copies.select(copying).item() or 0)}))
             windows.append(sync_copies.select(pl.lit("cuda_memcpy_sync").alias("rule"), *before_copy))
         sync_sets = ops.filter((pl.col("operation") == "memset") & pl.col("call").str.contains(_MEMSET_API.pattern) & ~pl.col("call").str.contains(_ASYNC.pattern))
         if sync_sets.height:
             blocked = int(sync_sets["call_ns"].sum())
-            found.append(_blocking_finding("cuda_memset_sync", blocked, f"{sync_sets.height} synchronous memset calls blocked the host for {_ms(blocked)}",
+            found.append(_blocking_finding("cuda_memset_sync", blocked, f"{counted(sync_sets.height, 'synchronous memset call')} blocked the host for {_duration(blocked)}",
                                            "use cudaMemsetAsync on the work's stream", {"calls": sync_sets.height, "copying_ns": int(sync_sets.select(copying).item() or 0)}))
             windows.append(sync_sets.select(pl.lit("cuda_memset_sync").alias("rule"), *before_copy))
     syncs = api.filter(pl.col("name").is_in([n for n in names if dict(_API_CLASSES)["synchronization"].search(n)]))
@@ -728,8 +731,8 @@ def api_rules(memops: pl.DataFrame, api: pl.DataFrame) -> tuple[list[dict[str, A
             "move one later only if more work could be queued before it")
         found.append(_blocking_finding(
             "cuda_api_sync", int(durations["d"].sum()),
-            f"{syncs.height} synchronization call{'s' if syncs.height > 1 else ''} blocked the host for {_ms(durations['d'].sum())} "
-            f"(most: {by_name['name'][0]} ×{by_name['count'][0]}, {_ms(by_name['ns'][0])})",
+            f"{syncs.height} synchronization call{'s' if syncs.height > 1 else ''} blocked the host for {_duration(durations['d'].sum())} "
+            f"(most: {by_name['name'][0]} ×{by_name['count'][0]}, {_duration(by_name['ns'][0])})",
             advice, {"calls": [{"name": r["name"], "count": r["count"], "duration_ns": int(r["ns"])} for r in by_name.head(5).iter_rows(named=True)]}))
         # A synchronize names no device: the devices its process used are looked at.
         windows.append(syncs.select(pl.lit("cuda_api_sync").alias("rule"), pl.lit(None, pl.Int64).alias("device_id"), "pid",
@@ -897,16 +900,16 @@ def analyze_whole_run(
                       + "); to look at the steady state, start the capture after it (nsys --capture-range=cudaProfilerApi, or --delay)")
         findings.append(_finding(
             "gpu_gaps", sum(g["duration_ns"] for g in big),
-            f"{len(big)} GPU idle gap(s) of {gap_threshold_ns / 1e6:.0f} ms or more; the largest, {_ms(top['duration_ns'])} on GPU {top['device_id']} "
-            f"at {_ms(top['start_ns'])}" + (" (before its first kernel)" if top["before_first_kernel"] else "") + f", is {top['cause_text']}"
+            f"{len(big)} GPU idle gap(s) of {gap_threshold_ns / 1e6:.0f} ms or more; the largest, {_duration(top['duration_ns'])} on GPU {top['device_id']} "
+            f"at {_duration(top['start_ns'])}" + (" (before its first kernel)" if top["before_first_kernel"] else "") + f", is {top['cause_text']}"
             + (f", {_where(top)}" if where else ""), advice, {"gaps": big[:10]}))
     jit = idle_by_cause.get("jit_compile", 0)
     if jit:
         jit_gap = next((g for g in all_gaps if g["cause"] == "jit_compile"), None)
         where = (jit_gap["evidence"]["nvtx_innermost"] or jit_gap["evidence"]["nvtx_outermost"]) if jit_gap else None
         findings.append(_finding(
-            "jit_compile", jit, f"{_ms(jit)} of GPU idle time is JIT compilation or module loading on the host"
-            + (f", e.g. a {_ms(jit_gap['duration_ns'])} gap {_where(jit_gap)}" if jit_gap and where else ""),
+            "jit_compile", jit, f"{_duration(jit)} of GPU idle time is JIT compilation or module loading on the host"
+            + (f", e.g. a {_duration(jit_gap['duration_ns'])} gap {_where(jit_gap)}" if jit_gap and where else ""),
             CAUSES["jit_compile"][1]))
     utilisation = time_util_rule(pieces, devices)
     if utilisation:
@@ -981,7 +984,7 @@ def unified_memory_findings(memops: pl.DataFrame, kernels: pl.DataFrame, devices
             stalled = int(_coverage(ran).overlap(to_gpu["start_ns"].to_numpy(), to_gpu["end_ns"].to_numpy()).sum()) if ran.height else 0
             size = int(to_gpu["bytes"].sum() or 0)
             parts.append(f"{to_gpu.height:,} page migrations to the GPU ({_size(size)}, {_size(size / to_gpu.height)} each)"
-                         + (f" ran while its kernels did, for {_ms(stalled)}: the kernels stalled on page faults" if stalled else ""))
+                         + (f" ran while its kernels did, for {_duration(stalled)}: the kernels stalled on page faults" if stalled else ""))
             evidence["to_gpu"] = {"migrations": to_gpu.height, "bytes": size, "during_kernels_ns": stalled}
         # Once paging is found, the migrations back to the host are part of it whenever the GPU idled on them, even
         # too few to count as paging alone (a real run: 48 to the GPU, 24 back with 7.5 ms of idle between them).
@@ -989,7 +992,7 @@ def unified_memory_findings(memops: pl.DataFrame, kernels: pl.DataFrame, devices
         if back:
             size = int(to_host["bytes"].sum() or 0)
             parts.append(f"{to_host.height:,} back to the host ({_size(size)}, {_size(size / to_host.height)} each)"
-                         + (f", the GPU idle {_ms(idle)} between them while the host touched the data" if idle else ""))
+                         + (f", the GPU idle {_duration(idle)} between them while the host touched the data" if idle else ""))
             evidence["to_host"] = {"migrations": to_host.height, "bytes": size, "idle_between_ns": idle}
         found.append(_finding(
             "unified_memory_paging", stalled + (idle if back else 0), f"GPU {device['device_id']} moves managed memory on demand: " + "; ".join(parts),
@@ -1032,7 +1035,7 @@ def _breakdown_findings(devices: list[dict[str, Any]], copies: list[dict[str, An
     idle = sum(c["idle_ns"] for c in causes)
     if idle and any(d["verdict"] == "host" for d in devices):
         top = causes[0]
-        found.append(_finding("host_bound", idle, f"the GPU sat idle for {_ms(idle)}; the largest cause: {top['description']} "
+        found.append(_finding("host_bound", idle, f"the GPU sat idle for {_duration(idle)}; the largest cause: {top['description']} "
                                                   f"({top['share_of_idle_pct']:.0f}% of idle time)", top["advice"],
                               {"idle_by_cause": {c["cause"]: c["idle_ns"] for c in causes}}))
     return found
