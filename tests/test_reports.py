@@ -187,3 +187,11 @@ def test_counts_of_one_read_in_the_singular(tmp_path, realdata_file):
         out = tmp_path / f"report.{suffix}"
         assert CliRunner().invoke(app, ["report", str(path), "-o", str(out)]).exit_code == 0
         assert "1 launch of 1 kernel," in out.read_text()
+
+
+def test_copy_lines_give_the_count_and_the_time_apart():
+    # "HtoD: 1301, 450.91 ms" read as one number; the real export has 225 host-to-device copies per GPU.
+    path = ROOT / "sample_traces" / "nsys" / "h100x2_copy_bound_nsys2026.2.sqlite"
+    result = CliRunner().invoke(app, ["analyze", str(path)])
+    assert result.exit_code == 0
+    assert re.search(r"^- copies GPU 0 HtoD: 225 in 9\d\d\.\d\d ms, 25\.5 GB at ", result.stdout, re.M)
