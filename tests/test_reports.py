@@ -195,3 +195,14 @@ def test_copy_lines_give_the_count_and_the_time_apart():
     result = CliRunner().invoke(app, ["analyze", str(path)])
     assert result.exit_code == 0
     assert re.search(r"^- copies GPU 0 HtoD: 225 in 9\d\d\.\d\d ms, 25\.5 GB at ", result.stdout, re.M)
+
+
+def test_launch_counts_in_the_ranked_table_are_thousands_separated(tmp_path, realdata_file):
+    # The real RTX 5090 LLM run: cuBLAS's GEMV ran 329,035 times; "329035" beside "46080" is hard to compare.
+    path = realdata_file("nsys_stats/cuda_gpu_kern_sum_rtx5090_llmperfopt_allstage.csv")
+    terminal = CliRunner().invoke(app, ["analyze", str(path)])
+    assert terminal.exit_code == 0 and re.search(r"gemvx::kernel<7>\s+│\s+329,035 │", terminal.stdout)
+    for suffix, cell in (("md", "| 329,035 |"), ("html", ">329,035</td>")):
+        out = tmp_path / f"report.{suffix}"
+        assert CliRunner().invoke(app, ["report", str(path), "-o", str(out)]).exit_code == 0
+        assert cell in out.read_text()

@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 
 from traceview.analyzer.analysis import Analysis
 from traceview.app.figures import main_figure, timeline_figure
+from traceview.app.formatting import format_count
 from traceview.app.reporters.base import (
     STAT_COLUMNS,
     ReportOptions,
@@ -121,7 +122,7 @@ class HTMLReporter:
                    ("AI (FLOP/B)", True), ("% of roof", True), ("recoverable", True), ("why", False), ("next step", False)]
         records = kernel_records(analysis, options.top)
         rows = [[
-            str(k["rank"]), f'<span class="name" title="{_e(k["name"])}">{_e(k["short_name"])}</span>', str(k["launches"]),
+            str(k["rank"]), f'<span class="name" title="{_e(k["name"])}">{_e(k["short_name"])}</span>', format_count(k["launches"]),
             format_duration(k["duration_ns"]), format_pct(k["share_pct"]), f'<span class="{_e(k["bound"])}">{_e(k["bound"])}</span> · {_e(k["label"])}',
             format_number(k["arithmetic_intensity"]), format_pct(k["roof_pct"]), format_duration(k["recoverable_ns"]),
             _e(k["reason"]), _e(k["recommendation"]),

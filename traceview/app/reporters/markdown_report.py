@@ -7,6 +7,7 @@ import re
 from typing import ClassVar
 
 from traceview.analyzer.analysis import Analysis
+from traceview.app.formatting import format_count
 from traceview.app.reporters.base import (
     STAT_COLUMNS,
     ReportOptions,
@@ -135,7 +136,7 @@ class MarkdownReporter:
             lines += ["", "No kernel launches in this export."]
         for k in kernels:
             lines.append(
-                f"| {k['rank']} | {escape_markdown(k['short_name'])} | {k['launches']} | {format_duration(k['duration_ns'])} | "
+                f"| {k['rank']} | {escape_markdown(k['short_name'])} | {format_count(k['launches'])} | {format_duration(k['duration_ns'])} | "
                 f"{format_pct(k['share_pct'])} | {k['bound']}: {escape_markdown(k['label'])} | {format_number(k['arithmetic_intensity'])} | "
                 f"{format_pct(k['roof_pct'])} | {format_duration(k['recoverable_ns'])} |"
             )

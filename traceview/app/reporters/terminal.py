@@ -12,7 +12,7 @@ from rich.text import Text
 from traceview.analyzer.analysis import Analysis
 from traceview.analyzer.roofline import BALANCED_LABEL, SHORT_BALANCED, SHORT_RECOMMENDATIONS, Bound
 from traceview.analyzer.timeline import SHORT_KIND_ADVICE, advice_key
-from traceview.app.formatting import middle_cut, terminal_safe
+from traceview.app.formatting import format_count, middle_cut, terminal_safe
 from traceview.app.reporters.base import (
     STAT_COLUMNS,
     ReportOptions,
@@ -148,7 +148,7 @@ class TerminalReporter:
             else:
                 verdict = safe_text(f"{k['bound']}", style=BOUND_STYLES.get(k["bound"], ""))
                 verdict.append(terminal_safe(f" · {k['label']}"), style="dim" if options.color else "")
-            cells: list[str | Text] = [str(k["rank"]), safe_text(middle_cut(terminal_safe(k["short_name"]), 56)), str(k["launches"]),
+            cells: list[str | Text] = [str(k["rank"]), safe_text(middle_cut(terminal_safe(k["short_name"]), 56)), format_count(k["launches"]),
                                        format_duration(k["duration_ns"]), format_pct(k["share_pct"]), verdict]
             if roofline:
                 cells += [format_number(k["arithmetic_intensity"]), format_pct(k["roof_pct"]), format_duration(k["recoverable_ns"])]
