@@ -8,7 +8,7 @@ from typing import Any, ClassVar, Protocol
 
 from traceview import __version__
 from traceview.analyzer.analysis import Analysis
-from traceview.app.formatting import format_duration, format_number, format_pct, format_rate
+from traceview.app.formatting import format_count, format_duration, format_number, format_pct, format_rate
 from traceview.wording import counted
 
 __all__ = ["format_duration", "format_number", "format_pct", "format_rate"]
@@ -315,7 +315,7 @@ def timeline_lines(analysis: Analysis) -> list[str]:
         link = f" of {copy['link_gb_per_s']:.0f} ({copy['link']})" if in_gb and copy.get("link_gb_per_s") else ""
         size = f", {format_rate(copy['bytes'], 'B')}" if copy.get("bytes") else ""
         pageable = f", {copy['pageable_count']} from pageable memory" if copy.get("pageable_count") else ""
-        lines.append(f"- copies {where}{copy['direction']}: {copy['count']:,} in {format_duration(copy['duration_ns'])}{size}{rate}{link}{pageable}")
+        lines.append(f"- copies {where}{copy['direction']}: {format_count(copy['count'])} in {format_duration(copy['duration_ns'])}{size}{rate}{link}{pageable}")
     if t["idle_by_cause"]:
         lines.append("Why the GPU waited (idle time by cause):")
         lines += [f"- {c['cause']}: {format_duration(c['idle_ns'])} ({_pct_text(c['share_of_idle_pct'])} of idle) — {c['description']}" for c in t["idle_by_cause"]]
