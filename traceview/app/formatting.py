@@ -36,11 +36,6 @@ def format_number(value: float | None, digits: int = 3) -> str:
     return "n/a" if value is None else f"{value:.{digits}g}"
 
 
-def format_count(count: int | None) -> str:
-    """Return a count thousands separated (329,035), n/a when unknown (a report whose cell was not a number)."""
-    return "n/a" if count is None else f"{count:,}"
-
-
 # C0 and C1 controls (ESC starts terminal escape sequences: clear screen, window titles, hyperlinks), DEL, and the
 # bidirectional overrides that make text read in another order than it is stored.
 _UNSAFE_FOR_TERMINALS = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")

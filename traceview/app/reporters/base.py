@@ -8,8 +8,8 @@ from typing import Any, ClassVar, Protocol
 
 from traceview import __version__
 from traceview.analyzer.analysis import Analysis
-from traceview.app.formatting import format_count, format_duration, format_number, format_pct, format_rate
-from traceview.wording import counted
+from traceview.app.formatting import format_duration, format_number, format_pct, format_rate
+from traceview.wording import counted, format_count
 
 __all__ = ["format_duration", "format_number", "format_pct", "format_rate"]
 

@@ -7,7 +7,6 @@ from typing import Any, ClassVar
 
 from traceview.analyzer.analysis import Analysis
 from traceview.app.figures import main_figure, timeline_figure
-from traceview.app.formatting import format_count
 from traceview.app.reporters.base import (
     STAT_COLUMNS,
     ReportOptions,
@@ -25,7 +24,7 @@ from traceview.app.reporters.base import (
     timeline_headline,
     timeline_lines,
 )
-from traceview.wording import counted
+from traceview.wording import counted, format_count
 
 _STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem auto; max-width: 1200px; color: #222; }

@@ -7,7 +7,6 @@ import re
 from typing import ClassVar
 
 from traceview.analyzer.analysis import Analysis
-from traceview.app.formatting import format_count
 from traceview.app.reporters.base import (
     STAT_COLUMNS,
     ReportOptions,
@@ -26,7 +25,7 @@ from traceview.app.reporters.base import (
     timeline_headline,
     timeline_lines,
 )
-from traceview.wording import counted
+from traceview.wording import counted, format_count
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-!|~])")
 

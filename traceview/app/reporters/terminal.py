@@ -12,7 +12,7 @@ from rich.text import Text
 from traceview.analyzer.analysis import Analysis
 from traceview.analyzer.roofline import BALANCED_LABEL, SHORT_BALANCED, SHORT_RECOMMENDATIONS, Bound
 from traceview.analyzer.timeline import SHORT_KIND_ADVICE, advice_key
-from traceview.app.formatting import format_count, middle_cut, terminal_safe
+from traceview.app.formatting import middle_cut, terminal_safe
 from traceview.app.reporters.base import (
     STAT_COLUMNS,
     ReportOptions,
@@ -31,7 +31,7 @@ from traceview.app.reporters.base import (
     timeline_headline,
     timeline_lines,
 )
-from traceview.wording import counted
+from traceview.wording import counted, format_count
 
 # The kernels whose diagnosis the terminal prints below the table (reports show every kernel shown).
 DIAGNOSED_KERNELS = 3
