@@ -377,7 +377,7 @@ def _occupancy_advice(occ: dict[str, Any], rules: list[dict[str, Any]]) -> list[
             target = math.floor(REGISTERS_PER_SM / ((blocks + 1) * warps_per_block * 32) / REGISTER_GRANULE) * REGISTER_GRANULE
             next_blocks = min([blocks + 1, *[int(v) for v in others]])
             after = f" ({100.0 * next_blocks * warps_per_block / max_warps:.0f}% occupancy)" if max_warps else ""
-            per_sm = f"{blocks} block{'s' if blocks != 1 else ''} of {threads} threads per SM"
+            per_sm = f"{counted(blocks, 'block')} of {threads} threads per SM"
             if registers and 16 <= target < registers and next_blocks > blocks:
                 advice.append(f"registers cap occupancy at {theoretical:.0f}% ({registers:.0f}/thread allow {per_sm}): "
                               f"`__launch_bounds__({threads}, {blocks + 1})` or `-maxrregcount={target}` would allow {blocks + 1} blocks/SM{after} — "

@@ -19,6 +19,7 @@ from typing import Any
 import polars as pl
 
 from traceview.analyzer.devices import GpuSpec, find_by_name
+from traceview.wording import counted
 
 # Repeating layers of the Llama family by size, to tell a partial offload (`-ngl` below the layer count).
 _LLAMA_LAYERS = {"1B": 16, "3B": 28, "7B": 32, "8B": 32, "13B": 40, "30B": 60, "33B": 60, "34B": 48, "65B": 80, "70B": 80, "405B": 126}
@@ -371,7 +372,7 @@ def _batch_scaling(frame: pl.DataFrame) -> list[dict[str, Any]]:
         findings.append({
             "kind": "batch_scaling", "memory_bound": still_pays,
             "message": (f"{model or f'table {table + 1}'}: tg{tokens} after {depth:,} prompt tokens: {first['tokens_per_s']:.1f} tokens/s with "
-                        f"{first['n_sequences']} sequence{'s' if first['n_sequences'] > 1 else ''} → {last['tokens_per_s']:.1f} with {last['n_sequences']} ({speedup:.1f}× for "
+                        f"{counted(first['n_sequences'], 'sequence')} → {last['tokens_per_s']:.1f} with {last['n_sequences']} ({speedup:.1f}× for "
                         f"{growth:.0f}× the sequences; {per_sequence[0]:.1f} → {per_sequence[1]:.1f} tokens/s each): {why}"),
             "evidence": {"table": table, "sequences": by_batch["n_sequences"].to_list(), "tokens_per_s": by_batch["tokens_per_s"].to_list()},
         })

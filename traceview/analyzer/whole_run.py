@@ -727,11 +727,11 @@ def api_rules(memops: pl.DataFrame, api: pl.DataFrame) -> tuple[list[dict[str, A
             ["ns", "name"], descending=[True, False])
         # A handful of synchronize calls in a whole run is the host waiting for results it needs, not a loop to fix.
         advice = CAUSES["synchronization"][1] if syncs.height >= FEW_SYNC_CALLS else (
-            f"only {syncs.height} synchronize call{'s' if syncs.height > 1 else ''} in the run: the host waits for results it needs; "
+            f"only {counted(syncs.height, 'synchronize call')} in the run: the host waits for results it needs; "
             "move one later only if more work could be queued before it")
         found.append(_blocking_finding(
             "cuda_api_sync", int(durations["d"].sum()),
-            f"{syncs.height} synchronization call{'s' if syncs.height > 1 else ''} blocked the host for {_duration(durations['d'].sum())} "
+            f"{counted(syncs.height, 'synchronization call')} blocked the host for {_duration(durations['d'].sum())} "
             f"(most: {by_name['name'][0]} ×{by_name['count'][0]}, {_duration(by_name['ns'][0])})",
             advice, {"calls": [{"name": r["name"], "count": r["count"], "duration_ns": int(r["ns"])} for r in by_name.head(5).iter_rows(named=True)]}))
         # A synchronize names no device: the devices its process used are looked at.
