@@ -112,6 +112,9 @@ def test_weights_and_bandwidth_for_timings(realdata_file):
     decode = analysis.llm.runs.filter(analysis.llm.runs["phase"] == "decode").row(1, named=True)
     assert decode["bytes_per_token"] == 0.81e9
     assert decode["mbu_pct"] == pytest.approx(100 * 57.0428 * 0.81e9 / 89.6e9, rel=1e-3)
+    # The bandwidth was given: the device line says MBU is measured against it, not that it should be passed.
+    assert analysis.device.how_identified == "the output names no device; MBU against --bandwidth"
+    assert analysis_of(path).device.how_identified == "the output names no device; use --gpu NAME or --bandwidth for MBU"
 
 
 def _three_forms(tmp_path, csv_path):

@@ -413,14 +413,15 @@ def analyze_llama(
         matches = namesakes(gpus[0])
         spec = matches[0] if matches else None
         assumed = assumed_module_note(gpus[0], matches) if not bandwidth_bytes_per_s else None
+    # Where --bandwidth was given, MBU is measured against it: the line says so rather than asking for it.
     if gpu:
         how = f"chosen with --gpu {gpu}"
     elif names:
         several = f"; {len(gpus)} GPUs" if len(gpus) > 1 else ""
-        how = (f"named in the output (gpu_info / Device N){several}" + ("" if spec else "; not in the GPU table, use --gpu or --bandwidth")
-               + (f"; {assumed}" if assumed else ""))
+        unknown = "; not in the GPU table: MBU against --bandwidth" if bandwidth_bytes_per_s else "; not in the GPU table, use --gpu or --bandwidth"
+        how = f"named in the output (gpu_info / Device N){several}" + ("" if spec else unknown) + (f"; {assumed}" if assumed else "")
     else:
-        how = "the output names no device; use --gpu NAME or --bandwidth for MBU"
+        how = "the output names no device; " + ("MBU against --bandwidth" if bandwidth_bytes_per_s else "use --gpu NAME or --bandwidth for MBU")
     peaks = _table_peaks(spec)
     if bandwidth_bytes_per_s:
         peaks["peak_dram_bytes_per_s"] = Peak(bandwidth_bytes_per_s, "--bandwidth")
