@@ -4,7 +4,10 @@ against the SQL GROUP BY that `nsys stats --report cuda_gpu_kern_sum` runs; each
 imports included), as a user runs it. Also ¼, ½ and 1× of the file, for the cost per million launches.
 
 Targets (issue 11): the analysis within 1.0× the bulk read, peak RSS no more than the read's.
-Usage: python benchmarks/bench_nsys_realistic.py [--factor 581] [--scales 0.25,0.5,1]
+Each command runs --repeat times, the three in turn each round, so that a slow spell of the machine falls on all of
+them alike; a figure is the fastest run's time and the highest peak RSS seen, and the spread (slowest / fastest)
+says how noisy the machine was (on a shared 2-core machine single runs of the same command differ by up to 30%).
+Usage: python benchmarks/bench_nsys_realistic.py [--factor 581] [--scales 0.25,0.5,1] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -52,10 +55,30 @@ def run(command: list[str]) -> dict[str, float]:
     return {"seconds": seconds, "peak_mb": int(done.stderr.strip().splitlines()[-1]) / 1024}
 
 
+def warm(path: Path) -> None:
+    """Read the whole file once, so that every measurement finds it in the page cache (the first would pay the disk)."""
+    with path.open("rb") as handle:
+        while handle.read(1 << 23):
+            pass
+
+
+def best_of(commands: dict[str, list[str]], repeat: int) -> dict[str, dict[str, float]]:
+    """Run every command `repeat` times, in turn; return for each the fastest wall time, the highest peak RSS (MB)
+    and the spread of its times (slowest / fastest)."""
+    runs: dict[str, list[dict[str, float]]] = {name: [] for name in commands}
+    for _ in range(repeat):
+        for name, command in commands.items():
+            runs[name].append(run(command))
+    return {name: {"seconds": min(r["seconds"] for r in done), "peak_mb": max(r["peak_mb"] for r in done),
+                   "spread": max(r["seconds"] for r in done) / min(r["seconds"] for r in done)}
+            for name, done in runs.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--factor", type=int, default=581, help="copies of the real export (581 → 2.0 M launches)")
     parser.add_argument("--scales", default="0.25,0.5,1", help="fractions of the factor to run, for the cost per launch")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each command; the fastest counts")
     args = parser.parse_args()
     require_baseline_reader()
     if not SOURCE.exists():
@@ -68,13 +91,15 @@ def main() -> None:
             build(factor, path)
         rows = counts(path)
         launches = rows["CUPTI_ACTIVITY_KIND_KERNEL"]
-        bulk = run([sys.executable, "-c", BULK, str(path)])
-        group = run([sys.executable, "-c", GROUP_BY, str(path)])
-        ours = run([*traceview, str(path)])
+        warm(path)
+        best = best_of({"bulk": [sys.executable, "-c", BULK, str(path)], "group_by": [sys.executable, "-c", GROUP_BY, str(path)],
+                        "traceview": [*traceview, str(path)]}, max(1, args.repeat))
+        bulk, group, ours = best["bulk"], best["group_by"], best["traceview"]
         print(f"\n{launches:,} launches ({factor}× the real export), {sum(rows.values()):,} timed rows, {path.stat().st_size / 1e6:.0f} MB")
-        print(f"  bulk read of the columns used : {bulk['seconds']:6.2f} s  {bulk['peak_mb']:6.0f} MB")
-        print(f"  SQL GROUP BY (nsys stats)     : {group['seconds']:6.2f} s  {group['peak_mb']:6.0f} MB")
-        print(f"  traceview analyze --format json: {ours['seconds']:6.2f} s  {ours['peak_mb']:6.0f} MB")
+        print(f"  best of {max(1, args.repeat)} runs each         time    peak RSS  spread")
+        for label, figures in (("bulk read of the columns used  ", bulk), ("SQL GROUP BY (nsys stats)      ", group),
+                               ("traceview analyze --format json", ours)):
+            print(f"  {label}: {figures['seconds']:6.2f} s  {figures['peak_mb']:6.0f} MB  {figures['spread']:.2f}")
         print(f"  time vs bulk read: {ours['seconds'] / bulk['seconds']:.2f}× (target ≤ 1.0); vs GROUP BY: {ours['seconds'] / group['seconds']:.2f}×")
         print(f"  peak RSS vs bulk read: {ours['peak_mb'] / bulk['peak_mb']:.2f}× (target ≤ 1.0)")
         print(f"  per million launches: {ours['seconds'] / launches * 1e6:.2f} s, {ours['peak_mb'] / launches * 1e6:.0f} MB")
