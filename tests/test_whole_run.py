@@ -834,6 +834,28 @@ def test_the_gpus_that_ran_the_work_decide_the_peaks(realdata_file, tmp_path):
     assert "the export lists 2 GPUs (1× NVIDIA A40, 1× Tesla T4); the work ran on GPU 0 (Tesla T4): the peaks are that GPU's" in data["notes"]
 
 
+def test_an_idle_gpu_with_its_work_queued_is_not_called_host_bound(tmp_path):
+    # The real Jetson Orin Nano export idles 96% of its span, mostly in host code between launches: host-bound. The
+    # same run with every CUDA call a second earlier (the host a second ahead) has every kernel and copy queued before
+    # the gap ends it: the GPU waited on something the trace does not show, and "host-bound" would send the user to
+    # the wrong side.
+    source = FOUND / "nsys2024.5_jetson_orin_nano_8gb_video_kernels.sqlite"
+    as_recorded = analyze_json(source)["timeline"]
+    assert as_recorded["verdict"]["message"].startswith("host-bound (GPU idle): idle takes 96.4%")
+    assert any(f["rule"] == "host_bound" for f in as_recorded["findings"])
+    ahead = changed_copy(source, tmp_path, 'UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET start = start - 1000000000, "end" = "end" - 1000000000')
+    timeline = analyze_json(ahead)["timeline"]
+    idle = timeline["devices"][0]["idle_by_cause"]
+    queued = (idle.get("queued_waiting", 0) + idle.get("gpu_launch_latency", 0)) / sum(idle.values())
+    assert queued > 0.99
+    for message in (timeline["verdict"]["message"], timeline["devices"][0]["verdict_message"]):
+        assert message.startswith("GPU idle with its work queued (not host-bound): idle takes 96.4%")
+        assert f"in {queued * 100:.0f}% of the idle time the next kernel or copy was already queued" in message
+    rules = {f["rule"] for f in timeline["findings"]}
+    assert "gpu_idle_queued" in rules and "host_bound" not in rules
+    assert timeline["verdict"]["verdict"] == "host"  # the key stays: diff and CI compare it across runs
+
+
 def test_host_code_before_a_module_load_in_the_same_gap_is_jit_compilation():
     # nsys 2023.1.2 of a CuPy program on one of four A100s (tests/fixtures/found/PROVENANCE.md): each first call of a
     # CuPy kernel compiles it with NVRTC (no CUDA call) and then loads it (cuModuleLoadData), so the GPU idles 169 ms
