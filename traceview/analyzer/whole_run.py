@@ -231,8 +231,10 @@ def device_breakdown(pieces: pl.DataFrame, spans: pl.DataFrame) -> list[dict[str
 VERDICT_WORDS = {"compute": "compute-bound", "communication": "communication-bound", "copy": "copy-bound", "host": "host-bound (GPU idle)"}
 _EXPOSED_WORDS = {"compute": "kernels", "communication": "communication alone", "copy": "copies alone", "host": "idle"}
 _EXPOSED_VERBS = {"compute": "take", "communication": "takes", "copy": "take", "host": "takes"}
-# The idle causes in which the GPU had its next work queued already: the host was ahead, not behind.
+# The idle causes in which the GPU had its next work queued already: the host was ahead, not behind. Idle time that
+# is mostly these (over QUEUED_MAJORITY of it) is not called host-bound.
 GPU_SIDE_CAUSES = ("gpu_launch_latency", "queued_waiting")
+QUEUED_MAJORITY = 0.5
 
 
 def queued_share(idle_by_cause: dict[str, int]) -> float:
@@ -246,7 +248,7 @@ def verdict_sentence(exposed_pct: dict[str, float | None], verdict: str, subject
     queued_share of the idle time: an idle GPU that had its work queued through most of it is not called host-bound."""
     others = ", ".join(f"{_EXPOSED_WORDS[k]} {v:.1f}%" for k, v in exposed_pct.items() if k != verdict and v is not None and v >= 0.05)
     share = exposed_pct.get(verdict) or 0.0
-    gpu_side = verdict == "host" and queued > 0.5
+    gpu_side = verdict == "host" and queued > QUEUED_MAJORITY
     words = "GPU idle with its work queued (not host-bound)" if gpu_side else VERDICT_WORDS[verdict]
     sentence = f"{words}: {_EXPOSED_WORDS[verdict]} {_EXPOSED_VERBS[verdict]} {share:.1f}% of {subject}" + (f" ({others})" if others else "")
     if gpu_side:
@@ -1062,7 +1064,7 @@ def _breakdown_findings(devices: list[dict[str, Any]], copies: list[dict[str, An
     if idle and any(d["verdict"] == "host" for d in devices):
         top = causes[0]
         # Idle time with the work already queued is the GPU's, not the host's: the rule says which (verdict_sentence).
-        rule = "gpu_idle_queued" if queued_share({c["cause"]: c["idle_ns"] for c in causes}) > 0.5 else "host_bound"
+        rule = "gpu_idle_queued" if queued_share({c["cause"]: c["idle_ns"] for c in causes}) > QUEUED_MAJORITY else "host_bound"
         found.append(_finding(rule, idle, f"the GPU sat idle for {_duration(idle)}; the largest cause: {top['description']} "
                                                   f"({top['share_of_idle_pct']:.0f}% of idle time)", top["advice"],
                               {"idle_by_cause": {c["cause"]: c["idle_ns"] for c in causes}}))
