@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
+import sys
 
 import polars as pl
 import pytest
@@ -849,3 +850,18 @@ def test_row_ranges_cover_every_row_once_in_even_shares(low, span):
         assert min(sizes) >= max(sizes) - len(ranges)
     else:
         assert ranges == [(low, high)]
+
+
+@pytest.mark.parametrize("name", SQLITE)
+def test_without_adbc_the_standard_library_reads_the_same_frames(realdata_file, monkeypatch, name):
+    # ADBC is a dependency, but an install without it (or a driver that fails to load) falls back to sqlite3: the
+    # same rows, types and names, only slower.
+    from traceview.parsers import nsys_sqlite
+
+    path = realdata_file(f"nsys_sqlite/{name}")
+    with_adbc = nsys_sqlite.parse(path)
+    monkeypatch.setitem(sys.modules, "adbc_driver_sqlite", None)  # `import adbc_driver_sqlite` now raises ImportError
+    without = nsys_sqlite.parse(path)
+    for table in ("kernels", "memops", "sync", "api", "nvtx", "graphs", "gpus"):
+        assert getattr(without, table).equals(getattr(with_adbc, table)), table
+    assert without.names == with_adbc.names and without.notes == with_adbc.notes

@@ -442,9 +442,9 @@ class _Reader:
             import adbc_driver_manager
             import adbc_driver_sqlite
         except ImportError:  # the standard library gives the same result, several times slower
-            self.adbc = None
+            self.driver = self.manager = None
         else:
-            self.adbc = (adbc_driver_sqlite, adbc_driver_manager)
+            self.driver, self.manager = adbc_driver_sqlite, adbc_driver_manager
 
     def _estimated_rows(self, table: str, low: int | None, high: int | None) -> int:
         if low is None or high is None:
@@ -460,11 +460,10 @@ class _Reader:
         return row_ranges(low, high)
 
     def _chunk(self, sql: str, schema: pl.Schema) -> pl.DataFrame:
-        if self.adbc is not None:
+        if self.driver is not None and self.manager is not None:
             try:
-                driver, manager = self.adbc
-                with (driver.connect(read_only_uri(self.path)) as database, manager.AdbcConnection(database) as connection,
-                      manager.AdbcStatement(connection) as statement):
+                with (self.driver.connect(read_only_uri(self.path)) as database, self.manager.AdbcConnection(database) as connection,
+                      self.manager.AdbcStatement(connection) as statement):
                     # ADBC hands over record batches of 1,024 rows by default; in larger batches it decodes a tenth
                     # faster and infers each column's type from more rows. The whole range in one batch: then the
                     # rechunk below (thousands of chunks per table would make every later operation pay per chunk)
