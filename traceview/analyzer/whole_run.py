@@ -507,17 +507,16 @@ def _gap_evidence(start: int, end: int, api: pl.DataFrame, nvtx: pl.DataFrame) -
     }
 
 
-def launch_records(kernels: pl.DataFrame, api: pl.DataFrame) -> pl.DataFrame:
-    """Return kernels joined to the API call that launched them (same process and correlation id; the first such
-    call): device_id, start_ns, end_ns, graph_node_id, name_id, call_start_ns, call_end_ns, tid, in kernel order."""
-    columns = {"device_id": pl.Int64, "start_ns": pl.Int64, "end_ns": pl.Int64, "graph_node_id": pl.Int64, "name_id": pl.Int64,
-               "call_start_ns": pl.Int64, "call_end_ns": pl.Int64, "tid": pl.Int64}
-    if api.height == 0 or kernels.height == 0 or kernels["correlation_id"].null_count() == kernels.height:
-        return pl.DataFrame(schema=columns)
-    by_pid = kernels["pid"].null_count() < kernels.height and api["pid"].null_count() < api.height
-    # Without a process id on a side, the correlation id alone decides; with them, a row lacking one matches nothing.
+def launching_calls(work: pl.DataFrame, api: pl.DataFrame) -> tuple[pl.Series, np.ndarray]:
+    """Return which rows of `work` (kernels, copies, graph executions) have their launching call in `api`, as a mask,
+    and the row of that call in `api` for each such row, in order: the same process and correlation id (the first such
+    call), or the correlation id alone where a side has no process ids (then a row lacking its process matches
+    nothing)."""
+    if api.height == 0 or work.height == 0 or work["correlation_id"].null_count() == work.height:
+        return pl.Series(np.zeros(work.height, dtype=bool)), np.zeros(0, dtype=np.int64)
+    by_pid = work["pid"].null_count() < work.height and api["pid"].null_count() < api.height
     key = pl.when(pl.col("pid").is_not_null() if by_pid else pl.lit(True)).then(_call_number(by_pid)).fill_null(-1)
-    wanted, numbers = kernels.select(key).to_series().to_numpy(), api.select(key).to_series().to_numpy()
+    wanted, numbers = work.select(key).to_series().to_numpy(), api.select(key).to_series().to_numpy()
     # A call is found by binary search in the calls ordered by number (ordered by process, then correlation id, which
     # come nearly sorted), which holds a few integer arrays where a hash join of millions of calls held several
     # hundred MB more at the analysis' peak. Calls without a usable number launch nothing. The number is one integer,
@@ -529,8 +528,18 @@ def launch_records(kernels: pl.DataFrame, api: pl.DataFrame) -> pl.DataFrame:
     index = np.searchsorted(ordered, wanted, side="left")
     found = (wanted >= 0) & (index < len(ordered))
     found[found] = ordered[index[found]] == wanted[found]
-    call = order[index[found]]
-    frame = kernels.select("device_id", "start_ns", "end_ns", "graph_node_id", "name_id").filter(pl.Series(found))
+    return pl.Series(found), order[index[found]]
+
+
+def launch_records(kernels: pl.DataFrame, api: pl.DataFrame) -> pl.DataFrame:
+    """Return kernels joined to the API call that launched them (launching_calls): device_id, start_ns, end_ns,
+    graph_node_id, name_id, call_start_ns, call_end_ns, tid, in kernel order."""
+    columns = {"device_id": pl.Int64, "start_ns": pl.Int64, "end_ns": pl.Int64, "graph_node_id": pl.Int64, "name_id": pl.Int64,
+               "call_start_ns": pl.Int64, "call_end_ns": pl.Int64, "tid": pl.Int64}
+    found, call = launching_calls(kernels, api)
+    if len(call) == 0:
+        return pl.DataFrame(schema=columns)
+    frame = kernels.select("device_id", "start_ns", "end_ns", "graph_node_id", "name_id").filter(found)
     return frame.with_columns(
         api["start_ns"].gather(call).alias("call_start_ns"), api["end_ns"].gather(call).alias("call_end_ns"), api["tid"].gather(call).alias("tid"),
     ).select(list(columns))
@@ -538,20 +547,14 @@ def launch_records(kernels: pl.DataFrame, api: pl.DataFrame) -> pl.DataFrame:
 
 def queued_starts(launches: pl.DataFrame, memops: pl.DataFrame, graphs: pl.DataFrame, api: pl.DataFrame) -> pl.DataFrame:
     """Return (device_id, start_ns, call_end_ns) of the GPU work whose launching call is known: kernels (from
-    launch_records' frame), copies and memsets, whole-graph executions. A gap before work whose call had returned by
-    the gap's start is the GPU's own: the work was queued."""
+    launch_records' frame), copies and memsets, whole-graph executions, each matched to its call as kernels are
+    (launching_calls). A gap before work whose call had returned by the gap's start is the GPU's own: the work was
+    queued."""
     parts = [launches.select("device_id", "start_ns", "call_end_ns")]
     for work in (memops, graphs):
-        wanted = work["correlation_id"].drop_nulls().unique()
-        if wanted.len() == 0 or api.height == 0:
-            continue
-        # As launch_records matches: same process and correlation id where both sides have processes, the first such
-        # call. Only the calls with a wanted id are taken: copies are few next to millions of launches.
-        by_pid = work["pid"].null_count() < work.height and api["pid"].null_count() < api.height
-        keys = ["pid", "correlation_id"] if by_pid else ["correlation_id"]
-        calls = (api.filter(pl.col("correlation_id").is_in(wanted.implode())).select(*keys, pl.col("end_ns").alias("call_end_ns"))
-                 .unique(keys, keep="first", maintain_order=True))
-        parts.append(work.select("device_id", "start_ns", *keys).join(calls, on=keys, how="inner").select("device_id", "start_ns", "call_end_ns"))
+        found, call = launching_calls(work, api)
+        if len(call):
+            parts.append(work.select("device_id", "start_ns").filter(found).with_columns(api["end_ns"].gather(call).alias("call_end_ns")))
     return pl.concat(parts)
 
 
