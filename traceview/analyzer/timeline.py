@@ -137,7 +137,9 @@ def kernel_summary(kernels: pl.DataFrame, names: dict[int, str]) -> pl.DataFrame
     devices = per_device.sort("device_id").group_by("name_id").agg(
         pl.struct(pl.col("device_id"), pl.col("launches"), pl.col("duration_ns")).alias("devices")
     )
-    frame = summary.join(devices, on="name_id", how="left").collect()
+    # In name order: the hash group-by's order varies from run to run, and with it the last digit of arithmetic that
+    # polars vectorises differently at different row positions (a share of 7.880289562961187 or ...188).
+    frame = summary.join(devices, on="name_id", how="left").collect().sort("name_id")
     full = {i: names.get(i, f"<string {i}>") for i in frame["name_id"].to_list()}
     short = {i: short_kernel_name(name) for i, name in full.items()}
     total = float(frame["duration_ns"].sum() or 0)
