@@ -5,7 +5,9 @@ The export is the real 2-GPU H100 export from ../shared/realdata with its kernel
 until the table holds 2 million launches (same schema). Each measurement runs in its own process. Targets: within
 1.5× of (a), faster than (b), and peak memory beyond the interpreter's within 2× of the kernel table's Arrow size.
 It also prints the stricter comparison with a read of only the seven kernel columns traceview needs.
-Usage: python benchmarks/bench_nsys.py [--launches N]
+Each measurement runs --repeat times, all of them in turn each round, and the fastest counts (single runs of one
+command differ by up to 30% on a shared 2-core machine).
+Usage: python benchmarks/bench_nsys.py [--launches N] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -94,15 +96,23 @@ def measure_cli(path: Path) -> dict:
     return {"seconds": time.perf_counter() - start, "peak_mb": int(done.stderr.strip().splitlines()[-1]) / 1024}
 
 
+def fastest(runs: list[dict]) -> dict:
+    """The run with the shortest whole-process time (its own figures kept together)."""
+    return min(runs, key=lambda run: run.get("process_seconds", run["seconds"]))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--launches", type=int, default=2_000_000)
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each measurement; the fastest counts")
     args = parser.parse_args()
     require_baseline_reader()
     if not SOURCE.exists():
         sys.exit(f"needs the real export {SOURCE} (../shared beside the checkout)")
     path = build_export(args.launches)
-    bulk, needed, groupby, ours = (measure(path, mode) for mode in ("bulk", "bulk_needed", "groupby", "traceview"))
+    modes = ("bulk", "bulk_needed", "groupby", "traceview")
+    rounds = [[measure(path, mode) for mode in modes] + [measure_cli(path)] for _ in range(max(1, args.repeat))]
+    bulk, needed, groupby, ours, cli = (fastest([runs[i] for runs in rounds]) for i in range(len(modes) + 1))
     launches = sqlite3.connect(f"file:{path}?mode=ro", uri=True).execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]
     print(f"export: {launches:,} kernel launches, {path.stat().st_size / 1e6:.0f} MB ({path})")
     print(f"(a)  bulk read of the kernel table     : {bulk['seconds']:.2f} s; its Arrow size {bulk['arrow_mb']:.0f} MB")
@@ -115,7 +125,6 @@ def main() -> None:
     print(f"memory vs the kernel table's Arrow size       : {ours['beyond_imports_mb'] / bulk['arrow_mb']:.2f}x (target ≤ 2)")
     print(f"memory vs the needed columns' Arrow size      : {ours['beyond_imports_mb'] / needed['arrow_mb']:.2f}x")
     # The issue's figures are whole processes, as a user runs them: start-up and imports included.
-    cli = measure_cli(path)
     print(f"whole processes: `traceview analyze --format json` {cli['seconds']:.2f} s, peak RSS {cli['peak_mb']:.0f} MB; "
           f"7-column read {needed['process_seconds']:.2f} s, {needed['peak_mb']:.0f} MB; GROUP BY {groupby['process_seconds']:.2f} s")
     print(f"  vs the 7-column read: {cli['seconds'] / needed['process_seconds']:.2f}x time (target ≤ 1.5), "
