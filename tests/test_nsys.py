@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from traceview.app.cli import app
-from traceview.parsers import TraceFormat, detect_format, load_trace
+from traceview.parsers import TraceFormat, detect_format, load_trace, nsys_sqlite
 
 runner = CliRunner()
 SQLITE = [
@@ -856,8 +856,6 @@ def test_row_ranges_cover_every_row_once_in_even_shares(low, span):
 def test_without_adbc_the_standard_library_reads_the_same_frames(realdata_file, monkeypatch, name):
     # ADBC is a dependency, but an install without it (or a driver that fails to load) falls back to sqlite3: the
     # same rows, types and names, only slower.
-    from traceview.parsers import nsys_sqlite
-
     path = realdata_file(f"nsys_sqlite/{name}")
     with_adbc = nsys_sqlite.parse(path)
     monkeypatch.setitem(sys.modules, "adbc_driver_sqlite", None)  # `import adbc_driver_sqlite` now raises ImportError
