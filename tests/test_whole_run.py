@@ -856,6 +856,18 @@ def test_an_idle_gpu_with_its_work_queued_is_not_called_host_bound(tmp_path):
     assert timeline["verdict"]["verdict"] == "host"  # the key stays: diff and CI compare it across runs
 
 
+def test_an_idle_gpu_whose_input_has_no_cuda_calls_is_not_called_host_bound(tmp_path):
+    # The same real export without its CUDA API table (a trimmed export, or nsys stats' cuda_gpu_trace) cannot tell
+    # host code from a wait on the GPU: the verdict says so instead of blaming the host.
+    source = FOUND / "nsys2024.5_jetson_orin_nano_8gb_video_kernels.sqlite"
+    timeline = analyze_json(changed_copy(source, tmp_path, "DROP TABLE CUPTI_ACTIVITY_KIND_RUNTIME"))["timeline"]
+    assert set(timeline["devices"][0]["idle_by_cause"]) == {"not_traced"}
+    assert timeline["verdict"]["message"].startswith("GPU idle, for reasons this input does not show: idle takes 96.4%")
+    assert timeline["verdict"]["message"].endswith("the input holds no CUDA API calls to tell whether the host or the GPU kept it waiting")
+    rules = {f["rule"] for f in timeline["findings"]}
+    assert "gpu_idle_untraced" in rules and "host_bound" not in rules
+
+
 def test_host_code_before_a_module_load_in_the_same_gap_is_jit_compilation():
     # nsys 2023.1.2 of a CuPy program on one of four A100s (tests/fixtures/found/PROVENANCE.md): each first call of a
     # CuPy kernel compiles it with NVRTC (no CUDA call) and then loads it (cuModuleLoadData), so the GPU idles 169 ms

@@ -8,14 +8,15 @@ overlaps and idle time add up to the device's span (first to last GPU activity) 
 The verdict follows what the GPU was *exposed* to, HTA's convention for communication: compute time counts fully;
 communication only where no kernel ran beside it; copies only where neither did; idle is the rest. The largest of
 these four names the run: compute-, communication-, copy- or host-bound; an idle GPU that had its next work queued
-through most of its idle time (launch latency, or waits the trace does not show) is said to be idle, not host-bound.
+through most of its idle time (launch latency, or waits the trace does not show), or whose input has no CUDA API calls
+to tell, is said to be idle, not host-bound (IDLE_KINDS).
 
 Idle gaps get a cause from what the host did meanwhile (same process as the device's work): the NVTX ranges and
 CUDA API calls that cover most of the gap, or none. The rules named after `nsys analyze`'s (`gpu_gaps`,
 `gpu_time_util`, `cuda_memcpy_async`, `cuda_memcpy_sync`, `cuda_memset_sync`, `cuda_api_sync`) keep its semantics and
 default thresholds; `copy_bound` (with the copies' throughput against the host link), `communication_bound`,
-`host_bound` (`gpu_idle_queued` where the idle GPU had its work queued), `jit_compile`, `launch_bound` and
-`cuda_graph_trace` are traceview's own.
+`host_bound` (`gpu_idle_queued` where the idle GPU had its work queued, `gpu_idle_untraced` where the input cannot
+say), `jit_compile`, `launch_bound` and `cuda_graph_trace` are traceview's own.
 """
 
 from __future__ import annotations
@@ -231,29 +232,42 @@ def device_breakdown(pieces: pl.DataFrame, spans: pl.DataFrame) -> list[dict[str
 VERDICT_WORDS = {"compute": "compute-bound", "communication": "communication-bound", "copy": "copy-bound", "host": "host-bound (GPU idle)"}
 _EXPOSED_WORDS = {"compute": "kernels", "communication": "communication alone", "copy": "copies alone", "host": "idle"}
 _EXPOSED_VERBS = {"compute": "take", "communication": "takes", "copy": "take", "host": "takes"}
-# The idle causes in which the GPU had its next work queued already: the host was ahead, not behind. Idle time that
-# is mostly these (over QUEUED_MAJORITY of it) is not called host-bound.
-GPU_SIDE_CAUSES = ("gpu_launch_latency", "queued_waiting")
-QUEUED_MAJORITY = 0.5
+# What idle time is, by the causes of most of it: the host's (the verdict is host-bound), the GPU's own with its next
+# work queued already (launch latency, or a wait the trace does not show: the host was ahead), or unknown where the
+# input has no CUDA API calls to tell (nsys stats' cuda_gpu_trace). Each with its verdict words and its rule's name.
+IDLE_KINDS = {
+    "host": ("host-bound (GPU idle)", "host_bound"),
+    "queued": ("GPU idle with its work queued (not host-bound)", "gpu_idle_queued"),
+    "untraced": ("GPU idle, for reasons this input does not show", "gpu_idle_untraced"),
+}
+_CAUSES_OF_KIND = {"queued": ("gpu_launch_latency", "queued_waiting"), "untraced": ("not_traced",)}
+IDLE_MAJORITY = 0.5  # the share of the idle time whose causes decide its kind
 
 
-def queued_share(idle_by_cause: dict[str, int]) -> float:
-    """Return the fraction (0-1) of the idle time in which the GPU had its next work queued already (GPU_SIDE_CAUSES)."""
+def idle_kind(idle_by_cause: dict[str, int]) -> tuple[str, float]:
+    """Return the kind of the idle time (an IDLE_KINDS key) from its ns per gap cause, and the share (0-1) of the idle
+    time that makes it that kind (1.0 for host)."""
     idle = sum(idle_by_cause.values())
-    return sum(idle_by_cause.get(cause, 0) for cause in GPU_SIDE_CAUSES) / idle if idle else 0.0
+    for kind, causes in _CAUSES_OF_KIND.items():
+        share = sum(idle_by_cause.get(cause, 0) for cause in causes) / idle if idle else 0.0
+        if share > IDLE_MAJORITY:
+            return kind, share
+    return "host", 1.0
 
 
-def verdict_sentence(exposed_pct: dict[str, float | None], verdict: str, subject: str, queued: float = 0.0) -> str:
-    """Return e.g. `copy-bound: copies alone take 97.0% of GPU 0's span (kernels 2.3%, idle 0.7%)`. `queued` is
-    queued_share of the idle time: an idle GPU that had its work queued through most of it is not called host-bound."""
+def verdict_sentence(exposed_pct: dict[str, float | None], verdict: str, subject: str, idle_by_cause: dict[str, int] | None = None) -> str:
+    """Return e.g. `copy-bound: copies alone take 97.0% of GPU 0's span (kernels 2.3%, idle 0.7%)`. An idle verdict
+    is worded by idle_kind of `idle_by_cause` (ns per gap cause): host-bound only where the host kept the GPU waiting."""
     others = ", ".join(f"{_EXPOSED_WORDS[k]} {v:.1f}%" for k, v in exposed_pct.items() if k != verdict and v is not None and v >= 0.05)
     share = exposed_pct.get(verdict) or 0.0
-    gpu_side = verdict == "host" and queued > QUEUED_MAJORITY
-    words = "GPU idle with its work queued (not host-bound)" if gpu_side else VERDICT_WORDS[verdict]
+    kind, kind_share = idle_kind(idle_by_cause or {}) if verdict == "host" else ("host", 1.0)
+    words = IDLE_KINDS[kind][0] if verdict == "host" else VERDICT_WORDS[verdict]
     sentence = f"{words}: {_EXPOSED_WORDS[verdict]} {_EXPOSED_VERBS[verdict]} {share:.1f}% of {subject}" + (f" ({others})" if others else "")
-    if gpu_side:
-        sentence += (f"; in {queued * 100:.0f}% of the idle time the next kernel or copy was already queued: the GPU's own launch "
-                     "latency, or a wait the trace does not show")
+    if kind == "queued":
+        sentence += (f"; in {kind_share * 100:.0f}% of the idle time the next kernel or copy was already queued: the GPU's own "
+                     "launch latency, or a wait the trace does not show")
+    elif kind == "untraced":
+        sentence += "; the input holds no CUDA API calls to tell whether the host or the GPU kept it waiting"
     return sentence
 
 
@@ -266,7 +280,7 @@ def run_verdict(devices: list[dict[str, Any]], idle_by_cause: dict[str, int] | N
     exposed = {k: sum((d["exposed_pct"][k] or 0.0) * d["span_ns"] for d in devices) / total for k in VERDICT_WORDS}
     verdict = max(exposed, key=lambda k: exposed[k])
     subject = "the GPU's span" if len(devices) == 1 else f"the {len(devices)} GPUs' spans"
-    message = verdict_sentence(exposed, verdict, subject, queued_share(idle_by_cause or {}))
+    message = verdict_sentence(exposed, verdict, subject, idle_by_cause)
     return {"verdict": verdict, "share_pct": exposed[verdict], "exposed_pct": exposed, "message": message}
 
 
@@ -902,7 +916,7 @@ def analyze_whole_run(
         all_gaps += gaps
         if device["verdict"] == "host":  # worded now that the gaps have their causes
             device["verdict_message"] = verdict_sentence(device["exposed_pct"], "host", f"GPU {device['device_id']}'s span",
-                                                         queued_share(device["idle_by_cause"]))
+                                                         device["idle_by_cause"])
     all_gaps.sort(key=lambda g: -g["duration_ns"])
     total_idle = sum(idle_by_cause.values())
     # A run with a handful of synchronize calls waits for results it needs: its idle time in them gets that advice,
@@ -944,7 +958,7 @@ def analyze_whole_run(
             CAUSES["jit_compile"][1]))
     utilisation = time_util_rule(pieces, devices)
     if utilisation:
-        if causes_list and causes_list[0]["idle_ns"] and not any(f["rule"] in ("host_bound", "gpu_idle_queued") for f in findings):
+        if causes_list and causes_list[0]["idle_ns"] and not any(f["rule"] in {rule for _, rule in IDLE_KINDS.values()} for f in findings):
             # The run is not host-bound overall, but its idle stretches still have a cause the gaps name: say it here.
             top = causes_list[0]
             utilisation["message"] += f"; {top['share_of_idle_pct']:.0f}% of the idle time is {top['description']}"
@@ -1066,8 +1080,9 @@ def _breakdown_findings(devices: list[dict[str, Any]], copies: list[dict[str, An
     idle = sum(c["idle_ns"] for c in causes)
     if idle and any(d["verdict"] == "host" for d in devices):
         top = causes[0]
-        # Idle time with the work already queued is the GPU's, not the host's: the rule says which (verdict_sentence).
-        rule = "gpu_idle_queued" if queued_share({c["cause"]: c["idle_ns"] for c in causes}) > QUEUED_MAJORITY else "host_bound"
+        # Idle time with the work already queued is the GPU's, not the host's; without CUDA API calls nobody's: the
+        # rule's name says which (idle_kind).
+        rule = IDLE_KINDS[idle_kind({c["cause"]: c["idle_ns"] for c in causes})[0]][1]
         found.append(_finding(rule, idle, f"the GPU sat idle for {_duration(idle)}; the largest cause: {top['description']} "
                                                   f"({top['share_of_idle_pct']:.0f}% of idle time)", top["advice"],
                               {"idle_by_cause": {c["cause"]: c["idle_ns"] for c in causes}}))
