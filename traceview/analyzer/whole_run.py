@@ -377,13 +377,15 @@ def api_classes(api: pl.DataFrame, first_launches: pl.DataFrame | None = None) -
     if api.height == 0:
         return api.select("start_ns", "end_ns", "pid", pl.lit(None, dtype=API_CLASS).alias("class"))
     mapping = {name: _api_class(name) for name in distinct_names(api["name"])}
-    named = pl.col("name").cast(pl.String).replace_strict(mapping, default="other_cuda_api", return_dtype=pl.String)
+    # Replaced on the categorical itself: cast to strings first, the realistic 2 M export's 3.4 M call names were
+    # written out only to be replaced (0.12 s, where the whole of api_classes now takes 0.09 s).
+    named = pl.col("name").replace_strict(mapping, default="other_cuda_api", return_dtype=API_CLASS)
     # A first launch is found by its (process, correlation id) in the few first launches, as one number: a join
     # would hash millions of calls to mark a few hundred.
     key = _call_number()
     firsts = first_launches.select(key).to_series().drop_nulls() if first_launches is not None and first_launches.height else pl.Series([], dtype=pl.Int64)
     slow_launch = (named == "launch") & ((pl.col("end_ns") - pl.col("start_ns")) >= SLOW_LAUNCH_CALL_NS) & key.is_in(firsts.implode()).fill_null(False)
-    return api.select("start_ns", "end_ns", "pid", pl.when(slow_launch).then(pl.lit("module_load")).otherwise(named).cast(API_CLASS).alias("class"))
+    return api.select("start_ns", "end_ns", "pid", pl.when(slow_launch).then(pl.lit("module_load", dtype=API_CLASS)).otherwise(named).alias("class"))
 
 
 def _host_rows(frame: pl.DataFrame, pids: set[int]) -> pl.Expr:
