@@ -229,7 +229,6 @@ def device_breakdown(pieces: pl.DataFrame, spans: pl.DataFrame) -> list[dict[str
     return devices
 
 
-VERDICT_WORDS = {"compute": "compute-bound", "communication": "communication-bound", "copy": "copy-bound", "host": "host-bound (GPU idle)"}
 _EXPOSED_WORDS = {"compute": "kernels", "communication": "communication alone", "copy": "copies alone", "host": "idle"}
 _EXPOSED_VERBS = {"compute": "take", "communication": "takes", "copy": "take", "host": "takes"}
 # What idle time is, by the causes of most of it: the host's (the verdict is host-bound), the GPU's own with its next
@@ -241,6 +240,7 @@ IDLE_KINDS = {
     "untraced": ("GPU idle, for reasons this input does not show", "gpu_idle_untraced"),
 }
 _CAUSES_OF_KIND = {"queued": ("gpu_launch_latency", "queued_waiting"), "untraced": ("not_traced",)}
+VERDICT_WORDS = {"compute": "compute-bound", "communication": "communication-bound", "copy": "copy-bound", "host": IDLE_KINDS["host"][0]}
 IDLE_MAJORITY = 0.5  # the share of the idle time whose causes decide its kind
 
 
