@@ -72,9 +72,11 @@ def rank_kernels(launches: pl.DataFrame) -> pl.DataFrame:
         .then(pl.col("_flop") / pl.col("_dram_bytes"))
         .otherwise(pl.col("_mean_intensity"))
         .alias("arithmetic_intensity"),
-    ).with_columns(
-        (100.0 * pl.col("duration_ns") / total).alias("share_pct") if total else pl.lit(None, dtype=pl.Float64).alias("share_pct"),
     )
+    # 100 × time / total as written, per kernel in Python: polars may evaluate the expression in another order
+    # depending on how the frame is chunked, which moves the last digit between runs (timeline.kernel_summary).
+    grouped = grouped.with_columns(pl.Series("share_pct", [100.0 * d / total if total and d is not None else None
+                                                           for d in grouped["duration_ns"].to_list()], dtype=pl.Float64))
     ranked = grouped.sort(
         ["recoverable_ns", "duration_ns", "launches"], descending=True, nulls_last=True, maintain_order=True
     ).with_row_index("rank", offset=1)

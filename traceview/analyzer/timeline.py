@@ -137,16 +137,18 @@ def kernel_summary(kernels: pl.DataFrame, names: dict[int, str]) -> pl.DataFrame
     devices = per_device.sort("device_id").group_by("name_id").agg(
         pl.struct(pl.col("device_id"), pl.col("launches"), pl.col("duration_ns")).alias("devices")
     )
-    # In name order: the hash group-by's order varies from run to run, and with it the last digit of arithmetic that
-    # polars vectorises differently at different row positions (a share of 7.880289562961187 or ...188).
+    # In name order, since the hash group-by's order varies from run to run.
     frame = summary.join(devices, on="name_id", how="left").collect().sort("name_id")
     full = {i: names.get(i, f"<string {i}>") for i in frame["name_id"].to_list()}
     short = {i: short_kernel_name(name) for i, name in full.items()}
     total = float(frame["duration_ns"].sum() or 0)
+    # Shares in numpy, 100 × time / total as written: polars evaluated the same expression in another order when the
+    # frame came in one chunk than in two, which varies between runs (65.12472753693388% or ...389 for one kernel).
+    share = 100.0 * frame["duration_ns"].to_numpy() / total if total else None
     return frame.with_columns(
         pl.col("name_id").replace_strict(full, default=None, return_dtype=pl.String).alias("kernel_name"),
         pl.col("name_id").replace_strict(short, default=None, return_dtype=pl.String).alias("short_name"),
-        (100.0 * pl.col("duration_ns") / total if total else pl.lit(None, dtype=pl.Float64)).alias("share_pct"),
+        pl.Series("share_pct", share, dtype=pl.Float64) if share is not None else pl.lit(None, dtype=pl.Float64).alias("share_pct"),
     ).drop("name_id")
 
 
