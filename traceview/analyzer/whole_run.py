@@ -260,8 +260,10 @@ def verdict_sentence(exposed_pct: dict[str, float | None], verdict: str, subject
     is worded by idle_kind of `idle_by_cause` (ns per gap cause): host-bound only where the host kept the GPU waiting."""
     others = ", ".join(f"{_EXPOSED_WORDS[k]} {v:.1f}%" for k, v in exposed_pct.items() if k != verdict and v is not None and v >= 0.05)
     share = exposed_pct.get(verdict) or 0.0
-    kind, kind_share = idle_kind(idle_by_cause or {}) if verdict == "host" else ("host", 1.0)
-    words = IDLE_KINDS[kind][0] if verdict == "host" else VERDICT_WORDS[verdict]
+    words, kind, kind_share = VERDICT_WORDS[verdict], None, 1.0
+    if verdict == "host":
+        kind, kind_share = idle_kind(idle_by_cause or {})
+        words = IDLE_KINDS[kind][0]
     sentence = f"{words}: {_EXPOSED_WORDS[verdict]} {_EXPOSED_VERBS[verdict]} {share:.1f}% of {subject}" + (f" ({others})" if others else "")
     if kind == "queued":
         sentence += (f"; in {kind_share * 100:.0f}% of the idle time the next kernel or copy was already queued: the GPU's own "
@@ -887,7 +889,7 @@ def analyze_whole_run(
         first_kernel = dict(kernels.group_by("device_id").agg(pl.col("start_ns").min()).iter_rows()) if kernels.height else {}
         for device in devices:
             device["first_kernel_ns"] = first_kernel.get(device["device_id"])
-            device["verdict_message"] = verdict_sentence(device["exposed_pct"], device["verdict"], f"GPU {device['device_id']}'s span") if device["verdict"] else None
+            device["verdict_message"] = None  # worded once its gaps have their causes, below
         launches = launch_records(kernels, api) if launches is None else launches
         first = pl.col("start_ns").arg_min()
         first_launches = kernels.lazy().filter(pl.col("correlation_id").is_not_null()).group_by("name_id").agg(
@@ -916,8 +918,8 @@ def analyze_whole_run(
         for cause, duration in device["idle_by_cause"].items():
             idle_by_cause[cause] = idle_by_cause.get(cause, 0) + duration
         all_gaps += gaps
-        if device["verdict"] == "host":  # worded now that the gaps have their causes
-            device["verdict_message"] = verdict_sentence(device["exposed_pct"], "host", f"GPU {device['device_id']}'s span",
+        if device["verdict"]:
+            device["verdict_message"] = verdict_sentence(device["exposed_pct"], device["verdict"], f"GPU {device['device_id']}'s span",
                                                          device["idle_by_cause"])
     all_gaps.sort(key=lambda g: -g["duration_ns"])
     total_idle = sum(idle_by_cause.values())
@@ -1082,10 +1084,11 @@ def _breakdown_findings(devices: list[dict[str, Any]], copies: list[dict[str, An
     idle = sum(c["idle_ns"] for c in causes)
     if idle and any(d["verdict"] == "host" for d in devices):
         top = causes[0]
+        idle_by_cause = {c["cause"]: c["idle_ns"] for c in causes}
         # Idle time with the work already queued is the GPU's, not the host's; without CUDA API calls nobody's: the
         # rule's name says which (idle_kind).
-        rule = IDLE_KINDS[idle_kind({c["cause"]: c["idle_ns"] for c in causes})[0]][1]
+        rule = IDLE_KINDS[idle_kind(idle_by_cause)[0]][1]
         found.append(_finding(rule, idle, f"the GPU sat idle for {_duration(idle)}; the largest cause: {top['description']} "
                                                   f"({top['share_of_idle_pct']:.0f}% of idle time)", top["advice"],
-                              {"idle_by_cause": {c["cause"]: c["idle_ns"] for c in causes}}))
+                              {"idle_by_cause": idle_by_cause}))
     return found
