@@ -11,6 +11,13 @@ def _time_weighted_mode(column: str) -> pl.Expr:
     return pl.col(column).sort_by(weight.sum().over(["kernel_name", column])).last()
 
 
+def share_pct(durations: pl.Series, total: float) -> pl.Series:
+    """Return each duration's share of `total` in % (null where the duration or the total is unknown), as 100 × time /
+    total in Python: polars evaluated the same expression in another order when a frame came in one chunk than in
+    two, which varies between runs and moved the last digit (65.12472753693388% or ...389 for one kernel)."""
+    return pl.Series("share_pct", [100.0 * d / total if total and d is not None else None for d in durations.to_list()], dtype=pl.Float64)
+
+
 def rank_kernels(launches: pl.DataFrame) -> pl.DataFrame:
     """Return one row per kernel name: launches, time (ns), verdict and recoverable time, ordered by rank."""
     weight = pl.col("duration_ns").fill_null(1.0)
@@ -73,10 +80,7 @@ def rank_kernels(launches: pl.DataFrame) -> pl.DataFrame:
         .otherwise(pl.col("_mean_intensity"))
         .alias("arithmetic_intensity"),
     )
-    # 100 × time / total as written, per kernel in Python: polars may evaluate the expression in another order
-    # depending on how the frame is chunked, which moves the last digit between runs (timeline.kernel_summary).
-    grouped = grouped.with_columns(pl.Series("share_pct", [100.0 * d / total if total and d is not None else None
-                                                           for d in grouped["duration_ns"].to_list()], dtype=pl.Float64))
+    grouped = grouped.with_columns(share_pct(grouped["duration_ns"], total))
     ranked = grouped.sort(
         ["recoverable_ns", "duration_ns", "launches"], descending=True, nulls_last=True, maintain_order=True
     ).with_row_index("rank", offset=1)

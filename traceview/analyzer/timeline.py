@@ -18,6 +18,7 @@ from traceview.analyzer.devices import GpuSpec, tensor_speedups
 from traceview.analyzer.diagnosis import MATRIX_KINDS, duration_text, fp32_fma_advice, tensor_math_advice
 from traceview.analyzer.kernel_kinds import KIND_CHARS, display_names, kernel_kind, likely_bound, tensor_cores_by_name
 from traceview.analyzer.names import normalise_kernel_name
+from traceview.analyzer.ranking import share_pct
 from traceview.analyzer.roofline import Bound
 from traceview.analyzer.whole_run import (
     CAUSES,
@@ -142,13 +143,10 @@ def kernel_summary(kernels: pl.DataFrame, names: dict[int, str]) -> pl.DataFrame
     full = {i: names.get(i, f"<string {i}>") for i in frame["name_id"].to_list()}
     short = {i: short_kernel_name(name) for i, name in full.items()}
     total = float(frame["duration_ns"].sum() or 0)
-    # Shares in numpy, 100 × time / total as written: polars evaluated the same expression in another order when the
-    # frame came in one chunk than in two, which varies between runs (65.12472753693388% or ...389 for one kernel).
-    share = 100.0 * frame["duration_ns"].to_numpy() / total if total else None
     return frame.with_columns(
         pl.col("name_id").replace_strict(full, default=None, return_dtype=pl.String).alias("kernel_name"),
         pl.col("name_id").replace_strict(short, default=None, return_dtype=pl.String).alias("short_name"),
-        pl.Series("share_pct", share, dtype=pl.Float64) if share is not None else pl.lit(None, dtype=pl.Float64).alias("share_pct"),
+        share_pct(frame["duration_ns"], total),
     ).drop("name_id")
 
 
