@@ -472,3 +472,15 @@ def test_a_one_token_prompt_is_a_decode_step():
     llm = analysis_of(path, weight_bytes=2.9e9, bandwidth_bytes_per_s=256e9).llm.runs
     pp1, tg16 = llm.row(0, named=True), llm.row(24, named=True)
     assert (pp1["test"], tg16["test"]) == ("pp1", "tg16") and pp1["mbu_pct"] == pytest.approx(tg16["mbu_pct"], rel=0.01)
+
+
+def test_a_dgx_spark_is_named_by_its_device_line_and_gets_its_bandwidth():
+    # llama-bench on a DGX Spark (tests/fixtures/found/PROVENANCE.md): `Device 0: NVIDIA GB10, compute capability 12.1,
+    # VMM: yes, VRAM: 122572 MiB`, and a 235B mixture of experts with 22B active parameters by its name.
+    runs = analysis_of(FOUND / "llama_bench_gb10_dgx_spark_qwen3moe_235b_q2k.txt").llm.runs
+    decode = runs.filter(phase="decode").row(0, named=True)
+    assert decode["device"] == "GB10 (DGX Spark)" and decode["test"] == "tg256"
+    bytes_per_token = 79.80 * 2**30 * 22 / 235.09
+    assert decode["bytes_per_token"] == pytest.approx(bytes_per_token)
+    # 17.54 tokens/s × 8.0 GB against the 273 GB/s of its LPDDR5X: about half, as decode on unified memory goes.
+    assert decode["mbu_pct"] == pytest.approx(100 * 17.54 * bytes_per_token / 273e9)

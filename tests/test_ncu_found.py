@@ -159,3 +159,16 @@ def test_a_csv_summary_in_a_decimal_comma_locale_reads_the_same(tmp_path):
     localised = tmp_path / "de.csv"
     localised.write_text(text)
     assert load_trace(localised).data.equals(load_trace(THOR_CSV).data)
+
+
+def test_a_gb10_csv_with_an_unmeasured_metric_and_grouped_thousands():
+    # `ncu --csv` on a CC 12.1 GPU (tests/fixtures/found/PROVENANCE.md): the DRAM throughput is `n/a` (GB10 has no DRAM
+    # counters) and one duration is `1,205.00` us.
+    trace = load_trace(FOUND / "ncu_csv_cc121_gb10_saxpy_na_thousands_trimmed.csv")
+    frame = trace.data
+    assert frame["duration_ns"].to_list() == pytest.approx([211_940, 203_020, 1_205_000])
+    assert frame["dram_throughput_pct"].null_count() == frame.height
+    result = runner.invoke(app, ["analyze", str(FOUND / "ncu_csv_cc121_gb10_saxpy_na_thousands_trimmed.csv"), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    device = json.loads(result.stdout)["device"]
+    assert device["name"] == "GB10 (DGX Spark)" and "compute capability 12.1" in device["identified"]

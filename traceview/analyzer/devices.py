@@ -175,6 +175,10 @@ GPUS: tuple[GpuSpec, ...] = (
           "NVIDIA DGX B200 datasheet (HGX 1000 W)"),
     _spec("jetson-agx-thor", "Jetson AGX Thor (T5000)", "11.0", 20, 273, None, 8.1, None, None, None, None,
           (r"thor",), "LPDDR5X 256-bit; FP32 derived at 1.575 GHz; tensor peaks unverified, left out", True),
+    # DGX Spark's GPU shares the Grace CPU's LPDDR5X, like a Jetson's: ncu has no DRAM counters for CC 12.1.
+    _spec("gb10", "GB10 (DGX Spark)", "12.1", 48, 273, None, 31, None, None, None, None, (r"\bgb10\b",),
+          "NVIDIA DGX Spark datasheet (128 GB LPDDR5X, 256-bit, 273 GB/s; 6,144 CUDA cores = 48 SMs); FP32 as NVIDIA gave it "
+          "at Hot Chips 2025 (31 TFLOPS); its published tensor figure is FP4 with sparsity only, so the tensor peaks are left out"),
     _spec("rtx5090", "GeForce RTX 5090", "12.0", 170, 1792, 1.64, 104.8, 209.5, 104.8, 419, 838,
           (r"^rtx 5090$",), "NVIDIA RTX Blackwell whitepaper"),
     _spec("rtx-pro-6000-blackwell", "RTX PRO 6000 Blackwell", "12.0", 188, 1792, None, 125, None, None, None, None,
