@@ -4,9 +4,11 @@ printed right of their rules, a decimal-comma locale, and `--print-summary` in i
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
+from polars.testing import assert_frame_equal
 from typer.testing import CliRunner
 
 from traceview.app.cli import app
@@ -15,6 +17,7 @@ from traceview.parsers.ncu_console import clean_value
 from traceview.parsers.schema import KERNELS
 
 FOUND = Path(__file__).parent / "fixtures" / "found"
+REALDATA = Path(__file__).resolve().parent.parent.parent / "shared" / "realdata"
 SHIFTED = FOUND / "ncu2022_console_rtx3070_shifted_rows_reductions.txt"
 SPANISH = FOUND / "ncu2023_console_es_locale_transpose.txt"
 PER_KERNEL = FOUND / "ncu2023_console_summary_per_kernel_transpose.txt"
@@ -172,3 +175,29 @@ def test_a_gb10_csv_with_an_unmeasured_metric_and_grouped_thousands():
     assert result.exit_code == 0, result.output
     device = json.loads(result.stdout)["device"]
     assert device["name"] == "GB10 (DGX Spark)" and "compute capability 12.1" in device["identified"]
+
+
+def test_a_paste_without_the_tables_rules_is_read_by_its_spacing():
+    # ncu console lines from a DGX Spark as a chapter on LLM decode quotes them (tests/fixtures/found/PROVENANCE.md):
+    # sections and rows, but no dashed rules or header above the rows.
+    trace = load_trace(FOUND / "ncu_console_gb10_llm_decode_mmvq_rules_stripped.txt")
+    row = trace.data.row(0, named=True)
+    assert row["short_name"] == "q8_0_p32_q8_mmvq" and row["compute_capability"] == "12.1"
+    assert row["duration_ns"] == pytest.approx(22_780) and row["sm_clock_hz"] == pytest.approx(2.14e9)
+    assert row["sm_throughput_pct"] == pytest.approx(8.31) and row["memory_throughput_pct"] == pytest.approx(8.31)
+    assert row["registers_per_thread"] == 40 and any("no dashed rules" in note for note in trace.notes)
+
+
+@pytest.mark.parametrize("path", [FOUND / "ncu2025_console_rtx4090_cublas_sgemm_full_set.txt", FOUND / "ncu2022_console_rtx3070_shifted_rows_reductions.txt",
+                                  REALDATA / "ncu_console" / "ncu2024plus_l4_cc89_unfused_attention_qkT_softmax_pv_quantizedmha.txt",
+                                  REALDATA / "ncu_console" / "ncu2022_a100_80gb_pytorch_layernorm_x17_nvfuser_x13_liqiangxl.log"], ids=lambda p: p.name[:24])
+def test_real_consoles_read_the_same_with_their_tables_rules_stripped(path, tmp_path):
+    if not path.exists():
+        pytest.skip("../shared/realdata is not here")
+    lines = path.read_text(errors="replace").split("\n")
+    kept = [line for line in lines if not (re.match(r"^\s*-{3,}( +-{3,})+\s*$", line) and not re.match(r"^\s*-{5} -{5,}\s*$", line))
+            and not re.match(r"^\s*Metric Name\s+Metric Unit\s+Metric Value\s*$", line)]
+    assert len(kept) < len(lines)
+    stripped = tmp_path / path.name
+    stripped.write_text("\n".join(kept))
+    assert_frame_equal(load_trace(stripped).data, load_trace(path).data)

@@ -8,7 +8,9 @@ The grammar, from `docs/formats.md` §1.8 and the captures in `realdata/ncu_cons
   2019-2022 `name(args), 2022-Dec-04 20:05:21, Context N, Stream N`. Names hold `, ` inside template arguments, so the
   line is matched from its end.
 - `Section: <display name>` blocks. A metric table sits between dashed rules whose dash groups give the column spans
-  (name, unit, value); newer versions add a `Metric Name  Metric Unit  Metric Value` header between two rules.
+  (name, unit, value); newer versions add a `Metric Name  Metric Unit  Metric Value` header between two rules. Pastes
+  in tickets and notes often lose the rules: where the whole text has none, a section's rows are read by their spacing
+  (name, unit, value apart by two or more spaces), and only rows whose value is a number.
 - Rule results: `OPT`/`INF`/`WRN`/`ERR` at the start of the text column, continuation lines indented to it, an optional
   `Est. [Local|Global] Speedup: 23.4%` first, and `----- -----` between consecutive results.
 - A launch that failed under profiling prints `(!) nan` / `(!) n/a` values.
@@ -47,6 +49,9 @@ _DASHES = re.compile(r"^\s*-{3,}( +-{3,})+\s*$")
 _SPEEDUP = re.compile(r"^Est(?:\.|imated) (?:(?P<kind>Local|Global) )?Speedup: (?P<pct>[0-9.,]+(?:[eE][-+]?[0-9]+)?)%\s*")
 _HEADER = re.compile(r"^\s*Metric Name\s+Metric Unit\s+Metric Value\s*$")
 _LOG_LINE = re.compile(r"^==[A-Z]+==")
+# A value as the console prints it: grouped digits, a decimal point or comma, an exponent, ncu's `(!)` marker, or n/a.
+_VALUE = re.compile(r"^(?:\(!\)\s*)?(?:-?[0-9][0-9,. \u00a0\u202f]*(?:[eE][-+]?[0-9]+)?|n/a|nan|inf)$", re.IGNORECASE)
+RULES_STRIPPED_NOTE = "the metric tables have no dashed rules (a trimmed paste): rows were read by their spacing"
 
 # Section display names (console) → identifiers (CSV `Section Name` of rule rows), from `ncu --list-sections`.
 SECTION_IDS = {
@@ -133,6 +138,15 @@ def _cells(line: str, spans: list[tuple[int, int]]) -> tuple[str, str, str] | No
     return None
 
 
+def _bare_row(line: str) -> tuple[str, str, str] | None:
+    """Return (name, unit, value) of a metric row printed without its table's rules, or None unless the line is a
+    name and a number (with a unit between) apart by two or more spaces."""
+    parts = re.split(r"\s{2,}", line.strip())
+    if len(parts) not in (2, 3) or not (parts[0][:1].isalpha() or parts[0].startswith("# ")) or not _VALUE.match(parts[-1]):
+        return None
+    return parts[0], parts[1] if len(parts) == 3 else "", parts[-1]
+
+
 def clean_value(value: str, decimal_comma: bool) -> str:
     """Return the number text with `(!)` markers and locale grouping spaces removed, in '.'-decimal form."""
     value = value.replace("(!)", "").strip()
@@ -158,6 +172,8 @@ def parse(path: str | Path, notes: list[str] | None = None) -> pl.DataFrame:
     text = path.read_text(encoding="utf-8", errors="replace")
     lines = [line.rstrip("\r") for line in text.split("\n")]
     decimal_comma = lines_use_decimal_comma(lines)
+    rules_stripped = not any(_DASHES.match(line) and not _RULE_SEPARATOR.match(line) for line in lines)
+    read_by_spacing = False
     identity: list[dict[str, object]] = []
     metrics: list[dict[str, str]] = []
     rules: list[dict[str, object]] = []
@@ -255,6 +271,11 @@ def parse(path: str | Path, notes: list[str] | None = None) -> pl.DataFrame:
             rule["_lines"].append(line.strip())  # type: ignore[union-attr]
             continue
         close_rule()
+        cells = _bare_row(line) if rules_stripped else None
+        if cells:
+            name, unit, value = cells
+            metrics.append({"launch_id": str(launch), "metric": name, "unit": unit, "value": clean_value(value, decimal_comma)})
+            read_by_spacing = True
     close_rule()
 
     if not identity:
@@ -267,6 +288,8 @@ def parse(path: str | Path, notes: list[str] | None = None) -> pl.DataFrame:
     # still names the kernel and ncu's estimated speedups: read, with no metrics (the analysis says what is missing).
     if decimal_comma and notes is not None:
         notes.append(DECIMAL_COMMA_NOTE)
+    if read_by_spacing and notes is not None:
+        notes.append(RULES_STRIPPED_NOTE)
     long = pl.DataFrame(metrics, schema={"launch_id": pl.String, "metric": pl.String, "unit": pl.String, "value": pl.String})
     frame_identity = pl.DataFrame(identity, schema={key: pl.String for key in identity[0]})
     rules_by_launch = rule_frame(rules)
