@@ -184,6 +184,25 @@ def test_mbu_above_100_is_flagged(tmp_path):
     assert run["mbu_pct"] > 100 and "above 100%" in run["note"]
 
 
+def test_decode_far_below_the_bandwidth_roof_says_where_to_look(realdata_file, tmp_path):
+    # The oldest timing lines (an RTX 3070 Ti, llama.cpp issue #1786): 248 ms a token for a 3.8 GB model is 15 GB/s,
+    # 2.5% of the card's 608 GB/s, and the output does not say how many layers were offloaded.
+    path = realdata_file("llama_cpp/timings_veryold_rtx3070ti_issue1786.txt")
+    decode = analysis_of(path, gpu="rtx3070ti", weight_bytes=3.8e9).llm.runs.filter(phase="decode").row(0, named=True)
+    assert decode["offload"] == "unknown" and decode["mbu_pct"] == pytest.approx(100 * 64 / 15.89638 * 3.8e9 / 608e9)
+    assert "not read from the GPU's memory" in decode["note"] and "-ngl" in decode["note"]
+    # Every layer on the GPU (ngl 99) and still 3.8% of the bandwidth: the time per token goes elsewhere.
+    slow = tmp_path / "slow.md"
+    slow.write_text("| model | size | params | backend | ngl | test | t/s |\n|---|---:|---:|---|--:|---|---:|\n"
+                    "| llama 7B Q4_0 | 3.56 GiB | 6.74 B | CUDA | 99 | tg 128 | 10.00 ± 0.10 |\n")
+    run = analysis_of(slow, gpu="rtx3090").llm.runs.row(0, named=True)
+    assert run["mbu_pct"] < 10 and "every layer on the GPU" in run["note"] and "nsys" in run["note"]
+    # Real runs at 22-81% of their roof get no such note.
+    runs = analysis_of(FOUND / "llama_bench_rtx_pro_6000_power_limits_moe.md").llm.runs.filter(phase="decode")
+    assert runs["mbu_pct"].drop_nulls().min() > 10
+    assert not any("where decode reaches" in (note or "") or "GPU decode reaches" in (note or "") for note in runs["note"])
+
+
 def test_broken_table_row_is_a_clear_error(tmp_path):
     path = tmp_path / "broken.md"
     path.write_text("| model | size | params | backend | ngl | test | t/s |\n|---|---:|---:|---|--:|---|---:|\n| llama 7B | 3.56 GiB |\n")

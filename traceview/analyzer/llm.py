@@ -24,6 +24,9 @@ from traceview.wording import counted
 # Repeating layers of the Llama family by size, to tell a partial offload (`-ngl` below the layer count).
 _LLAMA_LAYERS = {"1B": 16, "3B": 28, "7B": 32, "8B": 32, "13B": 40, "30B": 60, "33B": 60, "34B": 48, "65B": 80, "70B": 80, "405B": 126}
 FULL_OFFLOAD_NGL = 99  # llama-bench's "everything" default: all layers of a model with fewer than 99
+# GPU decode of a whole model usually reaches 50-70% of the memory bandwidth; under a fifth of that, reading the
+# weights from the GPU's memory is not what sets the rate.
+LOW_MBU_PCT = 10.0
 
 
 @dataclass(frozen=True)
@@ -119,6 +122,17 @@ def _device_bandwidth(row: dict[str, Any], gpu: GpuSpec | None) -> tuple[GpuSpec
                                          "MBU against one GPU's bandwidth"), count
 
 
+def _low_mbu_note(mbu_pct: float, offload: str) -> str:
+    """Return what a decode rate far below the bandwidth roof points to, for a run whose layers are all on the GPU
+    (`offload` full) or where the output does not say (unknown)."""
+    if offload == "unknown":
+        return (f"MBU {mbu_pct:.1f}%, where GPU decode reaches 50-70%: at this rate the weights are not read from the GPU's memory; "
+                "check that the layers are offloaded (-ngl, and a build with GPU support) and the bytes per token (--weights)")
+    return (f"MBU {mbu_pct:.1f}% with every layer on the GPU, where decode reaches 50-70%: something other than reading the "
+            "weights sets each token's time (kernel launches, host synchronisation, sampling); profile a decode step with "
+            "nsys --cuda-graph-trace=node and analyze its export")
+
+
 def analyze_runs(
     runs: pl.DataFrame,
     gpu: GpuSpec | None = None,
@@ -171,6 +185,9 @@ def analyze_runs(
             if record["mbu_pct"] is not None and record["mbu_pct"] > 100:
                 record["note"] = (f"MBU {record['mbu_pct']:.0f}% is above 100%: wrong bytes per token (--weights) or wrong device "
                                   "bandwidth (--gpu/--bandwidth)")
+            elif record["mbu_pct"] is not None and record["mbu_pct"] < LOW_MBU_PCT and not moe and offload in ("full", "unknown"):
+                low = _low_mbu_note(record["mbu_pct"], offload)
+                record["note"] = low if record["note"] is None else f"{record['note']}; {low}"
             if peak_bw is None and (record["note"] is None or (per_token and offload in ("full", "unknown"))):
                 named = row.get("device_name")
                 device_note = (f"{named} is not in the GPU table: pass --gpu NAME or --bandwidth to get MBU" if named
