@@ -6,6 +6,7 @@ import json
 import shutil
 import sqlite3
 import sys
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -15,6 +16,7 @@ from typer.testing import CliRunner
 
 from traceview.app.cli import app
 from traceview.parsers import TraceFormat, detect_format, load_trace, nsys_sqlite
+from traceview.parsers.ncu_csv import closed_if_cut
 
 runner = CliRunner()
 SQLITE = [
@@ -863,3 +865,30 @@ def test_without_adbc_the_standard_library_reads_the_same_frames(realdata_file, 
     for table in ("kernels", "memops", "sync", "api", "nvtx", "graphs", "gpus"):
         assert getattr(without, table).equals(getattr(with_adbc, table)), table
     assert without.names == with_adbc.names and without.notes == with_adbc.notes
+
+
+FOUND_STATS = Path(__file__).parent / "fixtures" / "found"
+
+
+def test_names_a_stats_table_cut_short_keep_their_function_and_what_tells_them_apart():
+    # nsys 2026.1 stats console (tests/fixtures/found/PROVENANCE.md): names cut at 100 characters with `…`, inside
+    # template arguments or parameter lists.
+    names = [k["short_name"] for k in analyze_json(FOUND_STATS / "nsys2026.1_stats_console_moe_expert_loop_cut_names.txt")["kernels"]]
+    assert {"gatherTopK", "vectorized_gather_kernel", "softmax_warp_forward", "gemvx::kernel"} <= set(names)
+    # Instantiations are told apart by the argument they differ in, not by where each name was cut.
+    assert {"vectorized_elementwise_kernel<CUDAFunctor_add<float>>", "vectorized_elementwise_kernel<float16_copy_kernel_cuda>",
+            "vectorized_elementwise_kernel<FillFunctor<Half>>", "vectorized_elementwise_kernel<FillFunctor<int>>"} <= set(names)
+    assert not any("…" in name or "(" in name for name in names)
+    assert closed_if_cut("void f<int, g(at::Ten…") == "void f<int, g(at::Ten)>" and closed_if_cut("k<a>(int)") == "k<a>(int)"
+
+
+def test_a_diff_of_two_cut_stats_consoles_matches_their_kernels():
+    before = FOUND_STATS / "nsys2026.1_stats_console_moe_expert_loop_cut_names.txt"
+    after = FOUND_STATS / "nsys2026.1_stats_console_moe_batched_gemm_cut_names.txt"
+    result = runner.invoke(app, ["diff", str(before), str(after), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    rows = {row["short_name"]: row for row in report["kernels"]}
+    assert rows["gemvx::kernel"]["status"] == "vanished"
+    assert rows["vectorized_elementwise_kernel<float16_copy_kernel_cuda>"]["change_pct"] == pytest.approx(100 * (495841 / 36359468 - 1))
+    assert report["total"]["change_pct"] == pytest.approx(100 * (285_073_418 / 362_818_668 - 1))

@@ -13,7 +13,7 @@ import re
 from collections import defaultdict
 
 from traceview.analyzer.names import normalise_kernel_name
-from traceview.parsers.ncu_csv import short_kernel_name
+from traceview.parsers.ncu_csv import closed_if_cut, short_kernel_name
 
 # First match wins: attention kernels are often CUTLASS GEMMs inside, elementwise functors mention Add/Mul.
 _KINDS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(pattern, re.IGNORECASE)) for kind, pattern in (
@@ -134,8 +134,11 @@ _ANONYMOUS = re.compile(r"(<unnamed>|\(anonymous namespace\))::")
 
 
 def _template_arguments(name: str, short: str) -> list[str]:
-    """Return the top-level template arguments of the kernel function `short` in a demangled name ([] if none)."""
+    """Return the top-level template arguments of the kernel function `short` in a demangled name ([] if none). In a
+    name a report cut short, the argument it was cut in ends with `…`, and so does the list."""
     text = _ANONYMOUS.sub("", name.strip())
+    cut = closed_if_cut(text) != text
+    text = text.removesuffix("…").removesuffix("...") if cut else text
     start = text.find(short + "<")
     if start < 0:
         return []
@@ -154,7 +157,18 @@ def _template_arguments(name: str, short: str) -> list[str]:
             current = ""
         else:
             current += char
-    return arguments
+    return arguments + [current.strip() + "…"] if cut else arguments
+
+
+def _agree_as_far_as_shown(values: list[str]) -> bool:
+    """True when the values of one template argument agree, a cut one (ending in `…`) agreeing with any value that
+    starts with what is left of it: a report's cut is no difference between instantiations."""
+    whole = {value for value in values if not value.endswith("…")}
+    shown = [value.removesuffix("…") for value in values if value.endswith("…")]
+    if len(whole) > 1:
+        return False
+    reference = next(iter(whole), None) if whole else max(shown, key=len, default="")
+    return all(reference.startswith(part) for part in shown)
 
 
 def _readable_argument(argument: str, limit: int = 48) -> str:
@@ -203,12 +217,17 @@ def display_names(full_names: list[str], short_names: list[str]) -> list[str]:
             continue
         arguments = [_template_arguments(full_names[i], short) for i in members]
         width = max(len(a) for a in arguments)
-        varying = [p for p in range(width) if len({a[p] if p < len(a) else "" for a in arguments}) > 1][:2]
+
+        def value(args: list[str], position: int) -> str:
+            # Past the end of a cut list, the argument is unknown, not absent.
+            return args[position] if position < len(args) else ("…" if args and args[-1].endswith("…") else "")
+
+        varying = [p for p in range(width) if not _agree_as_far_as_shown([value(a, p) for a in arguments])][:2]
         seen: dict[str, int] = defaultdict(int)
         for index, args in zip(members, arguments, strict=True):
             label = result[index]
             if varying:
-                label = f"{label}<{', '.join(_readable_argument(args[p]) if p < len(args) else '' for p in varying)}>"
+                label = f"{label}<{', '.join(_readable_argument(closed_if_cut(value(args, p))) for p in varying)}>"
             seen[label] += 1
             result[index] = label if seen[label] == 1 else f"{label} #{seen[label]}"
     return result

@@ -753,10 +753,30 @@ def _mangled_function_name(name: str) -> str | None:
     return last if last and last.isidentifier() else None
 
 
+_CLOSERS = {"<": ">", "(": ")", "[": "]"}
+
+
+def closed_if_cut(name: str) -> str:
+    """Return a demangled name that a report cut short (nsys stats' console tables end long names at 100 characters
+    with `…`) with its ellipsis dropped and its open brackets closed, so that it reads as a whole name; any other name
+    unchanged."""
+    text = name.rstrip()
+    if not text.endswith(("…", "...")):
+        return name
+    text = text.removesuffix("…").removesuffix("...")
+    open_brackets: list[str] = []
+    for char in text:
+        if char in _CLOSERS:
+            open_brackets.append(char)
+        elif char in ">)]" and open_brackets and _CLOSERS[open_brackets[-1]] == char:
+            open_brackets.pop()
+    return text + "".join(_CLOSERS[char] for char in reversed(open_brackets))
+
+
 def short_kernel_name(name: str) -> str:
     """Return the bare function name: no return type, namespaces, template arguments or parameter list (of a
-    demangled or an Itanium-mangled name)."""
-    text = name.strip()
+    demangled or an Itanium-mangled name, or one cut short by a report)."""
+    text = closed_if_cut(name.strip())
     mangled = _mangled_function_name(text) if text.startswith("_Z") else None
     if mangled is not None:
         return mangled
@@ -799,7 +819,7 @@ def short_kernel_name(name: str) -> str:
     return base.strip() or name.strip()
 
 
-__all__ = ["PRECISIONS", "MEMORY_LEVELS", "NCU_RULE", "find_header", "parse", "short_kernel_name"]
+__all__ = ["PRECISIONS", "MEMORY_LEVELS", "NCU_RULE", "closed_if_cut", "find_header", "parse", "short_kernel_name"]
 
 
 def profiler_hint(header: NcuHeader) -> str:
