@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -125,6 +126,25 @@ def test_board_inference(realdata_file):
     assert run(realdata_file, "tx2_l4t32_vddsys_dateheader_ssaraff98.txt").board.key == "jetson-tx2"
     mixed = run(realdata_file, "mixed_tx2_tx1_xavier_oneline_each_ssaraff98.txt")
     assert mixed.board is None and "--device" in mixed.board_identified
+
+
+FOUND = Path(__file__).parent / "fixtures" / "found"
+
+
+def telemetry_of(path):
+    return analyze_samples(load_trace(path).data.samples, Source(path.name, "tegrastats", "", 0)).telemetry
+
+
+def test_xavier_and_orin_are_told_apart_by_their_thermal_zones_not_by_a_lower_case_one():
+    # Real lines (tests/fixtures/found/PROVENANCE.md). Every board before Orin prints a lower-case `thermal@` zone
+    # beside upper-case ones; Orin's are all lower case. An AGX Xavier 32 GB shares its RAM size and core count with
+    # an AGX Orin 32 GB, and a Xavier NX on JetPack 4 (7,771 MB) those of an Orin Nano.
+    xavier = telemetry_of(FOUND / "tegrastats_agx_xavier_jp4_one_line.log")
+    assert xavier.board.key == "jetson-agx-xavier"
+    # 2133 MHz is the AGX Xavier's highest memory clock: no finding that DVFS held it down.
+    assert not any("memory clock" in f.message or "memory controller" in f.message for f in xavier.findings)
+    assert telemetry_of(FOUND / "tegrastats_xavier_nx_jp4_one_line.log").board.key == "jetson-xavier-nx"
+    assert telemetry_of(FOUND / "tegrastats_orin_nano_jetson_clocks_nonroot.log").board.key == "jetson-orin-nano-8gb"
 
 
 def orin_nano_log(tmp_path, emc_mhz, gpu_mhz):

@@ -53,6 +53,7 @@ BOARDS: tuple[Board, ...] = (
 )
 
 
+ORIN_ZONES = {"cpu", "gpu", "tj", "soc0", "soc1", "soc2", "soc012", "soc345"}
 PRE_SUPER_EMC_MHZ = 2200  # an Orin Nano's highest memory clock before Super mode is 2133 MHz; Super mode's is 3199
 
 
@@ -77,23 +78,28 @@ def infer_board(samples: pl.DataFrame) -> tuple[Board | None, str]:
     cores = samples["cpu_load_pct"].list.len().max()
     rails = set(samples["rails"].explode().struct.field("name").drop_nulls().unique().to_list())
     temps = set(samples["temperatures"].explode().struct.field("name").drop_nulls().unique().to_list())
-    lower_temps = any(t.islower() for t in temps)
+    # Orin and Thor name their thermal zones in lower case (cpu, gpu, tj, soc0); every older board prints upper-case
+    # zones (AO, GPU, CPU) beside a lower-case `thermal`, and only the Xavier modules have AUX. Xavier's rails are
+    # GPU/CPU/SOC/CV/VDDRQ on JetPack 4's AGX, VDD_CPU_GPU_CV (as on an Orin NX or Nano) on the NX.
+    orin = bool(temps & ORIN_ZONES) and all(t == t.lower() for t in temps)
+    xavier = "AUX" in temps or {"GPU", "CPU", "SOC"} <= rails or "VDDRQ" in rails
     why = f"{ram:.0f} MB RAM, {cores} CPU cores"
     guess: str | None = None
     if ram is None:
         return None, "no RAM total in the log"
     if 60000 <= ram <= 65000 and cores == 12:
         guess = "jetson-agx-orin-64gb"
-    elif 29000 <= ram <= 33000 and cores == 8 and lower_temps:
+    elif (15000 <= ram <= 16500 or 29000 <= ram <= 33000 or 60000 <= ram <= 65000) and cores == 8 and xavier:
+        guess = "jetson-agx-xavier"  # 16, 32 and 64 GB modules, one memory bus
+    elif 29000 <= ram <= 33000 and cores == 8 and orin:
         guess = "jetson-agx-orin-32gb"
-    elif 15000 <= ram <= 16500 and cores == 8:
-        guess = "jetson-agx-xavier" if {"GPU", "CPU", "SOC"} <= rails or "VDDRQ" in rails else (
-            "jetson-orin-nx-16gb" if lower_temps else None)
-    elif 6500 <= ram <= 7000 and cores == 6 and "VDD_CPU_GPU_CV" in rails:
-        guess = "jetson-xavier-nx"
+    elif 15000 <= ram <= 16500 and cores == 8 and orin:
+        guess = "jetson-orin-nx-16gb"
+    elif 6500 <= ram <= 7900 and cores == 6 and xavier and "VDD_CPU_GPU_CV" in rails:
+        guess = "jetson-xavier-nx"  # 6834 MB on JetPack 5, 7771 MB on JetPack 4
     elif 7700 <= ram <= 7900 and cores == 6 and ({"BCPU", "MCPU"} & temps):
         guess = "jetson-tx2"
-    elif 7000 <= ram <= 7900 and cores == 6 and lower_temps:
+    elif 7000 <= ram <= 7900 and cores == 6 and orin:
         guess = "jetson-orin-nano-8gb"
     elif 120000 <= ram <= 131072:  # 128 GB: only AGX Thor among the boards that run tegrastats
         guess = "jetson-agx-thor"
