@@ -503,3 +503,20 @@ def test_a_dgx_spark_is_named_by_its_device_line_and_gets_its_bandwidth():
     assert decode["bytes_per_token"] == pytest.approx(bytes_per_token)
     # 17.54 tokens/s × 8.0 GB against the 273 GB/s of its LPDDR5X: about half, as decode on unified memory goes.
     assert decode["mbu_pct"] == pytest.approx(100 * 17.54 * bytes_per_token / 273e9)
+
+
+@pytest.mark.parametrize(("name", "expected"), [
+    # 2026 builds print `common_perf_print:` where 2024-2025 printed `llama_perf_context_print:`.
+    ("llama_completion_b8925_common_perf_print.txt", [("pp82", 95.38), ("tg21", 15.50)]),
+    # llama.cpp's own `2.09.086.551 I ` timestamps behind a wrapper's `date [INFO] logger: [model] `, and the server's
+    # `slot print_timing: id  0 | task 180 |` before each timing on the same line; progress lines are not timings.
+    ("llama_server_2026_mtp_wrapped_log_timestamps.txt", [("pp299", 188.30), ("tg381", 17.85)]),
+    # A logger's `date | ` before each line, the slot's header on a line of its own, two slots one after the other.
+    ("llama_server_2026_mtp_two_slots_piped_log.txt", [("pp11756", 1371.48), ("tg40", 26.11), ("pp867", 472.70), ("tg565", 50.75),
+                                                       ("pp561", 839.09), ("tg262", 53.90)]),
+])
+def test_2026_timing_lines_behind_any_log_decoration(name, expected):
+    path = FOUND / name
+    assert detect_format(path) is TraceFormat.LLAMA_TIMINGS
+    runs = rows(path)
+    assert [(r["test"], round(r["tokens_per_s"], 2)) for r in runs] == expected

@@ -6,8 +6,9 @@ as in the published README sample), `-o json`, `-o jsonl` and `-o sql` (as text,
 into); `llama-batched-bench` (its `| PP | TG | B | N_KV | …` table or `--output-format jsonl`) and the
 `llama-sweep-bench` of ik_llama.cpp (`| PP | TG | N_KV | …`), each row one prefill and one decode measurement; and the
 timing lines of a run: `llama_print_timings:` (old, with or without tokens per second, `nan` for an empty prompt),
-`llama_perf_context_print:` (new) and the server's bare `prompt eval time = … / eval time = …` lines, mixed with any
-other console text.
+`llama_perf_context_print:` (2024-2025), `common_perf_print:` (2026) and the server's `prompt eval time = … / eval
+time = …` lines, bare (old) or after `slot print_timing: id N | task M |` on the same line, mixed with any other
+console text and behind any log decoration (llama.cpp's own `0.03.201.688 I ` timestamps, a logger's `date | `).
 """
 
 from __future__ import annotations
@@ -38,8 +39,11 @@ _DEVICE = re.compile(r"^\s*Device (\d+): ([^,]+)(?:, compute capability ([\d.]+)
 _VULKAN_DEVICE = re.compile(r"^\s*ggml_vulkan: (?:(\d+) =|Using) (.+?)(?: \([^()]*\))? \| uma: (\d)")
 _METAL_DEVICE = re.compile(r"^\s*\w*metal\w*: GPU name:\s+(?:MTL\d+ \((.+)\)|(.+?))\s*$")
 _BUILD = re.compile(r"^\s*build: (\S+) \((\d+)\)")
+# Searched for in each line, from the start of the line or a word boundary: what comes before it is log decoration.
 _TIMING = re.compile(
-    r"^(?P<prefix>llama_print_timings|llama_perf_context_print|llama_perf_sampler_print)?:?\s*"
+    r"(?:^|(?<=[\s|\]]))"
+    r"(?:(?P<prefix>llama_print_timings|llama_perf_context_print|llama_perf_sampler_print|common_perf_print)\s*:\s*"
+    r"|slot print_timing: id\s+\d+\s*\|\s*task\s+-?\d+\s*\|\s*)?"
     r"(?P<what>load|sample|sampling|prompt eval|eval|total) time\s*=\s*(?P<ms>[0-9]+(?:[.,][0-9]+)?) ms"
     r"(?:\s*/\s*(?P<count>\d+) (?P<unit>tokens|runs))?"
 )
@@ -136,7 +140,7 @@ def detect(head: str) -> str | None:
     if any(_MD_HEADER.match(line) for line in head.splitlines()):
         return "llama-bench-md"
     for line in head.splitlines():
-        match = _TIMING.match(line.strip())
+        match = _TIMING.search(line)
         if match and match.group("what") in ("prompt eval", "eval") and match.group("prefix") != "llama_perf_sampler_print":
             return "llama-timings"
     return None
@@ -422,7 +426,7 @@ def _timings(text: str) -> list[dict[str, Any]]:
         if size:
             model_size = _size_bytes(f"{size.group(1).replace(',', '.')} {size.group(2)}")
             run["model_size"] = model_size
-        match = _TIMING.match(line.strip())
+        match = _TIMING.search(line)
         if not match or match.group("prefix") == "llama_perf_sampler_print":
             continue
         what = match.group("what")
