@@ -520,3 +520,22 @@ def test_2026_timing_lines_behind_any_log_decoration(name, expected):
     assert detect_format(path) is TraceFormat.LLAMA_TIMINGS
     runs = rows(path)
     assert [(r["test"], round(r["tokens_per_s"], 2)) for r in runs] == expected
+
+
+def test_speculative_decoding_reads_the_weights_once_per_pass_not_per_token():
+    # llama-server with multi-token prediction (tests/fixtures/found/PROVENANCE.md): each task's timings are followed by
+    # `draft acceptance rate = 0.95570 (  302 accepted /   316 generated)`. Each forward pass verifies the drafts and
+    # adds a token of its own, so 565 tokens with 302 accepted took 263 passes, each reading the weights once.
+    path = FOUND / "llama_server_2026_mtp_two_slots_piped_log.txt"
+    decode = analysis_of(path, weight_bytes=16e9, gpu="rtx5090").llm.runs.filter(phase="decode")
+    second = decode.row(1, named=True)
+    assert (second["draft_accepted"], second["draft_generated"], second["n_gen"]) == (302, 316, 565)
+    assert second["bytes_per_token"] == pytest.approx(16e9 * 263 / 565)
+    assert second["mbu_pct"] == pytest.approx(100 * 50.75 * 16e9 * 263 / 565 / 1792e9, rel=1e-3)
+    assert "speculative decoding: 302 of 316 drafted tokens accepted" in second["note"]
+    # The newer wording (`draft acceptance = … , mean len = …`) behind a wrapper's log prefix.
+    wrapped = rows(FOUND / "llama_server_2026_mtp_wrapped_log_timestamps.txt")
+    assert [(r["draft_accepted"], r["draft_generated"]) for r in wrapped if r["phase"] == "decode"] == [(181, 202)]
+    # Runs without speculation keep one read of the weights per token.
+    plain = analysis_of(FOUND / "llama_completion_b8925_common_perf_print.txt", weight_bytes=1e9).llm.runs.filter(phase="decode").row(0, named=True)
+    assert plain["bytes_per_token"] == 1e9 and "speculative" not in (plain["note"] or "")

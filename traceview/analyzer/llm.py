@@ -122,6 +122,21 @@ def _device_bandwidth(row: dict[str, Any], gpu: GpuSpec | None) -> tuple[GpuSpec
                                          "MBU against one GPU's bandwidth"), count
 
 
+def _verification_passes(row: dict[str, Any]) -> tuple[int | None, str | None]:
+    """Return (forward passes of the model, note) for a decode run with speculative decoding, else (None, None).
+
+    Each pass verifies the drafted tokens and adds one of its own, so n_gen tokens took n_gen - accepted passes, and
+    the weights were read once per pass, not once per token (the drafter's own reads are left out)."""
+    accepted, generated, tokens = row.get("draft_accepted"), row.get("draft_generated"), row.get("n_gen")
+    if not accepted or not tokens or accepted >= tokens:
+        return None, None
+    passes = tokens - accepted
+    note = (f"speculative decoding: {accepted:,} of {generated or accepted:,} drafted tokens accepted, {tokens / passes:.2f} tokens a pass: "
+            f"the weights are read once per pass ({passes:,} for {tokens:,} tokens), so bytes/token counts {passes / tokens:.0%} of them "
+            "(the drafter's reads left out)")
+    return passes, note
+
+
 def _low_mbu_note(mbu_pct: float, offload: str) -> str:
     """Return what a decode rate far below the bandwidth roof points to, for a run whose layers are all on the GPU
     (`offload` full) or where the output does not say (unknown)."""
@@ -173,6 +188,9 @@ def analyze_runs(
                             "the bytes one token reads for bandwidth and MBU")
             # B sequences decoded together share each step's read of the weights: B tokens per read.
             per_token = weights / sequences if weights else None
+            passes, speculation_note = _verification_passes(row)
+            if per_token and passes:
+                per_token *= passes / row["n_gen"]
             if per_token:
                 record["bytes_per_token"] = per_token
                 record["bandwidth_bytes_per_s"] = rate * per_token
@@ -196,6 +214,8 @@ def analyze_runs(
             if sequences > 1 and record["bytes_per_token"] is not None:
                 shared = f"{sequences} sequences share each read of the weights: bytes/token = weights / {sequences}"
                 record["note"] = shared if record["note"] is None else f"{record['note']}; {shared}"
+            if speculation_note:
+                record["note"] = speculation_note if record["note"] is None else f"{record['note']}; {speculation_note}"
             if row.get("n_depth") and record["bytes_per_token"] is not None:
                 depth_note = (f"at depth {row['n_depth']:,} each token also reads the KV cache of the context: bytes/token and MBU count "
                               "the weights alone (a lower bound)")

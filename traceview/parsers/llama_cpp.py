@@ -47,6 +47,9 @@ _TIMING = re.compile(
     r"(?P<what>load|sample|sampling|prompt eval|eval|total) time\s*=\s*(?P<ms>[0-9]+(?:[.,][0-9]+)?) ms"
     r"(?:\s*/\s*(?P<count>\d+) (?P<unit>tokens|runs))?"
 )
+# Speculative decoding, after a server task's timings: `draft acceptance rate = 0.95570 (  302 accepted /   316 generated)`
+# (2025-2026), `draft acceptance = 0.89604 (  181 accepted /   202 generated), mean len =  2.45` (2026).
+_DRAFT = re.compile(r"(?:^|(?<=[\s|\]]))draft acceptance(?: rate)? = [0-9.]+ \(\s*(?P<accepted>\d+) accepted /\s*(?P<generated>\d+) generated\)")
 # The loader's dump in a full log: `model size = 636,18 MiB (4,85 BPW)` (a comma under a European locale).
 _LOG_MODEL_SIZE = re.compile(r"\bmodel size\s*=\s*([0-9]+(?:[.,][0-9]+)?)\s*(GiB|MiB|KiB|GB|MB|B)\b")
 _SIZE = re.compile(r"^\s*([\d.]+)\s*(GiB|MiB|KiB|GB|MB|B)\s*$")
@@ -413,6 +416,7 @@ def _timings(text: str) -> list[dict[str, Any]]:
                 "duration_ms": ms,
                 # Computed from tokens and time, not read: the oldest format prints no tokens per second.
                 "tokens_per_s": count / (ms / 1000) if ms > 0 and count else None,
+                **({"draft_accepted": run["draft"][0], "draft_generated": run["draft"][1]} if phase == "decode" and "draft" in run else {}),
                 "options": f"format={run.get('prefix') or 'llama-server'}",
                 "model_size_bytes": run.get("model_size", model_size),
             })
@@ -420,12 +424,24 @@ def _timings(text: str) -> list[dict[str, Any]]:
             run_index += 1
         run = {}
 
+    def draft(accepted: int, generated: int) -> None:
+        """Give the decode row of the run the speculation counts belong to: the open one, else the one just closed
+        (llama-server prints them after its `total time` line)."""
+        if "eval" in run:
+            run["draft"] = (accepted, generated)
+        elif rows and rows[-1]["phase"] == "decode" and rows[-1]["run"] == run_index - 1 and "draft_accepted" not in rows[-1]:
+            rows[-1].update(draft_accepted=accepted, draft_generated=generated)
+
     model_size: float | None = None
     for number, line in enumerate(text.splitlines(), start=1):
         size = _LOG_MODEL_SIZE.search(line)
         if size:
             model_size = _size_bytes(f"{size.group(1).replace(',', '.')} {size.group(2)}")
             run["model_size"] = model_size
+        speculation = _DRAFT.search(line)
+        if speculation:
+            draft(int(speculation.group("accepted")), int(speculation.group("generated")))
+            continue
         match = _TIMING.search(line)
         if not match or match.group("prefix") == "llama_perf_sampler_print":
             continue

@@ -141,6 +141,8 @@ LLAMA_RUNS = pl.Schema(
         "n_gen": pl.Int64,
         "n_depth": pl.Int64,  # tokens already in the KV cache when the test ran (llama-bench -d; `pp512 @ d4096`), 0 if none
         "n_sequences": pl.Int64,  # sequences run together (llama-batched-bench B): one read of the weights serves each of them
+        "draft_accepted": pl.Int64,  # speculative decoding: drafted tokens the model accepted (llama-server's `draft acceptance`)
+        "draft_generated": pl.Int64,  # and drafted in all
         "duration_ms": pl.Float64,
         "tokens_per_s": pl.Float64,
         "tokens_per_s_stddev": pl.Float64,
