@@ -892,3 +892,15 @@ def test_a_diff_of_two_cut_stats_consoles_matches_their_kernels():
     assert rows["gemvx::kernel"]["status"] == "vanished"
     assert rows["vectorized_elementwise_kernel<float16_copy_kernel_cuda>"]["change_pct"] == pytest.approx(100 * (495841 / 36359468 - 1))
     assert report["total"]["change_pct"] == pytest.approx(100 * (285_073_418 / 362_818_668 - 1))
+
+
+def test_a_gpu_name_nsys_cut_to_its_width_loses_its_trailing_blank(realdata_file, tmp_path):
+    # A 2021 export of a laptop run (github mabdullahsoyturk/cardiac-simulation, report1.sqlite) records its GPU as
+    # "NVIDIA GeForce RTX 3060 Laptop ": nsys cuts names to a fixed width. The device line showed the blank.
+    path = tmp_path / "cut_name.sqlite"
+    shutil.copy(realdata_file("nsys_sqlite/vecadd_streams_T4_nsys2022.4.2.sqlite"), path)
+    connection = sqlite3.connect(path)
+    connection.execute("UPDATE TARGET_INFO_GPU SET name = 'NVIDIA GeForce RTX 3060 Laptop '")
+    connection.commit()
+    connection.close()
+    assert load_trace(path).data.gpus["name"].to_list() == ["NVIDIA GeForce RTX 3060 Laptop"]

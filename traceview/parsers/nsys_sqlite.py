@@ -549,7 +549,8 @@ def _read_gpus(connection: sqlite3.Connection, tables: set[str]) -> pl.DataFrame
                                                pl.col("cu_device"), pl.col("gpu_id")).alias("device_id"))
         # Windows captures list the display adapters too (Intel, "Microsoft Basic Render Driver") with zero bandwidth.
         frame = frame.filter((pl.col("sm_count") > 0) & (pl.col("memory_bandwidth_bytes_per_s") > 0))
-        return frame.select(list(NSYS_GPUS.keys())).unique("device_id", keep="first", maintain_order=True)
+        # nsys cuts long names to a fixed width, leaving a trailing blank ("NVIDIA GeForce RTX 3060 Laptop ").
+        return frame.select(list(NSYS_GPUS.keys())).unique("device_id", keep="first", maintain_order=True).with_columns(pl.col("name").str.strip_chars())
     if "TARGET_INFO_CUDA_GPU" in tables:
         columns = set(_columns(connection, "TARGET_INFO_CUDA_GPU"))
         name = "name" if "name" in columns else "NULL"
@@ -560,5 +561,5 @@ def _read_gpus(connection: sqlite3.Connection, tables: set[str]) -> pl.DataFrame
         # Neither the memory size (its unit in these versions is not documented) nor integration is taken here.
         frame = _frame(connection, f"SELECT {device}, {name}, numMultiprocessors, coreClockRate * 1000.0, globalMemoryBandwidth * 1000.0, {cc}, "
                                    "NULL, NULL FROM TARGET_INFO_CUDA_GPU", NSYS_GPUS)
-        return frame
+        return frame.with_columns(pl.col("name").str.strip_chars())
     return pl.DataFrame(schema=NSYS_GPUS)
