@@ -539,3 +539,28 @@ def test_speculative_decoding_reads_the_weights_once_per_pass_not_per_token():
     # Runs without speculation keep one read of the weights per token.
     plain = analysis_of(FOUND / "llama_completion_b8925_common_perf_print.txt", weight_bytes=1e9).llm.runs.filter(phase="decode").row(0, named=True)
     assert plain["bytes_per_token"] == 1e9 and "speculative" not in (plain["note"] or "")
+
+
+def test_experts_or_tensors_kept_in_host_memory_are_a_partial_offload(tmp_path):
+    # `-ngl 99 -ncmoe 99` on a 6 GB RTX 3050 (the header and device lines of a llama-bench run posted in 2026, the row
+    # written in the markdown printer's layout): every layer is "offloaded", yet the experts stay in host memory, so the
+    # GPU's bandwidth does not bound decode and no GPU MBU is given.
+    table = tmp_path / "ncmoe.md"
+    table.write_text(
+        "  Device 0: NVIDIA GeForce RTX 3050, compute capability 8.6, VMM: yes, VRAM: 5803 MiB\n"
+        "| model                          |       size |     params | backend    | ngl | n_cpu_moe | n_ubatch | type_k | type_v | mmap |"
+        "            test |                  t/s |\n"
+        "| ------------------------------ | ---------: | ---------: | ---------- | --: | ---------: | -------: | -----: | -----: | ---: |"
+        " --------------: | -------------------: |\n"
+        "| qwen35moe 35B.A3B Q4_K - Medium |  20.62 GiB |    34.66 B | CUDA       |  99 |         99 |     1024 |   q4_0 |   q4_0 |    0 |"
+        "           tg128 |         24.24 ± 1.31 |\n")
+    decode = analysis_of(table, gpu="rtx3060").llm.runs.row(0, named=True)
+    assert decode["offload"] == "partial" and decode["mbu_pct"] is None and decode["note"].startswith("n_cpu_moe 99:")
+    # -o csv names the same settings by their fields: `tensor_buft_overrides` for -ot (llama-bench.cpp's get_fields).
+    fields = ["model_type", "model_size", "model_n_params", "backends", "gpu_info", "n_gpu_layers", "n_cpu_moe", "tensor_buft_overrides",
+              "n_prompt", "n_gen", "n_depth", "avg_ts", "stddev_ts"]
+    values = ["gpt-oss 20B MXFP4 MoE", "12109565632", "20914757184", "CUDA", "NVIDIA GeForce RTX 3060", "999", "0", ".ffn_.*_exps.=CPU",
+              "0", "128", "0", "25.0", "0.1"]
+    (tmp_path / "ot.csv").write_text(",".join(fields) + "\n" + ",".join(f'"{v}"' for v in values) + "\n")
+    decode = analysis_of(tmp_path / "ot.csv").llm.runs.row(0, named=True)
+    assert decode["offload"] == "partial" and "-ot .ffn_.*_exps.=CPU" in decode["note"]

@@ -51,12 +51,25 @@ def _layers(model: str | None, params: float | None = None) -> int | None:
     return _LLAMA_LAYERS.get(match.group(1).upper())
 
 
+# llama-bench's `-ncmoe N` (`n_cpu_moe`, 2025+) keeps the experts of the first N layers in host memory; `-ot
+# PATTERN=CPU` (`ot` in its table, `tensor_buft_overrides` in -o csv/json) keeps the tensors it names there.
+_EXPERTS_ON_HOST = re.compile(r"(?:^|; )n_cpu_moe=([1-9][0-9]*)(?:;|$)")
+_TENSORS_ON_HOST = re.compile(r"(?:^|; )(?:ot|tensor_buft_overrides)=([^;]*=CPU[^;]*)")
+
+
 def _offload(row: dict[str, Any], table_max_ngl: int | None) -> tuple[str, str | None]:
     """Return (offload, note): full, partial, cpu or unknown, for one row."""
     backend = (row.get("backend") or "").upper()
     ngl = row.get("n_gpu_layers")
     if backend in ("CPU", "BLAS") or ngl == 0:
         return "cpu", "CPU run: host memory bandwidth bounds decode"
+    options = row.get("options") or ""
+    experts = _EXPERTS_ON_HOST.search(options)
+    if experts:
+        return "partial", f"n_cpu_moe {experts.group(1)}: the experts of up to {experts.group(1)} layers stay in host memory, which bounds decode"
+    tensors = _TENSORS_ON_HOST.search(options)
+    if tensors:
+        return "partial", f"tensors kept in host memory (-ot {tensors.group(1)}): host memory bounds decode"
     if ngl is None:
         return "unknown", None
     if ngl < 0:  # llama.h: a negative n_gpu_layers means all layers
