@@ -262,7 +262,8 @@ def test_cli_table_and_device_option(realdata_file):
 
 def test_oldest_grammar_tx1_l4t_28_1():
     """L4T 28.1 (TX1): lower-case `cpu [..]@MHz` with one shared clock, `EMC n%@MHz` and `GR3D n%@MHz` without _FREQ.
-    Hand-written from the grammar in the issue (no real log of that release is public): two samples."""
+    Hand-written from the grammar in the issue before a real log of that release was found (the two real lines are
+    checked below)."""
     from pathlib import Path
 
     from traceview.parsers.tegrastats import parse
@@ -272,6 +273,12 @@ def test_oldest_grammar_tx1_l4t_28_1():
     assert frame["cpu_mhz"].to_list() == [[408.0] * 4, [1734.0] * 4]
     assert frame["emc_pct"].to_list() == [1.0, 12.0] and frame["emc_mhz"].to_list() == [1600.0, 1600.0]
     assert frame["gpu_pct"].to_list() == [39.0, 99.0] and frame["gpu_mhz"].to_list() == [76.0, 998.0]
+    # Two real L4T 28.1 lines (tests/fixtures/found/PROVENANCE.md), indented as their Markdown code block had them.
+    real = parse(FOUND / "tegrastats_tx1_l4t28.1_two_lines.log").samples
+    assert real["cpu_load_pct"].to_list() == [[17.0, 13.0, 29.0, 5.0], [17.0, 11.0, 65.0, 0.0]]
+    assert real["cpu_mhz"].to_list() == [[408.0] * 4, [1734.0] * 4] and real["emc_mhz"].to_list() == [408.0, 1600.0]
+    assert real["gpu_pct"].to_list() == [3.0, 39.0] and real["gpu_mhz"].to_list() == [76.0, 76.0]
+    assert telemetry_of(FOUND / "tegrastats_tx1_l4t28.1_two_lines.log").board.key == "jetson-tx1"
 
 
 def test_telemetry_figure_shows_every_series_on_one_time_axis(realdata_file, tmp_path):
