@@ -904,3 +904,15 @@ def test_a_gpu_name_nsys_cut_to_its_width_loses_its_trailing_blank(realdata_file
     connection.commit()
     connection.close()
     assert load_trace(path).data.gpus["name"].to_list() == ["NVIDIA GeForce RTX 3060 Laptop"]
+
+
+def test_a_mig_slice_is_measured_against_its_own_bandwidth_and_its_printed_output_is_no_damage():
+    # A real export on an A30 MIG 2g.12gb (tests/fixtures/found/PROVENANCE.md): nsys records the slice's 28 SMs and
+    # 466.56 GB/s. The GPU table has the whole A30 (933 GB/s, 56 SMs): it must not lend the slice its peaks.
+    path = FOUND_STATS / "nsys2023.3_a30_mig_2g12gb_nussinov_program_output_in_string_ids.sqlite"
+    data = analyze_json(path)
+    assert data["device"]["name"] == "NVIDIA A30 MIG 2g.12gb" and data["device"]["table_entry"] is None
+    assert data["device"]["peaks"]["dram_bytes_per_s"] == {"value": 466.56e9, "source": "profile"}
+    # StringIds also holds the program's own printed output (83,045 characters) that names no kernel: no "damaged" note.
+    assert not any("characters cut" in note for note in data["notes"])
+    assert [k["short_name"] for k in data["kernels"]] == ["nussinov_gpu"]

@@ -23,6 +23,7 @@ import polars as pl
 
 from traceview.errors import TraceFormatError
 from traceview.parsers.sqlite_files import open_read_only, read_only_uri
+from traceview.wording import counted
 
 KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
 GRAPH_TRACE_TABLE = "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"
@@ -240,8 +241,6 @@ def _read(path: Path, connection: sqlite3.Connection, tables: set[str], progress
     mem_kinds = _enum(connection, tables, "ENUM_CUDA_MEM_KIND", _MEM_KINDS)
     sync_types = _enum(connection, tables, "ENUM_CUPTI_SYNC_TYPE", _SYNC_TYPES)
     notes: list[str] = []
-    if long_names:
-        notes.append(f"{len(long_names)} string(s) longer than {MAX_NAME_CHARS:,} characters were cut (a damaged export?)")
     if "DIAGNOSTIC_EVENT" in tables:
         notes += _trace_warnings(connection, names)
 
@@ -319,6 +318,11 @@ def _read(path: Path, connection: sqlite3.Connection, tables: set[str], progress
         sql = (f'start, "end", {_optional(columns, "deviceId")}, {_optional(columns, "correlationId")}, '
                f'{_optional(columns, "globalPid", _PID.format(column="globalPid"))}')
         graphs = reader.read(GRAPH_TRACE_TABLE, sql, NSYS_GRAPHS, where="start > 0")
+    # StringIds also holds what nsys captured besides names (a program's printed output, tens of kilobytes): a cut
+    # string is only worth a note where a kernel is named by it.
+    cut_names = set(long_names) & set(kernels["name_id"].unique().drop_nulls().to_list()) if long_names else set()
+    if cut_names:
+        notes.append(f"{counted(len(cut_names), 'kernel name')} longer than {MAX_NAME_CHARS:,} characters cut (a damaged export?)")
     return NsysExport(path, meta.get("EXPORT_PRODUCT_VERSION"), meta.get("EXPORT_SCHEMA_VERSION"), _read_gpus(connection, tables),
                       kernels, names, memops, sync, api, nvtx, tables, graphs, capture, notes, _kernel_release(connection, tables))
 
