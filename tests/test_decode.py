@@ -71,6 +71,11 @@ def test_units():
     assert parse_count("6.74B") == pytest.approx(6.74e9)
     with pytest.raises(UsageError):
         parse_bytes("lots")
+    # A bare number gets an example in its own scale, not a unit glued onto it ("960e9TB/s").
+    with pytest.raises(UsageError, match=r"write it like 960GB/s if it is bytes per second"):
+        parse_bytes("960e9", "bandwidth")
+    with pytest.raises(UsageError, match=r"write it like 3.35TB/s or 3.35GB/s"):
+        parse_bytes("3.35", "bandwidth")
 
 
 def test_with_a_tegrastats_log(realdata_file):

@@ -27,7 +27,12 @@ def parse_bytes(text: str, what: str = "size") -> float:
         raise UsageError(f"cannot read {what} {text!r} — write it like 4.2GB, 3.56GiB or 3.35TB/s")
     number, prefix, binary, unit, _ = match.groups()
     if not prefix and not unit:
-        example = f"{text}TB/s or {text}GB/s" if what == "bandwidth" else f"{text}GB or {text}GiB"
+        # A large bare number is most likely bytes: show it scaled, not with a unit glued on (`960e9TB/s`).
+        value = float(number)
+        if value >= 1e6:
+            example = f"{value / 1e9:g}GB/s if it is bytes per second" if what == "bandwidth" else f"{value / 1e9:g}GB if it is bytes"
+        else:
+            example = f"{text}TB/s or {text}GB/s" if what == "bandwidth" else f"{text}GB or {text}GiB"
         raise UsageError(f"{what} {text!r} has no unit — write it like {example}")
     scale = _BINARY[prefix.lower()] if binary else _PREFIX[prefix.lower()]
     return float(number) * scale

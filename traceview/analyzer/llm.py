@@ -150,15 +150,17 @@ def _verification_passes(row: dict[str, Any]) -> tuple[int | None, str | None]:
     return passes, note
 
 
-def _low_mbu_note(mbu_pct: float, offload: str) -> str:
+def _low_mbu_note(mbu_pct: float, offload: str, backend: str | None) -> str:
     """Return what a decode rate far below the bandwidth roof points to, for a run whose layers are all on the GPU
-    (`offload` full) or where the output does not say (unknown)."""
+    (`offload` full) or where the output does not say (unknown); the profiler named is the backend's."""
     if offload == "unknown":
         return (f"MBU {mbu_pct:.1f}%, where GPU decode reaches 50-70%: at this rate the weights are not read from the GPU's memory; "
                 "check that the layers are offloaded (-ngl, and a build with GPU support) and the bytes per token (--weights)")
+    # Nsight Systems sees CUDA work only: a ROCm, Vulkan, Metal or SYCL run needs its own vendor's profiler.
+    cuda = "CUDA" in (backend or "CUDA").upper().split(",")
+    profile = "nsys --cuda-graph-trace=node and analyze its export" if cuda else f"the {backend} backend's own profiler"
     return (f"MBU {mbu_pct:.1f}% with every layer on the GPU, where decode reaches 50-70%: something other than reading the "
-            "weights sets each token's time (kernel launches, host synchronisation, sampling); profile a decode step with "
-            "nsys --cuda-graph-trace=node and analyze its export")
+            f"weights sets each token's time (kernel launches, host synchronisation, sampling); profile a decode step with {profile}")
 
 
 def analyze_runs(
@@ -217,7 +219,7 @@ def analyze_runs(
                 record["note"] = (f"MBU {record['mbu_pct']:.0f}% is above 100%: wrong bytes per token (--weights) or wrong device "
                                   "bandwidth (--gpu/--bandwidth)")
             elif record["mbu_pct"] is not None and record["mbu_pct"] < LOW_MBU_PCT and not moe and offload in ("full", "unknown"):
-                low = _low_mbu_note(record["mbu_pct"], offload)
+                low = _low_mbu_note(record["mbu_pct"], offload, row.get("backend"))
                 record["note"] = low if record["note"] is None else f"{record['note']}; {low}"
             if peak_bw is None and (record["note"] is None or (per_token and offload in ("full", "unknown"))):
                 named = row.get("device_name")
