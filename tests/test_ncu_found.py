@@ -201,3 +201,15 @@ def test_real_consoles_read_the_same_with_their_tables_rules_stripped(path, tmp_
     stripped = tmp_path / path.name
     stripped.write_text("\n".join(kept))
     assert_frame_equal(load_trace(stripped).data, load_trace(path).data)
+
+
+def test_one_side_of_the_roofline_measured_low_gives_no_latency_verdict():
+    # `ncu --metrics dram__bytes.sum.per_second` on an RTX 5090 (tests/fixtures/found/PROVENANCE.md): 2.40 GB/s of
+    # 1,792 is 0.1% of the DRAM roof, but nothing was measured of the SMs: a naive SGEMM may well be compute-bound.
+    # "Under 60% of both" cannot be said; one side alone decides only at 80%+, as ncu's SOL rule does.
+    result = runner.invoke(app, ["analyze", str(FOUND / "ncu_console_rtx5090_dram_bytes_metric_only.txt"), "--gpu", "rtx5090", "-f", "json"])
+    assert result.exit_code == 0, result.output
+    kernels = json.loads(result.stdout)["kernels"]
+    assert [k["bound"] for k in kernels] == ["unknown", "unknown"]
+    assert {k["label"] for k in kernels} == {"Compute Not Measured"}
+    assert kernels[0]["memory_pct"] == pytest.approx(100 * 2.40e9 / 1792e9) and kernels[0]["compute_pct"] is None

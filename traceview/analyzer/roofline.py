@@ -251,7 +251,11 @@ def classify_launches(launches: pl.DataFrame, peaks: Mapping[str, float | pl.Exp
         .when(col("_any_level")).then(level_name)
         .when(has_best).then(compute_roof).alias("binding_roof"),
         pl.when(has_best & (dram_rate != 0)).then(flops / dram_rate).alias("arithmetic_intensity"),
-        (100.0 * col("_best_share")).alias("_roofline_compute"),
+        # FLOP counts collected and all zero (a copy kernel) are a measured 0%; none collected are unknown.
+        pl.when(has_best).then(100.0 * col("_best_share"))
+        .when(pl.any_horizontal([col(f"_rate_{p}").is_not_null() for p in PRECISIONS])
+              & (pl.max_horizontal([col(f"_rate_{p}") for p in PRECISIONS]) == 0)).then(0.0)
+        .alias("_roofline_compute"),
         (100.0 * col("_busiest_share")).alias("_roofline_memory"),
     )
 
@@ -294,7 +298,12 @@ def classify_launches(launches: pl.DataFrame, peaks: Mapping[str, float | pl.Exp
     sol_pct = pl.max_horizontal(sm, memory)
     sol_roof = col("roof_pct").is_null() | (sol_pct > col("roof_pct"))
     c, m = col("_roofline_compute").fill_null(0.0), col("_roofline_memory").fill_null(0.0)
-    roofline = col("_roofline_compute").is_not_null() | col("_roofline_memory").is_not_null()
+    # As with SOL percentages: one side measured gives a verdict only at 80%+ (`--metrics dram__bytes.sum.per_second`
+    # alone says nothing of the SMs, so 1% of DRAM is no latency verdict); below that the kernel stays unknown.
+    one_side = col("_roofline_compute").is_null() != col("_roofline_memory").is_null()
+    one_side_high = one_side & (pl.max_horizontal(c, m) >= HIGH_THRESHOLD_PCT)
+    roofline = (col("_roofline_compute").is_not_null() & col("_roofline_memory").is_not_null()) | one_side_high
+    stage = stage.with_columns((~sol & one_side & ~one_side_high).alias("_one_side_low"))
     roofline_bound = (
         pl.when((c < LATENCY_THRESHOLD_PCT) & (m < LATENCY_THRESHOLD_PCT)).then(pl.lit(Bound.LATENCY.value))
         .when(col("_ridge_side").is_not_null()).then(col("_ridge_side"))
@@ -305,14 +314,16 @@ def classify_launches(launches: pl.DataFrame, peaks: Mapping[str, float | pl.Exp
     stage = stage.with_columns(
         pl.when(sol).then(col("_sol_bound")).when(roofline).then(roofline_bound).otherwise(pl.lit(Bound.UNKNOWN.value)).alias("bound"),
         pl.when(sol & labelled_pipe).then(pl.concat_str(col("_sol_label"), pl.lit(" ("), col("_top_pipe"), pl.lit(")")))
-        .when(sol).then(col("_sol_label")).when(roofline).then(roofline_label).otherwise(pl.lit("No Data")).alias("label"),
+        .when(sol).then(col("_sol_label")).when(roofline).then(roofline_label)
+        .when(col("_one_side_low") & col("_roofline_compute").is_null()).then(pl.lit("Compute Not Measured"))
+        .when(col("_one_side_low")).then(pl.lit("Memory Not Measured")).otherwise(pl.lit("No Data")).alias("label"),
         pl.when(sol & sol_roof).then(sol_pct).when(sol | roofline).then(col("roof_pct")).alias("roof_pct"),
         pl.when(sol & sol_roof).then(pl.when(sm >= memory).then(pl.lit("SM")).otherwise(pl.coalesce(col("_top_pipe"), pl.lit("memory"))))
-        .when(sol | roofline).then(col("binding_roof")).alias("binding_roof"),
+        .when(sol | roofline | col("_one_side_low")).then(col("binding_roof")).alias("binding_roof"),
         pl.when(sol).then(pl.when(col("_one_sided") != "SM throughput not collected").then(sm).when(col("_one_sided").is_null()).then(sm))
-        .when(roofline).then(col("_roofline_compute")).alias("compute_pct"),
+        .when(roofline | col("_one_side_low")).then(col("_roofline_compute")).alias("compute_pct"),
         pl.when(sol).then(pl.when(col("_one_sided") != "memory throughput not collected").then(memory).when(col("_one_sided").is_null()).then(memory))
-        .when(roofline).then(col("_roofline_memory")).alias("memory_pct"),
+        .when(roofline | col("_one_side_low")).then(col("_roofline_memory")).alias("memory_pct"),
         (sol | roofline).alias("_known"),
     ).with_columns(
         *[pl.when(col("_known")).then(col(name)).alias(name) for name in ("arithmetic_intensity", "achieved_flop_per_s", "precision")],
@@ -329,13 +340,21 @@ def _reasons(stage: pl.DataFrame) -> tuple[list[str], list[float | None], list[s
     and where that fraction comes from. In Python, so the numbers are exactly those of the single-launch form."""
     names = list(LEVEL_NAMES.values())
     columns = ["bound", "label", "_sol_label", "roof_pct", "binding_roof", "arithmetic_intensity", "compute_pct", "memory_pct",
-               "_sm", "_memory", "_memory_from_units", "_one_sided", "_waves", "_known", "_rule_speedup", "_rule_local_speedup",
+               "_sm", "_memory", "_memory_from_units", "_one_sided", "_waves", "_known", "_one_side_low", "_rule_speedup", "_rule_local_speedup",
                *(f"_pipe_{m}" for m in MEMORY_LEVELS)]
     reasons: list[str] = []
     fractions: list[float | None] = []
     sources: list[str | None] = []
-    for (bound, label, sol_label, roof, binding, intensity, compute, memory, sm, mem, from_units, one_sided, waves, known, speedup,
-         local_speedup, *pipes) in stage.select(columns).rows():
+    for (bound, label, sol_label, roof, binding, intensity, compute, memory, sm, mem, from_units, one_sided, waves, known, one_side_low,
+         speedup, local_speedup, *pipes) in stage.select(columns).rows():
+        if one_side_low:
+            measured = f"{pct_text(memory)} of the {binding} roof" if compute is None else f"{pct_text(compute)} of the {binding} roof"
+            missing = "no FLOP counts" if compute is None else "no byte counts"
+            reasons.append(f"roofline: {measured}; the other side was not measured ({missing}), and under 80% one side alone "
+                           "gives no verdict: collect both (`ncu --section SpeedOfLight`, or --set full)")
+            fractions.append(None)
+            sources.append(None)
+            continue
         if not known:
             reasons.append("no FLOP or byte counts with known peaks and no SOL percentages in this export")
             fractions.append(None)
