@@ -213,3 +213,16 @@ def test_one_side_of_the_roofline_measured_low_gives_no_latency_verdict():
     assert [k["bound"] for k in kernels] == ["unknown", "unknown"]
     assert {k["label"] for k in kernels} == {"Compute Not Measured"}
     assert kernels[0]["memory_pct"] == pytest.approx(100 * 2.40e9 / 1792e9) and kernels[0]["compute_pct"] is None
+
+
+def test_a_console_quoted_in_markdown_with_the_2024_launch_statistics():
+    # An H100 ncu console behind `> ` in a README (tests/fixtures/found/PROVENANCE.md).
+    path = FOUND / "ncu_console_h100_quoted_markdown_scaling_elections.txt"
+    trace = load_trace(path)
+    row = trace.data.row(0, named=True)
+    assert row["short_name"] == "_cuda_independent" and row["sm_count"] == 132 and row["waves_per_sm"] == pytest.approx(62.06)
+    assert row["memory_throughput_pct"] == pytest.approx(78.65) and row["achieved_occupancy_pct"] == pytest.approx(92.97)
+    assert any("starts with '>'" in note for note in trace.notes)
+    result = runner.invoke(app, ["analyze", str(path), "--gpu", "h100-sxm", "-f", "json"])
+    kernel = json.loads(result.stdout)["kernels"][0]
+    assert kernel["bound"] == "memory" and kernel["label"] == "High Memory Throughput (L1/TEX)"

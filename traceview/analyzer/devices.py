@@ -168,6 +168,10 @@ GPUS: tuple[GpuSpec, ...] = (
           "NVIDIA GH200 datasheet (144 GB HBM3e; GPU compute as H100 SXM)"),
     _spec("gh200-96gb", "GH200 96GB HBM3", "9.0", 132, 4000, 34, 67, 989.4, 494.7, 1978.9, 1978.9, (r"gh200",),
           "NVIDIA GH200 datasheet (96 GB HBM3; GPU compute as H100 SXM)"),
+    # The export-market Hopper (China): GH100 with 78 SMs enabled and 96 GB of HBM3. Before "h200": "h20" is its prefix.
+    _spec("h20", "H20", "9.0", 78, 4000, 1, 44, 148, 74, 296, 296, (r"\bh20\b",),
+          "NVIDIA H20 figures as published for the China market (96 GB HBM3, 4.0 TB/s; FP16/BF16 tensor 148 TFLOPS dense, "
+          "TF32 74, FP8 and INT8 296, FP32 44, FP64 1); 78 SMs as profilers report them"),
     _spec("h200", "H200 SXM", "9.0", 132, 4800, 34, 67, 989.4, 494.7, 1978.9, 1978.9, (r"h200",),
           "NVIDIA H200 datasheet (GH100 compute as H100 SXM)"),
     # Not "gb200": the Grace Blackwell superchip's GPUs run at other power and clocks.
