@@ -226,3 +226,16 @@ def test_a_console_quoted_in_markdown_with_the_2024_launch_statistics():
     result = runner.invoke(app, ["analyze", str(path), "--gpu", "h100-sxm", "-f", "json"])
     kernel = json.loads(result.stdout)["kernels"][0]
     assert kernel["bound"] == "memory" and kernel["label"] == "High Memory Throughput (L1/TEX)"
+
+
+def test_a_2024_per_gpu_summary_reads_its_device_line_and_a_memory_only_sol():
+    # `ncu --print-summary per-gpu` on an H100 (tests/fixtures/found/PROVENANCE.md): `Device 0, CC 9.0` heads the GPU's
+    # kernels; only gpu__compute_memory_throughput (Memory SOL) and sm__warps_active were collected.
+    path = FOUND / "ncu2024_console_summary_per_gpu_h100_bitonic_sort.txt"
+    frame = load_trace(path).data
+    assert set(frame["compute_capability"].to_list()) == {"9.0"} and frame.height == 66 + 11 + 1 + 1
+    result = runner.invoke(app, ["analyze", str(path), "--gpu", "h100-sxm", "-f", "json"])
+    kernels = {k["short_name"]: k for k in json.loads(result.stdout)["kernels"]}
+    merge = kernels["bitonic_merge"]
+    # 62.69% of memory throughput and nothing of the SMs: under 80% one side decides nothing (ncu's rule).
+    assert merge["bound"] == "unknown" and merge["label"] == "SM Throughput Not Collected" and merge["memory_pct"] == pytest.approx(62.69)

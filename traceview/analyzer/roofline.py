@@ -303,7 +303,9 @@ def classify_launches(launches: pl.DataFrame, peaks: Mapping[str, float | pl.Exp
     one_side = col("_roofline_compute").is_null() != col("_roofline_memory").is_null()
     one_side_high = one_side & (pl.max_horizontal(c, m) >= HIGH_THRESHOLD_PCT)
     roofline = (col("_roofline_compute").is_not_null() & col("_roofline_memory").is_not_null()) | one_side_high
-    stage = stage.with_columns((~sol & one_side & ~one_side_high).alias("_one_side_low"))
+    # SOL percentages with one side only, under 80% (high ones were filled in above), where no roofline decides either.
+    sol_one_low = ~sol & ~roofline & (sm.is_null() != memory.is_null())
+    stage = stage.with_columns((~sol & one_side & ~one_side_high).alias("_one_side_low"), sol_one_low.alias("_sol_one_low"))
     roofline_bound = (
         pl.when((c < LATENCY_THRESHOLD_PCT) & (m < LATENCY_THRESHOLD_PCT)).then(pl.lit(Bound.LATENCY.value))
         .when(col("_ridge_side").is_not_null()).then(col("_ridge_side"))
@@ -316,14 +318,16 @@ def classify_launches(launches: pl.DataFrame, peaks: Mapping[str, float | pl.Exp
         pl.when(sol & labelled_pipe).then(pl.concat_str(col("_sol_label"), pl.lit(" ("), col("_top_pipe"), pl.lit(")")))
         .when(sol).then(col("_sol_label")).when(roofline).then(roofline_label)
         .when(col("_one_side_low") & col("_roofline_compute").is_null()).then(pl.lit("Compute Not Measured"))
-        .when(col("_one_side_low")).then(pl.lit("Memory Not Measured")).otherwise(pl.lit("No Data")).alias("label"),
+        .when(col("_one_side_low")).then(pl.lit("Memory Not Measured"))
+        .when(col("_sol_one_low") & sm.is_null()).then(pl.lit("SM Throughput Not Collected"))
+        .when(col("_sol_one_low")).then(pl.lit("Memory Throughput Not Collected")).otherwise(pl.lit("No Data")).alias("label"),
         pl.when(sol & sol_roof).then(sol_pct).when(sol | roofline).then(col("roof_pct")).alias("roof_pct"),
         pl.when(sol & sol_roof).then(pl.when(sm >= memory).then(pl.lit("SM")).otherwise(pl.coalesce(col("_top_pipe"), pl.lit("memory"))))
         .when(sol | roofline | col("_one_side_low")).then(col("binding_roof")).alias("binding_roof"),
         pl.when(sol).then(pl.when(col("_one_sided") != "SM throughput not collected").then(sm).when(col("_one_sided").is_null()).then(sm))
-        .when(roofline | col("_one_side_low")).then(col("_roofline_compute")).alias("compute_pct"),
+        .when(roofline | col("_one_side_low")).then(col("_roofline_compute")).when(col("_sol_one_low")).then(sm).alias("compute_pct"),
         pl.when(sol).then(pl.when(col("_one_sided") != "memory throughput not collected").then(memory).when(col("_one_sided").is_null()).then(memory))
-        .when(roofline | col("_one_side_low")).then(col("_roofline_memory")).alias("memory_pct"),
+        .when(roofline | col("_one_side_low")).then(col("_roofline_memory")).when(col("_sol_one_low")).then(memory).alias("memory_pct"),
         (sol | roofline).alias("_known"),
     ).with_columns(
         *[pl.when(col("_known")).then(col(name)).alias(name) for name in ("arithmetic_intensity", "achieved_flop_per_s", "precision")],
@@ -340,13 +344,22 @@ def _reasons(stage: pl.DataFrame) -> tuple[list[str], list[float | None], list[s
     and where that fraction comes from. In Python, so the numbers are exactly those of the single-launch form."""
     names = list(LEVEL_NAMES.values())
     columns = ["bound", "label", "_sol_label", "roof_pct", "binding_roof", "arithmetic_intensity", "compute_pct", "memory_pct",
-               "_sm", "_memory", "_memory_from_units", "_one_sided", "_waves", "_known", "_one_side_low", "_rule_speedup", "_rule_local_speedup",
+               "_sm", "_memory", "_memory_from_units", "_one_sided", "_waves", "_known", "_one_side_low", "_sol_one_low", "_rule_speedup",
+               "_rule_local_speedup",
                *(f"_pipe_{m}" for m in MEMORY_LEVELS)]
     reasons: list[str] = []
     fractions: list[float | None] = []
     sources: list[str | None] = []
     for (bound, label, sol_label, roof, binding, intensity, compute, memory, sm, mem, from_units, one_sided, waves, known, one_side_low,
-         speedup, local_speedup, *pipes) in stage.select(columns).rows():
+         sol_one_low, speedup, local_speedup, *pipes) in stage.select(columns).rows():
+        if sol_one_low:
+            measured = f"Memory {pct_text(mem)}" if sm is None else f"Compute (SM) {pct_text(sm)}"
+            missing = "SM throughput" if sm is None else "memory throughput"
+            reasons.append(f"ncu SOL: {measured}, {missing} not collected: under 80% one side alone gives no verdict: collect both "
+                           "(`ncu --section SpeedOfLight`, or --set full)")
+            fractions.append(None)
+            sources.append(None)
+            continue
         if one_side_low:
             measured = f"{pct_text(memory)} of the {binding} roof" if compute is None else f"{pct_text(compute)} of the {binding} roof"
             missing = "no FLOP counts" if compute is None else "no byte counts"

@@ -56,7 +56,8 @@ _KERNEL_2022 = re.compile(
 _KERNEL_2025 = re.compile(
     r"^\s*(?P<name>\S.*?) \((?P<grid>\d+, \d+, \d+)\)x\((?P<block>\d+, \d+, \d+)\)(?:, Device (?P<device>\d+))?(?:, CC (?P<cc>\d+\.\d+))?,"
     r" Invocations (?P<count>\d+)\s*$")
-_DEVICE = re.compile(r"^\s*Device (?P<device>\d+)\s*$")
+# `Device 0` (2022-2023), `Device 0, CC 9.0` (2024+), above each GPU's kernels in a per-gpu summary.
+_DEVICE = re.compile(r"^\s*Device (?P<device>\d+)(?:, CC (?P<cc>\d+\.\d+))?\s*$")
 _DASHES = re.compile(r"^\s*-{3,}( +-{3,}){4,}\s*$")  # five columns
 _HEADER = re.compile(r"^\s*Metric Name\s+Metric Unit\s+Minimum\s+Maximum\s+Average\s*$")
 
@@ -169,6 +170,7 @@ def parse_console(path: str | Path, notes: list[str] | None = None) -> pl.DataFr
     metrics: list[dict[str, str]] = []
     process: dict[str, str] = {}
     device: str | None = None
+    device_cc: str | None = None
     current: str | None = None
     spans: list[tuple[int, int]] = []
     for line in lines:
@@ -181,16 +183,16 @@ def parse_console(path: str | Path, notes: list[str] | None = None) -> pl.DataFr
             shape = shapes.setdefault(key, {
                 "launch_id": str(len(shapes)), "process_id": process.get("pid"), "process_name": process.get("process"),
                 "host_name": process.get("host"), "kernel_name": groups["name"].strip(), "grid_size": grid, "block_size": block,
-                "device_index": shape_device, "compute_capability": groups.get("cc"), "invocations": groups["count"]})
+                "device_index": shape_device, "compute_capability": groups.get("cc") or device_cc, "invocations": groups["count"]})
             current, spans = str(shape["launch_id"]), []
             continue
         owner = PROCESS_LINE.match(line)
         if owner:
-            process, device, current = owner.groupdict(), None, None
+            process, device, device_cc, current = owner.groupdict(), None, None, None
             continue
         on_device = _DEVICE.match(line)
         if on_device:
-            device, current = on_device.group("device"), None
+            device, device_cc, current = on_device.group("device"), on_device.group("cc"), None
             continue
         if current is None or _HEADER.match(line):
             continue
