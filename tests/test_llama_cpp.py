@@ -571,3 +571,17 @@ def test_experts_or_tensors_kept_in_host_memory_are_a_partial_offload(tmp_path):
     (tmp_path / "ot.csv").write_text(",".join(fields) + "\n" + ",".join(f'"{v}"' for v in values) + "\n")
     decode = analysis_of(tmp_path / "ot.csv").llm.runs.row(0, named=True)
     assert decode["offload"] == "partial" and "-ot .ffn_.*_exps.=CPU" in decode["note"]
+
+
+def test_an_ot_pattern_holding_pipes_is_one_cell_and_a_partial_offload():
+    # llama-bench prints `-ot` patterns unescaped (tests/fixtures/found/PROVENANCE.md): `blk\.([0-9]|10)\.…=ROCm0;…;
+    # exps=CPU` splits each row into 19 cells under 15 columns. The surplus belongs to the one column that may hold `|`.
+    path = FOUND / "llama_bench_rocm_4x_v620_ot_regex_with_pipes.md"
+    runs = rows(path)
+    assert [(r["test"], r["tokens_per_s"], r["n_gpu_layers"]) for r in runs] == [("pp512", 154.93, 42), ("tg128", 17.37, 42)]
+    assert "ot=blk\\.([0-9]|10)\\.ffn_.*_exps\\.=ROCm0;" in runs[0]["options"] and runs[0]["options"].endswith("exps=CPU; mmap=0; nopo=1")
+    # The experts that no card holds stay in host memory: a partial offload whatever the ngl.
+    decode = analysis_of(path).llm.runs.filter(phase="decode").row(0, named=True)
+    assert decode["offload"] == "partial" and "tensors kept in host memory" in decode["note"]
+    # Four cards of one kind the table lacks are not "4 different GPUs".
+    assert "4 different GPUs" not in decode["note"] and "4× AMD Radeon Pro V620, not in the GPU table" in decode["note"]

@@ -54,7 +54,8 @@ def _layers(model: str | None, params: float | None = None) -> int | None:
 # llama-bench's `-ncmoe N` (`n_cpu_moe`, 2025+) keeps the experts of the first N layers in host memory; `-ot
 # PATTERN=CPU` (`ot` in its table, `tensor_buft_overrides` in -o csv/json) keeps the tensors it names there.
 _EXPERTS_ON_HOST = re.compile(r"(?:^|; )n_cpu_moe=([1-9][0-9]*)(?:;|$)")
-_TENSORS_ON_HOST = re.compile(r"(?:^|; )(?:ot|tensor_buft_overrides)=([^;]*=CPU[^;]*)")
+# The value is itself `;`-separated (`blk\.1\.ffn_.*=ROCm0;exps=CPU`); the options string separates fields with `; `.
+_TENSORS_ON_HOST = re.compile(r"(?:^|; )(?:ot|tensor_buft_overrides)=((?:(?!; ).)*=CPU(?:;(?:(?!; ).)*)?)(?:; |$)")
 
 
 def _offload(row: dict[str, Any], table_max_ngl: int | None) -> tuple[str, str | None]:
@@ -123,6 +124,9 @@ def _device_bandwidth(row: dict[str, Any], gpu: GpuSpec | None) -> tuple[GpuSpec
     count = len(names)
     if count <= 1 or gpu is not None:
         return spec, spec.dram_bytes_per_s if spec else None, None, count
+    if spec is None and len(set(names)) == 1:
+        return None, None, (f"{count}× {names[0]}, not in the GPU table: pass --bandwidth (one card's, for llama.cpp's default layer "
+                            "split) to get MBU"), count
     if spec is None:
         return None, None, f"{count} different GPUs ({', '.join(dict.fromkeys(names))}): pass --bandwidth to get MBU", count
     split = _SPLIT_MODE.search(row.get("options") or "")

@@ -185,11 +185,21 @@ def parse(path: str | Path) -> pl.DataFrame:
     return conform(frame, LLAMA_RUNS)
 
 
+# llama-bench prints `-ot` patterns as given, unescaped: `blk\.([0-9]|10)\.ffn_.*_exps\.=ROCm0;exps=CPU` splits its
+# row into more cells than the header has columns.
+_FREE_TEXT_COLUMNS = ("ot",)
+
+
 def _table_row(path: Path, line: str, number: int, header: list[str], tool: str) -> list[str] | None:
-    """Return the cells of a markdown table row, or None for its alignment row; a row of another width is an error."""
+    """Return the cells of a markdown table row, or None for its alignment row. A row with more cells than columns is
+    rejoined where the header has one column whose values may hold `|` (an `ot` regex); any other width is an error."""
     cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
     if all(set(cell) <= set("-: ") for cell in cells):
         return None
+    free = [index for index, name in enumerate(header) if name in _FREE_TEXT_COLUMNS]
+    if len(cells) > len(header) and len(free) == 1:
+        start, surplus = free[0], len(cells) - len(header)
+        cells = cells[:start] + ["|".join(cells[start:start + surplus + 1])] + cells[start + surplus + 1:]
     if len(cells) != len(header):
         raise TraceFormatError(path, f"table row has {len(cells)} cells for {len(header)} columns", f"pass the table as {tool} printed it", line=number)
     return cells
