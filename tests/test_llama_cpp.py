@@ -570,7 +570,12 @@ def test_experts_or_tensors_kept_in_host_memory_are_a_partial_offload(tmp_path):
               "0", "128", "0", "25.0", "0.1"]
     (tmp_path / "ot.csv").write_text(",".join(fields) + "\n" + ",".join(f'"{v}"' for v in values) + "\n")
     decode = analysis_of(tmp_path / "ot.csv").llm.runs.row(0, named=True)
-    assert decode["offload"] == "partial" and "-ot .ffn_.*_exps.=CPU" in decode["note"]
+    assert decode["offload"] == "partial" and "-ot .ffn_.*_exps.=CPU)" in decode["note"]
+    # The pattern alone is quoted, not the fields after it; an override to another GPU is no host memory.
+    table.write_text(table.read_text().replace("| n_cpu_moe |", "| ot        |").replace("|         99 |", "|   exps=CPU |"))
+    assert "(-ot exps=CPU)" in analysis_of(table).llm.runs.row(0, named=True)["note"]
+    table.write_text(table.read_text().replace("|   exps=CPU |", "| exps=CUDA1 |"))
+    assert analysis_of(table).llm.runs.row(0, named=True)["offload"] == "full"
 
 
 def test_an_ot_pattern_holding_pipes_is_one_cell_and_a_partial_offload():

@@ -55,7 +55,8 @@ def _layers(model: str | None, params: float | None = None) -> int | None:
 # PATTERN=CPU` (`ot` in its table, `tensor_buft_overrides` in -o csv/json) keeps the tensors it names there.
 _EXPERTS_ON_HOST = re.compile(r"(?:^|; )n_cpu_moe=([1-9][0-9]*)(?:;|$)")
 # The value is itself `;`-separated (`blk\.1\.ffn_.*=ROCm0;exps=CPU`); the options string separates fields with `; `.
-_TENSORS_ON_HOST = re.compile(r"(?:^|; )(?:ot|tensor_buft_overrides)=((?:(?!; ).)*=CPU(?:;(?:(?!; ).)*)?)(?:; |$)")
+_OVERRIDES = re.compile(r"(?:^|; )(?:ot|tensor_buft_overrides)=((?:(?!; ).)*)")
+_TO_HOST = re.compile(r"=CPU(?:;|$)")
 
 
 def _offload(row: dict[str, Any], table_max_ngl: int | None) -> tuple[str, str | None]:
@@ -68,9 +69,9 @@ def _offload(row: dict[str, Any], table_max_ngl: int | None) -> tuple[str, str |
     experts = _EXPERTS_ON_HOST.search(options)
     if experts:
         return "partial", f"n_cpu_moe {experts.group(1)}: the experts of up to {experts.group(1)} layers stay in host memory, which bounds decode"
-    tensors = _TENSORS_ON_HOST.search(options)
-    if tensors:
-        return "partial", f"tensors kept in host memory (-ot {tensors.group(1)}): host memory bounds decode"
+    overrides = _OVERRIDES.search(options)
+    if overrides and _TO_HOST.search(overrides.group(1)):
+        return "partial", f"tensors kept in host memory (-ot {overrides.group(1)}): host memory bounds decode"
     if ngl is None:
         return "unknown", None
     if ngl < 0:  # llama.h: a negative n_gpu_layers means all layers
