@@ -590,3 +590,16 @@ def test_an_ot_pattern_holding_pipes_is_one_cell_and_a_partial_offload():
     assert decode["offload"] == "partial" and "tensors kept in host memory" in decode["note"]
     # Four cards of one kind the table lacks are not "4 different GPUs".
     assert "4 different GPUs" not in decode["note"] and "4× AMD Radeon Pro V620, not in the GPU table" in decode["note"]
+
+
+@pytest.mark.parametrize(("mangle", "encoding"), [
+    (lambda text: text.replace("±", "Â±"), "utf-8"),  # UTF-8 shown as cp1252 in a Windows console, then copied
+    (lambda text: text, "cp1252"),  # saved in the Windows code page: the ± byte is not UTF-8
+    (lambda text: text.replace("±", "+/-"), "utf-8"),  # retyped
+])
+def test_a_mangled_plus_minus_still_separates_mean_and_stddev(realdata_file, tmp_path, mangle, encoding):
+    original = realdata_file("llama_cpp/llama_bench_md_rtx3090ti_nkvo_pr4812.txt")
+    copy = tmp_path / "bench.md"
+    copy.write_bytes(mangle(original.read_text(encoding="utf-8")).encode(encoding))
+    assert [(r["tokens_per_s"], r["tokens_per_s_stddev"]) for r in rows(copy)] == [
+        (r["tokens_per_s"], r["tokens_per_s_stddev"]) for r in rows(original)]

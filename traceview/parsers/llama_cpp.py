@@ -56,7 +56,9 @@ _SIZE = re.compile(r"^\s*([\d.]+)\s*(GiB|MiB|KiB|GB|MB|B)\s*$")
 _PARAMS = re.compile(r"^\s*([\d.]+)\s*([KMBT]?)\s*$")
 # `pp512`, `tg128`, `pp512+tg128` (-pg), each `@ d4096` when run at a context depth (-d, 2025+).
 _TEST = re.compile(r"^\s*(?:pp\s*(?P<pp>\d+))?\s*\+?\s*(?:tg\s*(?P<tg>\d+))?\s*(?:@\s*d\s*(?P<depth>\d+))?\s*$")
-_VALUE_PM = re.compile(r"^\s*([\d.]+)(?:\s*±\s*([\d.]+))?\s*$")
+# `mean ± stddev`; a ± that a Windows console or editor mangled on the way into the file (`Â±` read as cp1252, `�`
+# from a cp1252 file read as UTF-8) or that the user typed as `+/-` is the same separator.
+_VALUE_PM = re.compile(r"^\s*([\d.]+)(?:\s*(?:±|Â±|\ufffd|\+/-|\+-)\s*([\d.]+))?\s*$")
 BENCH_CSV_MARKERS = ("model_size", "avg_ts")
 
 
