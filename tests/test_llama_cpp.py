@@ -603,3 +603,11 @@ def test_a_mangled_plus_minus_still_separates_mean_and_stddev(realdata_file, tmp
     copy.write_bytes(mangle(original.read_text(encoding="utf-8")).encode(encoding))
     assert [(r["tokens_per_s"], r["tokens_per_s_stddev"]) for r in rows(copy)] == [
         (r["tokens_per_s"], r["tokens_per_s_stddev"]) for r in rows(original)]
+
+
+def test_an_eval_that_generated_nothing_is_no_decode_row():
+    # llama-embedding in llama.cpp's CI (tests/fixtures/found/PROVENANCE.md), behind `0.00.064.607 I ` timestamps:
+    # `eval time = 0.00 ms / 1 runs (… inf tokens per second)` measured nothing, like an empty prompt eval.
+    runs = rows(FOUND / "llama_embedding_ci_timestamped_zero_eval.txt")
+    assert [(r["test"], r["phase"]) for r in runs] == [("pp9", "prefill")]
+    assert runs[0]["tokens_per_s"] == pytest.approx(9 / 0.00371)

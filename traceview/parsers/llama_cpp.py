@@ -415,7 +415,9 @@ def _timings(text: str) -> list[dict[str, Any]]:
             if what not in run:
                 continue
             ms, count, number = run[what]
-            if not count:  # an empty prompt eval ("0 tokens", nan per token) measured nothing
+            # An empty prompt eval ("0 tokens", nan per token) measured nothing, and neither did an eval of "0.00 ms / 1
+            # runs" (inf tokens per second: llama-embedding and other runs that generate nothing).
+            if not count or ms <= 0:
                 continue
             rows.append({
                 "run": run_index,
