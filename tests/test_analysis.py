@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 from traceview.analyzer.analysis import Source, analyze
-from traceview.analyzer.devices import find_by_compute_capability, find_by_name, host_link, lookup_gpu
+from traceview.analyzer.devices import find_by_compute_capability, find_by_name, find_module, host_link, lookup_gpu
 from traceview.errors import UsageError
 from traceview.parsers import load_trace
 
@@ -116,6 +116,14 @@ def test_device_lookup():
     # 64 GB AGX Orin is taken. An SM count no entry of that name has (a MIG slice, the 12 GB RTX 3080) matches none.
     assert [find_by_name("Orin (nvgpu)", sms).key for sms in (16, 14, 8)] == ["jetson-agx-orin-64gb", "jetson-agx-orin-32gb", "jetson-orin-nx-16gb"]
     assert find_by_name("Orin").key == "jetson-agx-orin-64gb" and find_by_name("Orin (nvgpu)", 6) is None
+    # The Orin Nano 4GB (4 SMs, 64-bit bus) had no entry: a profile with 3.6 GB of memory was measured as an AGX Orin.
+    assert find_by_name("Orin (nvgpu)", 4).key == "jetson-orin-nano-4gb"
+    assert [find_module("Orin", 4, 3_600_000_000, True, clock)[0].key for clock in (1.02e9, 0.625e9)] == [
+        "jetson-orin-nano-4gb", "jetson-orin-nano-4gb-pre-super"]
+    # `orin nano` and `orin nx` are each two modules now: refused with both, never one guessed.
+    with pytest.raises(UsageError, match="fits several GPUs: jetson-orin-nano-8gb, jetson-orin-nano-4gb"):
+        lookup_gpu("orin nano")
+    assert lookup_gpu("orin nx 8gb").key == "jetson-orin-nx-8gb" and lookup_gpu("orin nx 16gb").key == "jetson-orin-nx-16gb"
     # The names CUDA, nvidia-smi and Vulkan give the older Jetson GPUs (real ones from the search index: "Xavier (nvgpu)",
     # "NVIDIA Tegra Xavier (nvgpu)", "NVIDIA Tegra X1 (rev B) (nvgpu)", "NVIDIA Tegra X2 (nvgpu)"); the Nano and the TX1
     # are both a Tegra X1 and are told apart by SMs, as the two Xavier modules are.

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from traceview.analyzer.analysis import Source, analyze_samples
 from traceview.analyzer.jetson import find_board
 from traceview.app.cli import app
-from traceview.errors import TraceFormatError
+from traceview.errors import TraceFormatError, UsageError
 from traceview.parsers import TraceFormat, detect_format, load_trace
 from traceview.parsers.schema import TELEMETRY
 
@@ -170,7 +170,34 @@ def test_an_orin_nano_at_the_clocks_before_super_mode_is_measured_against_68_gb_
     super_mode = analyze_samples(load_trace(orin_nano_log(tmp_path, 3199, 1020)).data.samples, Source("s", "tegrastats", "", 0))
     assert super_mode.telemetry.board.key == "jetson-orin-nano-8gb" and super_mode.device.spec.key == "jetson-orin-nano-8gb"
     # Asked for by name, the module is the Super one; the variant by its own key.
-    assert find_board("orin-nano").key == "jetson-orin-nano-8gb" and find_board("orin-nano-8gb-pre-super").key == "jetson-orin-nano-8gb-pre-super"
+    assert find_board("orin-nano-8gb").key == "jetson-orin-nano-8gb" and find_board("orin-nano-8gb-pre-super").key == "jetson-orin-nano-8gb-pre-super"
+    # `orin-nano` is two modules of 51 and 102 GB/s: refused with both, never one of them guessed.
+    with pytest.raises(UsageError, match="fits several Jetson boards: jetson-orin-nano-8gb, jetson-orin-nano-4gb"):
+        find_board("orin-nano")
+
+
+def test_an_orin_nano_4gb_has_its_own_board_and_a_64_bit_bus():
+    # A real JetPack 6 line (PROVENANCE.md): 3,602 MB and six cores had "no unambiguous match" and no --device value
+    # could name the board. Its memory never ran above 2133 MHz: the clocks before Super mode, 34 GB/s, not 51.
+    analysis = analyze_samples(load_trace(FOUND / "tegrastats_orin_nano_4gb_jp6_one_line.log").data.samples, Source("n", "tegrastats", "", 0))
+    assert analysis.telemetry.board.key == "jetson-orin-nano-4gb-pre-super"
+    assert analysis.device.peaks["peak_dram_bytes_per_s"].value == pytest.approx(2133e6 * 2 * 8)
+    assert analysis.device.spec.key == "jetson-orin-nano-4gb-pre-super" and analysis.device.spec.sm_count == 4
+    assert "3602 MB RAM, 6 CPU cores" in analysis.telemetry.board_identified
+    assert "--device jetson-orin-nano-4gb for that peak" in analysis.telemetry.board_identified
+    assert find_board("orin-nano-4gb").peak_bytes_per_s == pytest.approx(51.2e9)
+
+
+def test_an_orin_nx_8gb_is_told_from_an_orin_nano_by_its_cpu_clock(tmp_path):
+    # Both have six cores, 8 GB and 102 GB/s; their GPUs' top clocks differ (765 MHz before Super mode on the NX, 1020
+    # on the Super Nano), and with it what a held-down GPU clock is. Only the NX runs its cores above 1.8 GHz.
+    nano_line = (FOUND / "tegrastats_orin_nano_jetson_clocks_nonroot.log").read_text().splitlines()[0]
+    nx = tmp_path / "nx.log"
+    nx.write_text(nano_line.replace("@1344", "@1984") + "\n")
+    nx_board = telemetry_of(nx)
+    assert nx_board.board.key == "jetson-orin-nx-8gb" and "a core at 1984 MHz" in nx_board.board_identified
+    nano = telemetry_of(FOUND / "tegrastats_orin_nano_jetson_clocks_nonroot.log")
+    assert nano.board.key == "jetson-orin-nano-8gb" and "--device jetson-orin-nx-8gb" in nano.board_identified
 
 
 def busy_memory_copy(realdata_file, tmp_path):

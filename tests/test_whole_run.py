@@ -1053,10 +1053,10 @@ def test_launch_latency_onto_an_idle_gpu_counts_only_kernels_launched_while_it_w
 
 def test_gpu_option_names_whose_peaks_replace_the_recorded_gpus(realdata_file):
     # The T4 export with --gpu naming another GPU kept "Tesla T4 — chosen with --gpu …", as if the T4 had been chosen.
-    device = analyze_json(realdata_file(T4), "--gpu", "orin nano")["device"]
+    device = analyze_json(realdata_file(T4), "--gpu", "orin nano 8gb")["device"]
     assert device["name"] == "Tesla T4" and device["table_entry"] == "jetson-orin-nano-8gb"
-    assert device["identified"] == "the peaks of Jetson Orin Nano 8GB (Super), chosen with --gpu orin nano"
-    # The module at its clocks before Super mode is asked for by its own key; `orin nano` is the module as sold today.
+    assert device["identified"] == "the peaks of Jetson Orin Nano 8GB (Super), chosen with --gpu orin nano 8gb"
+    # The module at its clocks before Super mode is asked for by its own key; `orin nano 8gb` is the module as sold today.
     assert analyze_json(realdata_file(T4), "--gpu", "jetson-orin-nano-8gb-pre-super")["device"]["table_entry"] == "jetson-orin-nano-8gb-pre-super"
     assert analyze_json(realdata_file(T4), "--gpu", "t4")["device"]["identified"] == "chosen with --gpu t4"
 

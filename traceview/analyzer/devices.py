@@ -123,15 +123,28 @@ GPUS: tuple[GpuSpec, ...] = (
           (r"agx orin.*64", _ORIN), "NVIDIA Jetson modules page; tensor and INT8 derived", True, 64),
     _spec("jetson-agx-orin-32gb", "Jetson AGX Orin 32GB", "8.7", 14, 204.8, None, 3.3, 26.7, 13, None, 53,
           (r"agx orin.*32", _ORIN), "NVIDIA Jetson modules page; tensor and INT8 derived", True, 32),
+    # The NX 8GB has the Orin Nano 8GB's memory, bandwidth and SM count: CUDA's "Orin" cannot tell them apart, so only
+    # its own name (a board inferred from a tegrastats log, or --gpu) picks it.
+    _spec("jetson-orin-nx-8gb", "Jetson Orin NX 8GB", "8.7", 8, 102.4, None, 1.57, 12.5, 6.25, None, 25,
+          (r"orin nx.*\b8 ?gb",), "Jetson Orin NX datasheet (1024 cores at 765 MHz before Super mode, 102.4 GB/s); FP32 derived; tensor "
+          "and INT8 at the NX 16GB entry's per-clock rates", True, 8),
     _spec("jetson-orin-nx-16gb", "Jetson Orin NX 16GB", "8.7", 8, 102.4, None, 1.88, 15.0, 7.5, None, 30,
           (r"orin nx", _ORIN), "NVIDIA Jetson modules page; tensor and INT8 derived", True, 16),
     # The module at its clocks before Super mode (GPU 625 MHz, memory 2133 MHz: 68 GB/s; 20 dense INT8 TOPS), chosen
     # from a tegrastats log's memory clock (jetson.infer_board), never by a device name, which is the same.
+    # The 4 GB module has half the 8 GB one's GPU (512 cores, 4 SMs) and memory bus (64-bit): 51 GB/s in Super mode, 34
+    # before it.
+    _spec("jetson-orin-nano-4gb-pre-super", "Jetson Orin Nano 4GB (before Super mode)", "8.7", 4, 34.1, None, 0.64, 5.1, 2.55, None, 10,
+          (r"orin nano.*\b4 ?gb.*pre.?super",), "Jetson Orin Nano datasheet (512 cores at 625 MHz, 64-bit LPDDR5 at 2133 MHz: 34 GB/s; "
+          "20 sparse INT8 TOPS); FP32 derived, tensor at the 8GB entry's per-SM rates", True, 4),
     _spec("jetson-orin-nano-8gb-pre-super", "Jetson Orin Nano 8GB (before Super mode)", "8.7", 8, 68.3, None, 1.28, 10.2, 5.1, None, 20,
           (r"orin nano.*pre.?super",), "Jetson Orin Nano datasheet (625 MHz GPU, 68 GB/s, 20 INT8 TOPS dense); FP32 and tensor at "
           "the Super entry's per-clock rates", True, 8),
     _spec("jetson-orin-nano-8gb", "Jetson Orin Nano 8GB (Super)", "8.7", 8, 102.0, None, 2.09, 16.7, 8.4, None, 33,
-          (r"orin nano", _ORIN), "Orin Nano Super datasheet summary (JetPack 6.1+ clocks); derived tensor", True, 8),
+          (r"orin nano(?!.*\b4 ?gb)", _ORIN), "Orin Nano Super datasheet summary (JetPack 6.1+ clocks); derived tensor", True, 8),
+    _spec("jetson-orin-nano-4gb", "Jetson Orin Nano 4GB (Super)", "8.7", 4, 51.2, None, 1.04, 8.35, 4.2, None, 17,
+          (r"orin nano.*\b4 ?gb", _ORIN), "Orin Nano Super datasheet summary (512 cores at 1020 MHz, 64-bit LPDDR5 at 3200 MHz: 51 GB/s; "
+          "34 sparse INT8 TOPS); FP32 derived, tensor at the 8GB entry's per-SM rates", True, 4),
     _spec("jetson-agx-xavier", "Jetson AGX Xavier", "7.2", 8, 136.5, None, 1.41, 11.0, None, None, 22.0, (r"agx xavier", _XAVIER),
           "NVIDIA Jetson AGX Xavier datasheet (512 CUDA cores, 64 Tensor Cores, 1377 MHz: 11 TFLOPS FP16, 22 TOPS INT8 on the "
           "GPU); FP32 derived", True),
@@ -268,9 +281,10 @@ def by_module_memory(matches: list[GpuSpec], memory_bytes: int | None) -> list[G
     return [spec for spec in sized if abs(math.log(spec.memory_gb / recorded_gb)) == nearest]  # type: ignore[operator]
 
 
-# A Jetson module whose GPU clock, as CUDA reports it, tells its clock set apart: the Orin Nano 8GB's is 1020 MHz in
-# Super mode and 625 MHz before it (its memory then runs at 2133 MHz, 68 GB/s instead of 102).
-_BY_CLOCK = {"jetson-orin-nano-8gb": (700e6, "jetson-orin-nano-8gb-pre-super")}
+# A Jetson module whose GPU clock, as CUDA reports it, tells its clock set apart: the Orin Nano's is 1020 MHz in
+# Super mode and 625 MHz before it (its memory then runs at 2133 MHz: 68 GB/s instead of 102 on the 8GB, 34 instead of 51
+# on the 4GB).
+_BY_CLOCK = {"jetson-orin-nano-8gb": (700e6, "jetson-orin-nano-8gb-pre-super"), "jetson-orin-nano-4gb": (700e6, "jetson-orin-nano-4gb-pre-super")}
 # Entries (and Jetson boards, keyed alike) asked for by their own key only: a family name means the module as sold.
 CLOCK_VARIANTS = frozenset(variant for _, variant in _BY_CLOCK.values())
 
@@ -309,7 +323,7 @@ def find_by_compute_capability(cc: str) -> list[GpuSpec]:
 
 def _family_members(name: str) -> list[GpuSpec]:
     """Entries whose key or name contains every word of a short user-given name (`a100` → all three A100s); a module
-    at other clocks (CLOCK_VARIANTS) is asked for by its own key, `orin nano` being the module as sold today."""
+    at other clocks (CLOCK_VARIANTS) is asked for by its own key, so `orin nano 8gb` is the module as sold today."""
     words = normalise_device_name(name).split()
     members = [spec for spec in GPUS if words and all(w in normalise_device_name(spec.name).split() or w in spec.key.split("-") for w in words)]
     return [spec for spec in members if spec.key not in CLOCK_VARIANTS] or members

@@ -40,10 +40,16 @@ BOARDS: tuple[Board, ...] = (
     Board("jetson-agx-orin-64gb", "Jetson AGX Orin 64GB", 32, 3200, 1300, "LPDDR5 256-bit, 204.8 GB/s (Jetson modules page)"),
     Board("jetson-agx-orin-32gb", "Jetson AGX Orin 32GB", 32, 3200, 930, "LPDDR5 256-bit, 204.8 GB/s"),
     Board("jetson-orin-nx-16gb", "Jetson Orin NX 16GB", 16, 3200, 918, "LPDDR5 128-bit, 102.4 GB/s"),
+    # The GPU clocks of the NX modules are those before Super mode (JetPack 6.2's MAXN SUPER runs both at 1173 MHz): a
+    # module at its old clocks is then not told that DVFS holds it down.
+    Board("jetson-orin-nx-8gb", "Jetson Orin NX 8GB", 16, 3200, 765, "LPDDR5 128-bit, 102.4 GB/s"),
     Board("jetson-orin-nano-8gb", "Jetson Orin Nano 8GB (Super)", 16, 3200, 1020, "LPDDR5 128-bit, 102 GB/s with JetPack 6.1+ clocks"),
     # The same module before Super mode (JetPack 5 and early 6): memory at 2133 MHz, GPU at 625 MHz (datasheet).
     Board("jetson-orin-nano-8gb-pre-super", "Jetson Orin Nano 8GB (before Super mode)", 16, 2133, 625,
           "LPDDR5 128-bit, 68 GB/s at the clocks before Super mode"),
+    Board("jetson-orin-nano-4gb", "Jetson Orin Nano 4GB (Super)", 8, 3200, 1020, "LPDDR5 64-bit, 51 GB/s with JetPack 6.1+ clocks"),
+    Board("jetson-orin-nano-4gb-pre-super", "Jetson Orin Nano 4GB (before Super mode)", 8, 2133, 625,
+          "LPDDR5 64-bit, 34 GB/s at the clocks before Super mode"),
     Board("jetson-agx-thor", "Jetson AGX Thor", 32, 4266, 1575, "LPDDR5X 256-bit, 273 GB/s"),
     Board("jetson-agx-xavier", "Jetson AGX Xavier", 32, 2133, 1377, "LPDDR4x 256-bit, 136.5 GB/s"),
     Board("jetson-xavier-nx", "Jetson Xavier NX", 16, 1600, 1100, "LPDDR4x 128-bit, 51.2 GB/s"),
@@ -55,6 +61,9 @@ BOARDS: tuple[Board, ...] = (
 
 ORIN_ZONES = {"cpu", "gpu", "tj", "soc0", "soc1", "soc2", "soc012", "soc345"}
 PRE_SUPER_EMC_MHZ = 2200  # an Orin Nano's highest memory clock before Super mode is 2133 MHz; Super mode's is 3199
+PRE_SUPER = {"jetson-orin-nano-8gb": "jetson-orin-nano-8gb-pre-super", "jetson-orin-nano-4gb": "jetson-orin-nano-4gb-pre-super"}
+# The Orin Nano's CPU runs at 1510 MHz at most (1728 in Super mode), the Orin NX's at 1984: a faster core is an NX.
+ORIN_NANO_MAX_CPU_MHZ = 1800
 
 
 def find_board(name: str) -> Board:
@@ -63,10 +72,12 @@ def find_board(name: str) -> Board:
     for board in BOARDS:
         if wanted in (board.key, board.key.removeprefix("jetson-")):
             return board
-    # `orin-nano` names the module; its pre-Super board is a variant of it, chosen by key or from a log's clocks.
+    # `orin-nano-8gb` names the module; its pre-Super board is a variant of it, chosen by key or from a log's clocks.
     matches = [b for b in BOARDS if wanted in b.key and b.key not in CLOCK_VARIANTS] or [b for b in BOARDS if wanted in b.key]
     if len(matches) == 1:
         return matches[0]
+    if matches:  # `orin-nano` is a 4 GB module at 51 GB/s and an 8 GB one at 102: never guessed
+        raise UsageError(f"--device {name!r} fits several Jetson boards: {', '.join(b.key for b in matches)} — give one of them")
     raise UsageError(f"unknown Jetson board {name!r} — choose one of: {', '.join(b.key for b in BOARDS)}")
 
 
@@ -84,6 +95,7 @@ def infer_board(samples: pl.DataFrame) -> tuple[Board | None, str]:
     orin = bool(temps & ORIN_ZONES) and all(t == t.lower() for t in temps)
     xavier = "AUX" in temps or {"GPU", "CPU", "SOC"} <= rails or "VDDRQ" in rails
     why = f"{ram:.0f} MB RAM, {cores} CPU cores"
+    caveat = ""
     guess: str | None = None
     if ram is None:
         return None, "no RAM total in the log"
@@ -100,7 +112,16 @@ def infer_board(samples: pl.DataFrame) -> tuple[Board | None, str]:
     elif 7700 <= ram <= 7900 and cores == 6 and ({"BCPU", "MCPU"} & temps):
         guess = "jetson-tx2"
     elif 7000 <= ram <= 7900 and cores == 6 and orin:
-        guess = "jetson-orin-nano-8gb"
+        fastest_core = samples["cpu_mhz"].explode().max()
+        if fastest_core is not None and fastest_core > ORIN_NANO_MAX_CPU_MHZ:  # type: ignore[operator]
+            guess, why = "jetson-orin-nx-8gb", f"{why}, a core at {fastest_core:.0f} MHz"
+        else:
+            guess = "jetson-orin-nano-8gb"
+            # Same bandwidth; what differs is the GPU's top clock, against which a held-down clock is judged.
+            caveat = (f"; an Orin NX 8GB whose cores stay under {ORIN_NANO_MAX_CPU_MHZ} MHz looks the same in a log "
+                      "(pass --device jetson-orin-nx-8gb if it is one)")
+    elif 3000 <= ram <= 3800 and cores == 6 and orin:
+        guess = "jetson-orin-nano-4gb"
     elif 120000 <= ram <= 131072:  # 128 GB: only AGX Thor among the boards that run tegrastats
         guess = "jetson-agx-thor"
     elif 3900 <= ram <= 4000 and cores == 4:
@@ -109,14 +130,16 @@ def infer_board(samples: pl.DataFrame) -> tuple[Board | None, str]:
         return None, f"{why}: no unambiguous match; name the board with --device"
     if samples["ram_total_mb"].n_unique() > 1:
         return None, "the log mixes samples from different boards (RAM totals differ); name the board with --device"
-    inferred = f"inferred from the log ({why}{', ' + ', '.join(sorted(rails)[:3]) if rails else ''})"
+    inferred = f"inferred from the log ({why}{', ' + ', '.join(sorted(rails)[:3]) if rails else ''}){caveat}"
     emc = samples["emc_mhz"].drop_nulls()
-    if guess == "jetson-orin-nano-8gb" and emc.len() and float(emc.max()) <= PRE_SUPER_EMC_MHZ:  # type: ignore[arg-type]
-        # An Orin Nano whose memory never ran above 2133 MHz has the clocks of before Super mode (68 GB/s, not 102):
-        # its firmware predates JetPack 6.2's MAXN SUPER, or a lower power mode caps it just as much.
-        return find_board("jetson-orin-nano-8gb-pre-super"), (
+    if guess in PRE_SUPER and emc.len() and float(emc.max()) <= PRE_SUPER_EMC_MHZ:  # type: ignore[arg-type]
+        # An Orin Nano whose memory never ran above 2133 MHz has the clocks of before Super mode (68 GB/s, not 102, on
+        # the 8 GB module): its firmware predates JetPack 6.2's MAXN SUPER, or a lower power mode caps it just as much.
+        before, super_mode = find_board(PRE_SUPER[guess]), find_board(guess)
+        return before, (
             f"{inferred}; its memory clock never went above {float(emc.max()):.0f} MHz (the 2133 MHz of the clocks before Super mode: "  # type: ignore[arg-type]
-            "68 GB/s; Super mode, JetPack 6.2's MAXN SUPER, runs it at 3200 MHz for 102 GB/s — pass --device jetson-orin-nano-8gb for that peak)")
+            f"{before.peak_bytes_per_s / 1e9:.0f} GB/s; Super mode, JetPack 6.2's MAXN SUPER, runs it at 3200 MHz for "
+            f"{super_mode.peak_bytes_per_s / 1e9:.0f} GB/s — pass --device {guess} for that peak)")
     return find_board(guess), inferred
 
 
