@@ -916,3 +916,51 @@ def test_a_mig_slice_is_measured_against_its_own_bandwidth_and_its_printed_outpu
     # StringIds also holds the program's own printed output (83,045 characters) that names no kernel: no "damaged" note.
     assert not any("longer than 65,536 characters" in note for note in data["notes"])
     assert [k["short_name"] for k in data["kernels"]] == ["nussinov_gpu"]
+
+
+def test_nsys_analyze_rules_after_the_stats_reports_are_read_as_evidence():
+    # A real `nsys profile --stats=true` capture followed by `nsys analyze` (nsys 2025.3.2; PROVENANCE.md). The rule
+    # tables were "reports not read", and the note asked for the SQLite export to see pageable copies while the
+    # cuda_memcpy_sync table listed three of them. nsys prints the null Green Context ID as nothing at all, so those rows
+    # have one value fewer than the header, and two header names sit a column past their dashes.
+    path = FOUND_STATS / "nsys_2025.3_stats_then_analyze_console.txt"
+    stats = load_trace(path).data
+    sync = stats.rules["cuda_memcpy_sync"]
+    assert sync.height == 3 and sync["api_name"].to_list() == ["cudaMemcpy_v3020"] * 3 and sync["stream_id"].to_list() == [7] * 3
+    assert sync["bytes"].to_list() == [4.194e6] * 3 and sync["src_kind"].to_list() == ["Device", "Pageable", "Pageable"]
+    assert stats.rules["gpu_time_util"].row(0, named=True)["in_use_pct"] == 40.9
+    assert stats.rule_outcomes["cuda_memcpy_async"].startswith("no problems")
+    assert stats.rule_outcomes["cuda_memset_sync"].startswith("skipped: report1.sqlite could not be analyzed")
+    result = analyze_json(path)
+    findings = {f["rule"]: f for f in result["timeline"]["findings"]}
+    assert findings["cuda_memcpy_sync"]["cost_ns"] == 1_008_390 + 577_585 + 576_465
+    assert "3 synchronous memcpy calls (cudaMemcpy_v3020)" in findings["cuda_memcpy_sync"]["message"]
+    assert "3 of them from or to pageable memory" in findings["cuda_memcpy_sync"]["message"]
+    # The API summary's blocking calls no longer count the copies the rule's table holds: the synchronize alone.
+    assert findings["cuda_api_sync"]["cost_ns"] == 2_645_612 and "(synchronize)" in findings["cuda_api_sync"]["message"]
+    assert findings["gpu_time_util"]["cost_ns"] == int(169_086 * (1 - 0.409))
+    notes = " ".join(result["notes"])
+    assert "cuda_memcpy_async: no problems" in notes and "gpu_gaps: no problems" in notes
+    assert "pageable copies need" not in notes and "idle gaps' causes need the SQLite export" in notes
+    assert result["kernels"][0]["short_name"] == "matrixMulKernel"
+
+
+def test_nsys_analyze_output_alone(tmp_path):
+    # The same run's `nsys analyze` output by itself was "not a supported trace".
+    path = FOUND_STATS / "nsys_2025.3_analyze_console.txt"
+    assert detect_format(path) is TraceFormat.NSYS_STATS
+    result = analyze_json(path)
+    rules = [f["rule"] for f in result["timeline"]["findings"]]
+    assert rules == ["cuda_api_sync", "cuda_memcpy_sync", "gpu_time_util"]
+    # One synchronize in the run is the host waiting for its result, not a synchronize in a loop.
+    assert "only 1 synchronize call in the run" in result["timeline"]["findings"][0]["advice"]
+    assert any("lists no kernels" in note for note in result["notes"])
+    # `--format csv`: the same banners, then each table as CSV; an async copy from pageable memory names its rule by
+    # its calls where no banner says which memcpy rule printed it.
+    csv_form = tmp_path / "analyze.csv"
+    csv_form.write_text(
+        "Duration (ns),Start (ns),Src Kind,Dst Kind,Bytes (MB),PID,Device ID,Context ID,Green Context ID,Stream ID,API Name\n"
+        + "".join(f"{1000 + i},{i * 10_000},Pageable,Device,1.000,42,0,1,,7,cudaMemcpyAsync_v3020\n" for i in range(50)))
+    finding = analyze_json(csv_form)["timeline"]["findings"][0]
+    assert finding["rule"] == "cuda_memcpy_async" and finding["evidence"]["copies"] == 50
+    assert "at least 50 asynchronous copies" in finding["message"] and "rows=-1" in finding["message"]

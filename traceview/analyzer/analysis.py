@@ -46,6 +46,7 @@ from traceview.analyzer.timeline import (
     stats_findings,
     stats_graph_trace_finding,
     stats_launch_bound_finding,
+    stats_rule_findings,
     stats_unified_memory_findings,
     sync_summary,
 )
@@ -61,7 +62,7 @@ from traceview.analyzer.whole_run import (
 )
 from traceview.parsers.ncu_csv import short_kernel_name
 from traceview.parsers.nsys_sqlite import NSYS_API, NSYS_GRAPHS, NSYS_MEMOPS, NSYS_NVTX, NsysExport
-from traceview.parsers.nsys_stats import STATS_LAUNCHES, StatsReports
+from traceview.parsers.nsys_stats import EXPERT_RULES, STATS_LAUNCHES, StatsReports
 from traceview.parsers.schema import KERNELS, MEMORY_LEVELS, PRECISIONS
 from traceview.wording import counted
 
@@ -663,6 +664,10 @@ def analyze_stats(stats: StatsReports, source: Source, gpu: str | None = None, n
     copies = [] if mem is None else stats_copies(mem, reports.get("cuda_gpu_mem_size_sum"))
     api = reports.get("cuda_api_sum")
     blocking = [] if api is None else [r for r in api.iter_rows(named=True) if BLOCKING_API.match(r["name"] or "")]
+    # nsys analyze's cuda_memcpy_sync table gives the synchronous copies a finding of their own: not counted twice.
+    copies_apart = "cuda_memcpy_sync" in stats.rules
+    if copies_apart:
+        blocking = [r for r in blocking if "Memcpy" not in (r["name"] or "")]
     syncs = {
         "by_type": [],
         "blocking_api_count": sum(int(r["count"] or 0) for r in blocking),
@@ -671,12 +676,15 @@ def analyze_stats(stats: StatsReports, source: Source, gpu: str | None = None, n
         "api_calls": int(api["count"].sum() or 0) if api is not None else 0,
     }
     nvtx = _stats_nvtx_groups(reports.get("nvtx_sum"), reports.get("nvtx_gpu_proj_sum"))
+    rule_findings = stats_rule_findings(stats.rules, api is not None)
     if whole is not None:
-        findings = sorted(stats_findings(syncs) + whole.findings + kernel_findings, key=lambda f: -(f.get("cost_ns") or 0))
+        # cuda_gpu_trace's timeline gives the gaps and low-use stretches itself; the host-call rules need nsys analyze.
+        rule_findings = [f for f in rule_findings if f["rule"] not in ("gpu_gaps", "gpu_time_util")]
+        findings = sorted(stats_findings(syncs, copies_apart) + whole.findings + kernel_findings + rule_findings, key=lambda f: -(f.get("cost_ns") or 0))
         timeline = Timeline(whole.devices, whole.copies, findings, nvtx, whole.verdict, whole.gaps, whole.idle_by_cause, whole.launch,
                             sync=syncs, unmatched_kernels=unmatched, matched_kernels=matched)
     else:
-        findings = stats_findings(syncs) + stats_unified_memory_findings(copies) + kernel_findings
+        findings = stats_findings(syncs, copies_apart) + stats_unified_memory_findings(copies) + kernel_findings + rule_findings
         launch: dict[str, Any] = {}
         if launches is not None and launches.height:
             launch = _stats_launch_statistics(launches)
@@ -704,10 +712,19 @@ def analyze_stats(stats: StatsReports, source: Source, gpu: str | None = None, n
     if whole is not None:
         last = ("cuda_gpu_trace lists every kernel and copy on each GPU: busy %, the breakdown and idle gaps come from it; what the "
                 "GPU waited for (the gaps' causes) needs the CUDA API calls of the SQLite export")
-    elif timeline.launch:
-        last = "the per-launch report gives the launch-bound test only: GPU busy %, idle gaps and their causes, and pageable copies need the SQLite export"
     else:
-        last = "nsys stats summaries carry no timeline: GPU busy %, idle gaps and pageable copies need the SQLite export"
-    all_notes = [*(notes or []), *(whole.notes if whole is not None else []), last]
+        # What nsys analyze's rules already answered (with a table, or with "no problems") is not asked for again.
+        ran = set(stats.rules) | {rule for rule, outcome in stats.rule_outcomes.items() if outcome.startswith("no problems")}
+        missing = ["GPU busy %", "idle gaps" + ("' causes" if "gpu_gaps" in ran else " and their causes")]
+        if not {"cuda_memcpy_async", "cuda_memcpy_sync"} & ran:
+            missing.append("pageable copies")
+        wanted = f"{', '.join(missing[:-1])} and {missing[-1]} need the SQLite export"
+        last = (f"the per-launch report gives the launch-bound test only: {wanted}" if timeline.launch
+                else f"nsys stats summaries carry no timeline: {wanted}")
+    outcomes = [f"nsys analyze {rule}: {outcome}" for rule, outcome in stats.rule_outcomes.items() if rule in EXPERT_RULES]
+    if not reports:
+        outcomes.append("nsys analyze output alone lists no kernels: pass it with the `nsys stats` reports of the same run "
+                        "(nsys stats --report cuda_gpu_kern_sum,cuda_api_sum REPORT), or the SQLite export")
+    all_notes = [*(notes or []), *(whole.notes if whole is not None else []), *outcomes, last]
     all_notes += _join_notes(ncu, matched, summary.height, unmatched)
     return Analysis(source, device, _without_launches(device), ranked, all_notes, timeline=timeline)

@@ -24,11 +24,15 @@ from traceview.analyzer.whole_run import (
     CAUSES,
     DEMAND_PAGING_MAX_MEAN_BYTES,
     DEMAND_PAGING_MIN_MIGRATIONS,
+    FEW_SYNC_CALLS,
     GRAPH_LAUNCH_API,
+    PAGEABLE_ADVICE,
     TINY_KERNEL_NS,
     distinct_names,
 )
 from traceview.parsers.ncu_csv import short_kernel_name
+from traceview.parsers.nsys_stats import RULE_ROW_LIMIT
+from traceview.wording import counted
 
 BLOCKING_API = re.compile(
     r"^(cudaDeviceSynchronize|cudaStreamSynchronize|cudaEventSynchronize|cudaMemcpy(2D|3D)?(ToSymbol|FromSymbol)?|"
@@ -401,11 +405,92 @@ def stats_graph_trace_finding(api: pl.DataFrame | None, kernels: pl.DataFrame | 
             "evidence": {"graph_launches": graphs, "direct_launch_calls": direct, "kernel_launches": launched}}
 
 
-def stats_findings(sync: dict[str, Any]) -> list[dict[str, Any]]:
-    """Return the findings an `nsys stats` summary supports: blocking CUDA API time (nsys analyze's cuda_api_sync)."""
+def _rule_count(rows: pl.DataFrame, what: str, plural: str | None = None) -> str:
+    """`3 synchronous copies`, or `at least 50 ...` where the table has nsys analyze's default row limit (it lists the
+    longest first, so the rest are shorter ones)."""
+    text = counted(rows.height, what, plural)
+    return f"at least {text} (nsys analyze lists the {RULE_ROW_LIMIT} longest; `--rule NAME:rows=-1` lists all)" if rows.height == RULE_ROW_LIMIT else text
+
+
+def _sized(rows: pl.DataFrame) -> str:
+    moved = rows["bytes"].sum() if rows["bytes"].null_count() < rows.height else None
+    return f", {moved / 1e6:,.1f} MB" if moved else ""
+
+
+def stats_rule_findings(rules: dict[str, pl.DataFrame], have_api_summary: bool) -> list[dict[str, Any]]:
+    """Return the findings of the `nsys analyze` rule tables (nsys_stats.RULE_ROWS by rule), named as the SQLite
+    export's rules are. Their times are the copies' own GPU time (the copy rules), the calls' host time
+    (cuda_api_sync), or the idle time (gpu_gaps; gpu_time_util's idle share of each stretch): a lower bound on what
+    the host was held for, since the tables do not give the calls' host time. cuda_api_sync is left to the API
+    summary's finding where that was read too (`have_api_summary`): the summary counts every call, the table 50."""
+    found: list[dict[str, Any]] = []
+
+    def add(rule: str, cost: float, message: str, advice: str, evidence: dict[str, Any]) -> None:
+        found.append({"rule": rule, "cost_ns": int(cost), "message": message, "advice": advice, "evidence": evidence})
+
+    rows = rules.get("cuda_memcpy_async")
+    if rows is not None and rows.height:
+        copy_ns = float(rows["duration_ns"].sum() or 0)
+        add("cuda_memcpy_async", copy_ns,
+            f"nsys analyze: {_rule_count(rows, 'asynchronous copy', 'asynchronous copies')} from or to pageable host memory ran synchronously, "
+            f"holding the host while they ran ({duration_text(copy_ns)} of copy time{_sized(rows)})",
+            PAGEABLE_ADVICE, {"copies": rows.height, "copy_ns": copy_ns, "bytes": rows["bytes"].sum()})
+    for rule, what, advice in (("cuda_memcpy_sync", "synchronous memcpy call", CAUSES["synchronous_copy"][1]),
+                               ("cuda_memset_sync", "synchronous memset call", "use cudaMemsetAsync on the work's stream")):
+        rows = rules.get(rule)
+        if rows is None or not rows.height:
+            continue
+        copy_ns = float(rows["duration_ns"].sum() or 0)
+        pageable = rows.filter((pl.col("src_kind") == "Pageable") | (pl.col("dst_kind") == "Pageable")).height
+        calls = ", ".join(sorted({name for name in rows["api_name"].drop_nulls().to_list()}))[:80]
+        add(rule, copy_ns,
+            f"nsys analyze: {_rule_count(rows, what)}{f' ({calls})' if calls else ''} blocked the host for at least their "
+            f"{'copies' if rule == 'cuda_memcpy_sync' else 'memsets'}' own {duration_text(copy_ns)}{_sized(rows)}"
+            + (f"; {pageable} of them from or to pageable memory" if pageable else ""),
+            advice, {"calls": rows.height, "copy_ns": copy_ns, "pageable": pageable})
+    rows = rules.get("cuda_api_sync")
+    if rows is not None and rows.height and not have_api_summary:
+        blocked = float(rows["duration_ns"].sum() or 0)
+        by_name = rows.group_by("api_name").agg(pl.len().alias("count"), pl.col("duration_ns").sum().alias("ns")).sort(
+            ["ns", "api_name"], descending=[True, False])
+        # A handful of synchronize calls in a whole run is the host waiting for results it needs (as in the export's rule).
+        advice = CAUSES["synchronization"][1] if rows.height >= FEW_SYNC_CALLS else (
+            f"only {counted(rows.height, 'synchronize call')} in the run: the host waits for results it needs; "
+            "move one later only if more work could be queued before it")
+        add("cuda_api_sync", blocked,
+            f"nsys analyze: {_rule_count(rows, 'synchronization call')} blocked the host for {duration_text(blocked)} "
+            f"(most: {by_name['api_name'][0]} ×{by_name['count'][0]})",
+            advice,
+            {"calls": [{"name": r["api_name"], "count": r["count"], "duration_ns": r["ns"]} for r in by_name.head(5).iter_rows(named=True)]})
+    rows = rules.get("gpu_gaps")
+    if rows is not None and rows.height:
+        idle = float(rows["duration_ns"].sum() or 0)
+        longest = rows.sort("duration_ns", descending=True).row(0, named=True)
+        where = f" at {longest['start_ns'] / 1e9:.3f} s" if longest["start_ns"] is not None else ""
+        sizes = (f"{duration_text(idle)}{where}" if rows.height == 1
+                 else f"{duration_text(idle)} in all, the longest {duration_text(longest['duration_ns'])}{where}")
+        add("gpu_gaps", idle, f"nsys analyze: {_rule_count(rows, 'GPU idle gap')} over the rule's threshold (500 ms unless set): {sizes}",
+            "see what the host did then (nsys --sample=cpu, the OS runtime trace, NVTX ranges); the SQLite export names each gap's cause",
+            {"gaps": rows.height, "idle_ns": idle, "devices": sorted(set(rows["device_id"].drop_nulls().to_list()))})
+    rows = rules.get("gpu_time_util")
+    if rows is not None and rows.height:
+        idle = float(rows.select((pl.col("duration_ns") * (1 - pl.col("in_use_pct").fill_null(0) / 100)).sum()).item() or 0)
+        span = float(rows["duration_ns"].sum() or 0)
+        add("gpu_time_util", idle,
+            f"nsys analyze: low GPU utilization in {_rule_count(rows, 'stretch', 'stretches')} ({duration_text(span)}, "
+            f"as low as {rows['in_use_pct'].min():.1f}% in use): {duration_text(idle)} of idle GPU time in them",
+            "see the idle gaps and their causes for those stretches (the SQLite export)",
+            {"stretches": rows.head(60).to_dicts(), "idle_ns": idle})
+    return found
+
+
+def stats_findings(sync: dict[str, Any], copies_apart: bool = False) -> list[dict[str, Any]]:
+    """Return the findings an `nsys stats` summary supports: blocking CUDA API time (nsys analyze's cuda_api_sync).
+    `copies_apart`: the synchronous copies have their own finding (nsys analyze's table), so `sync` counts none."""
     if not sync.get("blocking_api_ns"):
         return []
+    kinds = "synchronize" if copies_apart else "synchronize, synchronous memcpy"
     return [{"rule": "cuda_api_sync", "cost_ns": int(sync["blocking_api_ns"]),
-             "message": f"{sync['blocking_api_count']} blocking CUDA API calls (synchronize, synchronous memcpy) took {sync['blocking_api_ns'] / 1e6:.2f} ms of CPU time",
+             "message": f"{counted(sync['blocking_api_count'], 'blocking CUDA API call')} ({kinds}) took {sync['blocking_api_ns'] / 1e6:.2f} ms of CPU time",
              "advice": "take synchronizations out of the loop and use cudaMemcpyAsync from pinned memory; the SQLite export shows whether the GPU waited",
              "evidence": {"calls": sync.get("blocking_api_calls", [])}}]

@@ -111,6 +111,7 @@ CAUSES = {
 
 
 CAUSE_CODES = tuple(CAUSES)
+PAGEABLE_ADVICE = "pin the host buffers (cudaHostAlloc / cudaHostRegister; PyTorch: pin_memory=True) so the copies overlap with work"
 
 
 @dataclass(frozen=True)
@@ -743,7 +744,7 @@ def api_rules(memops: pl.DataFrame, api: pl.DataFrame) -> tuple[list[dict[str, A
                 "cuda_memcpy_async", async_pageable["call_ns"].sum(),
                 f"{async_pageable.height} asynchronous copies use pageable host memory, so they run synchronously "
                 f"({_duration(async_pageable['call_ns'].sum())} of host time in the calls)",
-                "pin the host buffers (cudaHostAlloc / cudaHostRegister; PyTorch: pin_memory=True) so the copies overlap with work",
+                PAGEABLE_ADVICE,
                 {"copies": async_pageable.height, "bytes": int(async_pageable["bytes"].sum() or 0)}))
         sync_copies = ops.filter((pl.col("operation") != "memset") & pl.col("call").str.contains(_MEMCPY_API.pattern) & ~pl.col("call").str.contains(_ASYNC.pattern))
         # A synchronous copy waits, before it starts, for the work queued ahead of it on its device.

@@ -9,6 +9,11 @@ of column names. The console form (`nsys profile --stats=true`) is
 split on the column boundaries its dashed underline gives, with thousands separators removed. `--format tsv` is read
 like CSV, and `--format json` (a JSON array with one object per row, keyed by the same column headers) as the table
 its keys make. Times printed in another unit (`--timeunit us|ms|sec`, header `Total Time (us)`) are converted to ns.
+
+`nsys analyze` (the expert-system rules, alone or after the stats reports in one capture) is read too: each rule's table
+(`cuda_memcpy_async`, `cuda_memcpy_sync`, `cuda_memset_sync`, `cuda_api_sync`, `gpu_gaps`, `gpu_time_util`) as rows of
+RULE_ROWS, and a rule that found nothing (`There were no problems detected ...`) or was skipped (`SKIPPED: ...`) as
+that outcome.
 """
 
 from __future__ import annotations
@@ -45,6 +50,26 @@ STATS_LAUNCHES = pl.Schema({
     "device_id": pl.Int64, "start_ns": pl.Int64, "end_ns": pl.Int64, "name": pl.String, "call_start_ns": pl.Int64,
     "launch_call_ns": pl.Float64, "graph_node_id": pl.Int64,
 })
+# One row of an `nsys analyze` rule's table (the rule's query columns; a rule fills those it has): a copy, memset,
+# synchronization call, idle gap or low-use stretch. `bytes` from `Bytes (MB)` (nsys's MB, 10^6 bytes).
+RULE_ROWS = pl.Schema({
+    "duration_ns": pl.Float64, "start_ns": pl.Float64, "in_use_pct": pl.Float64, "bytes": pl.Float64, "src_kind": pl.String,
+    "dst_kind": pl.String, "memory_kind": pl.String, "pid": pl.Int64, "tid": pl.Int64, "device_id": pl.Int64, "stream_id": pl.Int64,
+    "api_name": pl.String,
+})
+# The rules whose tables are read; nsys lists at most 50 rows of each by default (`--rule NAME:rows=-1` for all).
+EXPERT_RULES = ("cuda_memcpy_async", "cuda_memcpy_sync", "cuda_memset_sync", "cuda_api_sync", "gpu_gaps", "gpu_time_util")
+_RULE_KINDS = (*EXPERT_RULES, "cuda_memcpy")
+RULE_ROW_LIMIT = 50
+_RULE_COLUMNS = {
+    "duration (ns)": "duration_ns", "start (ns)": "start_ns", "in-use (%)": "in_use_pct", "src kind": "src_kind", "dst kind": "dst_kind",
+    "memory kind": "memory_kind", "pid": "pid", "tid": "tid", "device id": "device_id", "stream id": "stream_id", "api name": "api_name",
+}
+_BYTES_HEADER = re.compile(r"^bytes(?: \((b|kb|mb|gb|kib|mib|gib)\))?$")
+_BYTES_PER_UNIT = {None: 1.0, "b": 1.0, "kb": 1e3, "mb": 1e6, "gb": 1e9, "kib": 2.0**10, "mib": 2.0**20, "gib": 2.0**30}
+# What a rule prints when its table would be empty, or when the export lacks what it needs.
+_NO_PROBLEM = re.compile(r"^There (were|was) no problems? detected")
+_SKIPPED = re.compile(r"^SKIPPED: (.*)")
 _COLUMNS = {
     "time (%)": "time_pct", "time(%)": "time_pct",
     "total time (ns)": "total_ns", "total time": "total_ns",
@@ -66,6 +91,8 @@ _EXECUTING = re.compile(r"^\[\d+/\d+\] Executing '(\w+)' stats report")
 # (cuda_api_sum):`. The name decides over the columns: osrt_sum has the very columns of cuda_api_sum.
 _PROCESSING = re.compile(r"^Processing \[.*?\] with \[.*?(\w+)\.py\]")
 _TITLE = re.compile(r"^\*\* .*\((\w+)\):$")
+# `nsys analyze` runs the scripts of its `rules` folder: `Processing [x.sqlite] with [.../rules/gpu_gaps.py]...`.
+_RULE_NAMED = re.compile(r"^Processing \[.*?\] with \[.*?[/\\]rules[/\\](\w+)\.py\]")
 
 
 # The earliest `--stats=true` (≈2019.5-2020) named its tables in prose (formats.md §2.1): `CUDA API Statistics
@@ -110,6 +137,9 @@ class StatsReports:
     copy_launches: pl.DataFrame | None = None
     whole_timeline: bool = False
     device_names: dict[int, str] = field(default_factory=dict)  # cuda_gpu_trace's Device column: `NAME (N)` by N
+    rules: dict[str, pl.DataFrame] = field(default_factory=dict)  # nsys analyze: RULE_ROWS by rule
+    # nsys analyze rules that printed no table: "no problems" (with nsys's sentence) or "skipped: <its reason>".
+    rule_outcomes: dict[str, str] = field(default_factory=dict)
 
 
 def report_kind(columns: list[str], hint: str | None = None) -> str | None:
@@ -120,6 +150,9 @@ def report_kind(columns: list[str], hint: str | None = None) -> str | None:
                 "gpumemsizesum": "cuda_gpu_mem_size_sum", "nvtxsum": "nvtx_sum", "gputrace": "cuda_gpu_trace",
                 "kernexectrace": "cuda_kern_exec_trace", "osrtsum": "osrt_sum", "nvtxkernsum": "nvtx_kern_sum",
                 "kernexecsum": "cuda_kern_exec_sum", "cudaapitrace": "cuda_api_trace", "gpusum": "cuda_gpu_sum"}.get(hint, hint)
+    rule = _rule_of_columns(lowered)
+    if rule is not None:
+        return rule
     if "start (ns)" in lowered and "duration (ns)" in lowered:
         return "cuda_gpu_trace"
     if "kernel dur (ns)" in lowered and "kernel name" in lowered:
@@ -146,6 +179,18 @@ def report_kind(columns: list[str], hint: str | None = None) -> str | None:
     return None
 
 
+def _rule_of_columns(lowered: list[str]) -> str | None:
+    """Return the `nsys analyze` rule a header (lower case, times as `(ns)`) belongs to, or None. The two memcpy rules
+    share their columns: `cuda_memcpy` stands for either until the rows' API names tell (_store_rule)."""
+    if lowered and lowered[0] == "row#":
+        return "gpu_time_util" if "in-use (%)" in lowered else "gpu_gaps"
+    if not lowered or lowered[0] != "duration (ns)" or "api name" not in lowered:
+        return None
+    if "src kind" in lowered:
+        return "cuda_memcpy"
+    return "cuda_memset_sync" if "memory kind" in lowered else "cuda_api_sync"
+
+
 # The reports read; any other (osrt_sum, nvtx_kern_sum, um_sum, ...) in the same file is skipped with a note.
 READ_REPORTS = ("cuda_gpu_kern_sum", "cuda_gpu_kern_gb_sum", "cuda_gpu_trace", "cuda_kern_exec_trace", "cuda_api_sum", "cuda_api_gpu_sum",
                 "cuda_gpu_sum", "cuda_gpu_mem_time_sum", "cuda_gpu_mem_size_sum", "nvtx_sum", "nvtx_gpu_proj_sum")
@@ -154,17 +199,17 @@ _PROJECTION_HEADER = re.compile(r'^"?Range"?\s*[,\t|]?\s*"?Style"?\s*[,\t|]?\s*"
 
 
 def looks_like_stats(head: str) -> bool:
-    """True when the text holds an `nsys stats` CSV header or console table."""
+    """True when the text holds an `nsys stats` CSV header or console table, or `nsys analyze` output."""
     for line in head.splitlines()[:200]:
         text = line.strip()
-        if _EXECUTING.match(text):
+        if _EXECUTING.match(text) or _RULE_NAMED.match(text):
             return True
         cells = text.strip("|").strip().lstrip('"')  # `--format table` rows are framed by `|`; a quoted CSV header
         if cells.startswith(("Time (%)", "Time(%)")) and "Total Time" in cells:
             return True
         if cells.startswith("Total (MB)") and "Operation" in cells:
             return True
-        if _TRACE_HEADER.match(text) or _PROJECTION_HEADER.match(cells):
+        if _TRACE_HEADER.match(text) or _PROJECTION_HEADER.match(cells) or _RULE_CSV_HEADER.match(text):
             return True
     return bool(_JSON_TABLE.search(head))
 
@@ -175,6 +220,9 @@ _JSON_TABLE = re.compile(r'^\s*\[\s*\{\s*"(?:Time ?\(%\)|(?:API )?Start \(\w+\)|
 
 
 _TRACE_HEADER = re.compile(rf'^"?(API )?Start \(({_UNITS})\)"?[,\t]"?(API )?Dur(ation)? \(')
+# An `nsys analyze --format csv` table saved without nsys's banners: the copy and synchronization rules' header, or
+# the gap and utilization rules' (`Row#` first).
+_RULE_CSV_HEADER = re.compile(rf'^"?(Duration \(({_UNITS})\)"?[,\t].*API Name|Row#"?[,\t].*Duration \(({_UNITS})\))')
 
 
 def _number(text: str) -> float | None:
@@ -245,7 +293,8 @@ def parse(path: str | Path) -> StatsReports:
         _parse_console(path, lines, result)
     else:
         _parse_csv(path, lines, result)
-    if not result.reports:
+    _read_rule_outcomes(lines, result)
+    if not result.reports and not result.rules and not result.rule_outcomes:
         others = sorted(set(result.skipped))
         problem = f"no report traceview reads (found {', '.join(others)})" if others else "no nsys stats table found"
         raise TraceFormatError(path, problem, f"pass one of {', '.join(READ_REPORTS)}: nsys stats --format csv --report cuda_gpu_kern_sum")
@@ -255,6 +304,66 @@ def parse(path: str | Path) -> StatsReports:
 
 
 _TABLE_BORDER = re.compile(r"^\s*\+-+(\+-+)+\+\s*$")
+
+
+def _read_rule_outcomes(lines: list[str], result: StatsReports) -> None:
+    """Record each `nsys analyze` rule that printed no table: what it found (nothing) or why it was skipped. nsys
+    wraps its sentences at 80 columns; a rule's sentence runs to the next blank line."""
+    rule: str | None = None
+    for index, line in enumerate(lines):
+        text = line.strip()
+        named = _RULE_NAMED.match(text) or _TITLE.match(text)
+        if named:
+            rule = named.group(1)
+            continue
+        if rule not in EXPERT_RULES or rule in result.rules or rule in result.rule_outcomes:
+            continue
+        skipped = _SKIPPED.match(text)
+        if skipped:
+            result.rule_outcomes[rule] = f"skipped: {skipped.group(1).strip()}"
+        elif _NO_PROBLEM.match(text):
+            sentence = [text]
+            for following in lines[index + 1:]:
+                if not following.strip() or _RULE_NAMED.match(following.strip()):
+                    break
+                sentence.append(following.strip())
+            result.rule_outcomes[rule] = "no problems: " + " ".join(sentence)
+
+
+def _store_rule(path: Path, kind: str, rows: list[list[str]], first_line: int, result: StatsReports) -> None:
+    """Keep an `nsys analyze` rule's table as RULE_ROWS; the first table of each rule in the file is read. A memcpy
+    table whose rule was not named is the async rule's when its calls are cudaMemcpy*Async, else the sync rule's."""
+    header = [_in_ns(c.strip().lower()) for c in rows[0]]
+    _note_time_unit(rows[0], result.notes)
+    records: list[dict[str, object]] = []
+    for offset, row in enumerate(rows[1:]):
+        if [cell.strip() for cell in row] in (["..."], ["…"]):
+            result.notes.append(f"line {first_line + offset}: a literal '...' row (the table was cut by hand) was skipped")
+            continue
+        if len(row) != len(header):
+            raise TraceFormatError(path, f"a {kind} row has {len(row)} fields for {len(header)} columns", "pass the output as nsys analyze printed it",
+                                   line=first_line + offset)
+        record: dict[str, object] = {}
+        for (name, scale), cell in zip(header, row, strict=True):
+            sized = _BYTES_HEADER.match(name)
+            column = "bytes" if sized else _RULE_COLUMNS.get(name)
+            if column in ("src_kind", "dst_kind", "memory_kind", "api_name"):
+                record[column] = cell.strip() or None
+            elif column is not None:
+                value = _number(cell)
+                if value is not None and column == "bytes":
+                    value *= _BYTES_PER_UNIT[sized.group(1) if sized else None]
+                elif value is not None and column.endswith("_ns"):
+                    value *= scale
+                elif value is not None and column not in ("in_use_pct",):
+                    value = int(value) if abs(value) < 2**62 else None
+                record[column] = value
+        records.append(record)
+    frame = pl.DataFrame([{name: record.get(name) for name in RULE_ROWS} for record in records], schema=RULE_ROWS)
+    if kind == "cuda_memcpy":
+        asynchronous = frame["api_name"].str.contains("Async").any()
+        kind = "cuda_memcpy_async" if asynchronous else "cuda_memcpy_sync"
+    result.rules.setdefault(kind, frame)
 
 
 def _parse_table(path: Path, lines: list[str], result: StatsReports) -> None:
@@ -273,7 +382,9 @@ def _parse_table(path: Path, lines: list[str], result: StatsReports) -> None:
             if cursor < len(lines) and lines[cursor].strip() in ("...", "…"):
                 result.notes.append(f"line {cursor + 1}: the table was cut by hand ('...' after its last row); only the rows shown were read")
             kind, hint = report_kind(header, hint), None
-            if kind is not None and kind not in READ_REPORTS:
+            if kind in _RULE_KINDS:
+                _store_rule(path, kind, [header, *rows], index + 4, result)
+            elif kind is not None and kind not in READ_REPORTS:
                 result.skipped.append(kind)
             elif kind in _PER_LAUNCH:
                 _store_per_launch(path, kind, [header, *rows], index + 4, result)
@@ -341,7 +452,7 @@ def _store(result: StatsReports, kind: str, frame: pl.DataFrame) -> None:
     result.notes.append(f"{kind} is read as its {listed}")
 
 
-_CSV_HEADER_STARTS = ("Time (%)", "Time(%)", "Start (", "API Start (", "Total (MB)")
+_CSV_HEADER_STARTS = ("Time (%)", "Time(%)", "Start (", "API Start (", "Total (MB)", "Duration (", "Row#")
 # What nsys prints on stdout between the CSV tables of `nsys stats --format csv -r a,b,c`: the report script it runs
 # (`Processing [x.sqlite] with [/opt/nvidia/nsight-systems/.../reports/cuda_api_sum.py]...`), and SKIPPED/Generating lines.
 _NSYS_NOTICE = re.compile(r"^(Processing \[|SKIPPED: |Generating |Generated:|NOTICE: |WARNING: |ERROR: |\s*\*\* )")
@@ -401,7 +512,9 @@ def _read_rows(path: Path, rows: list[list[str]], start: int, hint: str | None, 
     if kind is None:
         raise TraceFormatError(path, f"unknown nsys stats report with columns {rows[0][:4]}", f"supported: {', '.join(READ_REPORTS)}",
                                line=start + 1)
-    if kind not in READ_REPORTS:
+    if kind in _RULE_KINDS:
+        _store_rule(path, kind, rows, start + 2, result)
+    elif kind not in READ_REPORTS:
         result.skipped.append(kind)
     elif kind in _PER_LAUNCH:
         _store_per_launch(path, kind, rows, start + 2, result)
@@ -564,9 +677,10 @@ def _parse_console(path: Path, lines: list[str], result: StatsReports) -> None:
         line = lines[index]
         hint = _report_named(line) or hint
         dashes = lines[index + 1] if index + 1 < len(lines) else ""
-        if re.match(r"^\s*-{3,}(\s+-{3,})+\s*$", dashes) and (hint is not None or "Time" in line or "Total" in line):
+        if re.match(r"^\s*-{3,}(\s+-{3,})+\s*$", dashes) and (hint is not None or "Time" in line or "Total" in line
+                                                                 or line.lstrip().startswith(("Duration (", "Row#"))):
             spans = [(m.start(), m.end()) for m in re.finditer(r"-+", dashes)]
-            header = [line[a:b].strip() for a, b in _widen(spans, line)]
+            header = _header_cells(line, spans)
             rows = []
             cursor = index + 2
             while cursor < len(lines) and lines[cursor].strip():
@@ -574,7 +688,10 @@ def _parse_console(path: Path, lines: list[str], result: StatsReports) -> None:
                 rows.append([raw[a:b] for a, b in _widen(spans, raw)])
                 cursor += 1
             kind = report_kind(header, hint)
-            if kind is not None and kind not in READ_REPORTS:
+            if kind in _RULE_KINDS:
+                cells = [_rule_cells(raw, header, row) for raw, row in zip(lines[index + 2:cursor], rows, strict=True)]
+                _store_rule(path, kind, [header, *cells], index + 3, result)
+            elif kind is not None and kind not in READ_REPORTS:
                 result.skipped.append(kind)
             elif kind is not None:
                 if kind in result.reports:
@@ -589,6 +706,36 @@ def _parse_console(path: Path, lines: list[str], result: StatsReports) -> None:
         index += 1
     for kind, count in skipped.items():
         result.notes.append(f"{count} more '{kind}' table(s) in this file (other runs) were not read; the first one was")
+
+
+# The one column of an `nsys analyze` table that may be null (the query's NULLIF(greenContextId, 0)). nsys prints a
+# null cell as nothing at all, not as a blank column, so the cells after it shift left under the wrong headers.
+_NULLABLE_RULE_COLUMNS = ("Green Context ID",)
+
+
+def _rule_cells(raw: str, header: list[str], sliced: list[str]) -> list[str]:
+    """Return a console row of an `nsys analyze` table as cells: its values are two or more spaces apart (API names and
+    memory kinds hold none), so a row with as many values as columns is read by them, and one short by its nullable
+    columns has those empty; any other row is read by the dashes' columns (`sliced`)."""
+    values = [match.group(0) for match in re.finditer(r"\S+(?: \S+)*", raw)]
+    if len(values) == len(header):
+        return values
+    nullable = [i for i, name in enumerate(header) if name in _NULLABLE_RULE_COLUMNS]
+    if nullable and len(values) == len(header) - len(nullable):
+        for position in nullable:
+            values.insert(position, "")
+        return values
+    return sliced
+
+
+def _header_cells(line: str, spans: list[tuple[int, int]]) -> list[str]:
+    """Return a console header's column names. nsys centres each name over its dashes, and an odd spare column can
+    push a name a character past them (`nsys analyze`'s `Src Kind` over `--------`); names hold single spaces only and
+    are two or more apart, so where the line splits into as many names as there are columns, those are the names."""
+    names = [match.group(0) for match in re.finditer(r"\S+(?: \S+)*", line)]
+    if len(names) == len(spans):
+        return names
+    return [line[a:b].strip() for a, b in _widen(spans, line)]
 
 
 def _widen(spans: list[tuple[int, int]], line: str) -> list[tuple[int, int]]:
