@@ -715,10 +715,11 @@ def analyze_stats(stats: StatsReports, source: Source, gpu: str | None = None, n
     else:
         # What nsys analyze's rules already answered (with a table, or with "no problems") is not asked for again.
         ran = set(stats.rules) | {rule for rule, outcome in stats.rule_outcomes.items() if outcome.startswith("no problems")}
-        missing = ["GPU busy %", "idle gaps" + ("' causes" if "gpu_gaps" in ran else " and their causes")]
+        missing = ["GPU busy %", "the idle gaps' causes" if "gpu_gaps" in ran else "idle gaps with their causes"]
         if not {"cuda_memcpy_async", "cuda_memcpy_sync"} & ran:
             missing.append("pageable copies")
-        wanted = f"{', '.join(missing[:-1])} and {missing[-1]} need the SQLite export"
+        listed = " and ".join(missing) if len(missing) == 2 else f"{', '.join(missing[:-1])}, and {missing[-1]}"
+        wanted = f"{listed} need the SQLite export"
         last = (f"the per-launch report gives the launch-bound test only: {wanted}" if timeline.launch
                 else f"nsys stats summaries carry no timeline: {wanted}")
     outcomes = [f"nsys analyze {rule}: {outcome}" for rule, outcome in stats.rule_outcomes.items() if rule in EXPERT_RULES]
