@@ -964,3 +964,23 @@ def test_nsys_analyze_output_alone(tmp_path):
     finding = analyze_json(csv_form)["timeline"]["findings"][0]
     assert finding["rule"] == "cuda_memcpy_async" and finding["evidence"]["copies"] == 50
     assert "at least 50 asynchronous copies" in finding["message"] and "rows=-1" in finding["message"]
+
+
+def test_console_gpu_traces_of_2020_and_of_nsys_nvprof_are_read():
+    # Two real console per-launch traces were "not a supported trace" (PROVENANCE.md). nsys 2020.4's `gputrace`:
+    # `Start(sec)  Duration(nsec)`, no space before the unit, start times in seconds, sizes as a `Bytes` count, and a
+    # three-dash `Ctx` column; named by its `Exporting [.../gputrace.py ...] to console...` line.
+    old = analyze_json(FOUND_STATS / "nsys2020.4_stats_then_gputrace_a100_openmp_offload.txt")
+    assert old["device"]["table_entry"] == "a100-40gb"
+    device = old["timeline"]["devices"][0]
+    assert device["span_ns"] == 366_436_954 - 355_442_000  # 0.355442 s to 0.366043 s + 393,954 ns
+    copies = {c["direction"]: c for c in old["timeline"]["copies"]}
+    assert copies["HtoD"]["bytes"] == 4 + 3 * 4_000_000 and copies["DtoH"]["bytes"] == 1 + 3 * 4_000_000
+    assert copies["HtoD"]["pageable_count"] == 4 and copies["HtoD"]["link"] == "PCIe Gen4 x16"
+    assert copies["HtoD"]["gb_per_s"] == pytest.approx(12_000_004 / (2_911 + 1_400_294 + 1_399_398 + 1_392_358))
+    assert any("printed in sec and are converted" in note for note in old["notes"])
+    # `nsys nvprof --print-gpu-trace` of nsys 2024+: the header a column left of its dashes. Copies of a few bytes
+    # print `0.000` MB: their size is unknown, and no rate of 0 B/s is made of them.
+    new = analyze_json(FOUND_STATS / "nsys2024_nvprof_print_gpu_trace_rtx3060_cppintegration.txt")
+    assert new["device"]["table_entry"] == "rtx3060" and [k["short_name"] for k in new["kernels"]] == ["kernel2", "kernel"]
+    assert all(c["bytes"] is None and c["gb_per_s"] is None and c["count"] == 2 for c in new["timeline"]["copies"])

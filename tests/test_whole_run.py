@@ -863,7 +863,7 @@ def test_an_idle_gpu_whose_input_has_no_cuda_calls_is_not_called_host_bound(tmp_
     timeline = analyze_json(changed_copy(source, tmp_path, "DROP TABLE CUPTI_ACTIVITY_KIND_RUNTIME"))["timeline"]
     assert set(timeline["devices"][0]["idle_by_cause"]) == {"not_traced"}
     assert timeline["verdict"]["message"].startswith("GPU idle, for reasons this input does not show: idle takes 96.4%")
-    assert timeline["verdict"]["message"].endswith("the input holds no CUDA API calls to tell whether the host or the GPU kept it waiting")
+    assert timeline["verdict"]["message"].endswith("the input holds no trace of CUDA API calls to tell whether the host or the GPU kept it waiting")
     rules = {f["rule"] for f in timeline["findings"]}
     assert "gpu_idle_untraced" in rules and "host_bound" not in rules
 

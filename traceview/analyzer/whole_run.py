@@ -105,7 +105,7 @@ CAUSES = {
                   "profile the host in that range (nsys --sample=cpu, py-spy) and overlap the CPU work with GPU work or move it off the critical path"),
     # An input with kernels but no CUDA API calls (nsys stats' cuda_gpu_trace, an export trimmed of its runtime table)
     # cannot tell host code from a synchronize or a copy: saying which would be a guess.
-    "not_traced": ("unknown: the input has no CUDA API calls to show what the host was doing",
+    "not_traced": ("unknown: the input has no trace of CUDA API calls to show what the host was doing",
                    "analyze the SQLite export of the run (nsys export --type sqlite; nsys profile -t cuda) to see what the GPU waited for"),
 }
 
@@ -270,7 +270,7 @@ def verdict_sentence(exposed_pct: dict[str, float | None], verdict: str, subject
         sentence += (f"; in {kind_share * 100:.0f}% of the idle time the next kernel or copy was already queued: the GPU's own "
                      "launch latency, or a wait the trace does not show")
     elif kind == "untraced":
-        sentence += "; the input holds no CUDA API calls to tell whether the host or the GPU kept it waiting"
+        sentence += "; the input holds no trace of CUDA API calls to tell whether the host or the GPU kept it waiting"
     return sentence
 
 
@@ -300,12 +300,18 @@ def copy_summary(memops: pl.DataFrame, link_peaks: dict[int, tuple[float | None,
     grouped = frame.group_by("device_id", "direction").agg(
         pl.len().alias("count"), pl.col("bytes").sum().alias("bytes"), pl.col("d").sum().alias("duration_ns"),
         pl.col("pageable").sum().alias("pageable_count"), pl.col("bytes").filter(pl.col("pageable")).sum().alias("pageable_bytes"),
+        # Copies of unknown size (nsys stats prints sizes in MB to three decimals: a few hundred bytes read 0.000)
+        # take no part in the rate.
+        pl.col("bytes").count().alias("_sized"), pl.col("d").filter(pl.col("bytes").is_not_null()).sum().alias("_sized_ns"),
     ).sort("device_id", "duration_ns", descending=[False, True])
     rows = []
     for row in grouped.iter_rows(named=True):
-        duration, size = row["duration_ns"] or 0, row["bytes"] or 0
+        sized, sized_ns = row.pop("_sized"), row.pop("_sized_ns")
+        if not sized:
+            row["bytes"] = row["pageable_bytes"] = None
+        size = row["bytes"] or 0
         peak, link = link_peaks.get(row["device_id"], (None, None)) if row["direction"] in HOST_LINK_DIRECTIONS else (None, None)
-        rate = size / duration if duration and row["direction"] != "memset" else None  # bytes per ns = GB/s
+        rate = size / sized_ns if sized and sized_ns and row["direction"] != "memset" else None  # bytes per ns = GB/s
         rows.append({**row, "gb_per_s": rate, "link_gb_per_s": peak / 1e9 if peak else None, "link": link,
                      "link_pct": _pct(rate, peak / 1e9) if rate is not None and peak else None})
     return rows

@@ -89,7 +89,7 @@ _EXECUTING = re.compile(r"^\[\d+/\d+\] Executing '(\w+)' stats report")
 # Lines that name the report printed next: `nsys profile --stats=true`'s `[5/8] Executing 'cuda_api_sum' stats report`,
 # `nsys stats`'s `Processing [x.sqlite] with [.../reports/cuda_api_sum.py]...` and its title ` ** CUDA API Summary
 # (cuda_api_sum):`. The name decides over the columns: osrt_sum has the very columns of cuda_api_sum.
-_PROCESSING = re.compile(r"^Processing \[.*?\] with \[.*?(\w+)\.py\]")
+_PROCESSING = re.compile(r"^(?:Processing \[.*?\] with|Exporting) \[.*?(\w+)\.py\b")
 _TITLE = re.compile(r"^\*\* .*\((\w+)\):$")
 # `nsys analyze` runs the scripts of its `rules` folder: `Processing [x.sqlite] with [.../rules/gpu_gaps.py]...`.
 _RULE_NAMED = re.compile(r"^Processing \[.*?\] with \[.*?[/\\]rules[/\\](\w+)\.py\]")
@@ -111,9 +111,10 @@ def _report_named(line: str) -> str | None:
         return match.group(1)
     return next((name for title, name in _OLD_TITLES if text.startswith(title)), None)
 # `nsys stats --timeunit` prints times in the unit it names in each header: `Avg (us)`, `Total Time (ms)`.
-_UNITS = r"ns|us|\u00b5s|\u03bcs|ms|s|sec"
+# nsys 2020 spelled them `nsec`, `usec`, `msec` and `sec`, with no space before the bracket (`Duration(nsec)`).
+_UNITS = r"ns|us|\u00b5s|\u03bcs|ms|s|sec|nsec|usec|msec"
 _TIME_UNIT = re.compile(rf"\(({_UNITS})\)\s*$", re.IGNORECASE)
-_NS_PER_UNIT = {"ns": 1.0, "us": 1e3, "\u00b5s": 1e3, "\u03bcs": 1e3, "ms": 1e6, "s": 1e9, "sec": 1e9}
+_NS_PER_UNIT = {"ns": 1.0, "us": 1e3, "\u00b5s": 1e3, "\u03bcs": 1e3, "ms": 1e6, "s": 1e9, "sec": 1e9, "nsec": 1.0, "usec": 1e3, "msec": 1e6}
 
 
 def _in_ns(column: str) -> tuple[str, float]:
@@ -121,7 +122,7 @@ def _in_ns(column: str) -> tuple[str, float]:
     match = _TIME_UNIT.search(column)
     if match is None:
         return column, 1.0
-    return column[:match.start()] + "(ns)", _NS_PER_UNIT[match.group(1).lower()]
+    return column[:match.start()].rstrip() + " (ns)", _NS_PER_UNIT[match.group(1).lower()]
 
 
 @dataclass
@@ -219,7 +220,9 @@ def looks_like_stats(head: str) -> bool:
 _JSON_TABLE = re.compile(r'^\s*\[\s*\{\s*"(?:Time ?\(%\)|(?:API )?Start \(\w+\)|Total \(MB\)|Range)"\s*:', re.MULTILINE)
 
 
-_TRACE_HEADER = re.compile(rf'^"?(API )?Start \(({_UNITS})\)"?[,\t]"?(API )?Dur(ation)? \(')
+# The per-launch traces' header: CSV (`Start (ns),Duration (ns),...`) or the console's columns, as `nsys stats -r
+# cuda_gpu_trace` and `nsys nvprof --print-gpu-trace` print them (2020's `Start(sec)  Duration(nsec)` too).
+_TRACE_HEADER = re.compile(rf'^"?(API )?Start ?\(({_UNITS})\)"?([,\t]| {{2,}})"?(API )?Dur(ation)? ?\(')
 # An `nsys analyze --format csv` table saved without nsys's banners: the copy and synchronization rules' header, or
 # the gap and utilization rules' (`Row#` first).
 _RULE_CSV_HEADER = re.compile(rf'^"?(Duration \(({_UNITS})\)"?[,\t].*API Name|Row#"?[,\t].*Duration \(({_UNITS})\))')
@@ -284,7 +287,7 @@ def parse(path: str | Path) -> StatsReports:
     text = path.read_text(encoding="utf-8", errors="replace")
     result = StatsReports()
     lines = text.splitlines()
-    console = any(_EXECUTING.match(line.strip()) for line in lines) or any(re.match(r"^\s*-{4,}(\s+-{4,})+\s*$", line) for line in lines)
+    console = any(_EXECUTING.match(line.strip()) for line in lines) or any(_DASHES.match(line) for line in lines)
     if _JSON_TABLE.search(text):
         _parse_json(path, text, result)
     elif any(_TABLE_BORDER.match(line) for line in lines):
@@ -304,6 +307,8 @@ def parse(path: str | Path) -> StatsReports:
 
 
 _TABLE_BORDER = re.compile(r"^\s*\+-+(\+-+)+\+\s*$")
+# The console's underline of a header: a run of dashes per column (two for a narrow `ID`, three for `Ctx`).
+_DASHES = re.compile(r"^\s*-{2,}(\s+-{2,})+\s*$")
 
 
 def _read_rule_outcomes(lines: list[str], result: StatsReports) -> None:
@@ -396,8 +401,9 @@ def _parse_table(path: Path, lines: list[str], result: StatsReports) -> None:
 
 
 def _note_time_unit(columns: list[str], notes: list[str]) -> None:
-    units = {match.group(1) for c in columns if (match := _TIME_UNIT.search(c.strip())) and match.group(1).lower() != "ns"}
-    note = f"times were printed in {', '.join(sorted(units))} (nsys stats --timeunit) and are converted to ns"
+    units = {match.group(1) for c in columns if (match := _TIME_UNIT.search(c.strip())) and match.group(1).lower() not in ("ns", "nsec")}
+    # nsys stats --timeunit chooses the unit; nsys 2020 printed start times in seconds of its own accord.
+    note = f"times were printed in {', '.join(sorted(units))} and are converted to ns"
     if units and note not in notes:
         notes.append(note)
 
@@ -580,7 +586,9 @@ def _store_per_launch(path: Path, kind: str, rows: list[list[str]], first_line: 
     duration = header.index(duration_column)
     scale = _in_ns(rows[0][duration].strip())[1]
     name = header.index(name_column) if name_column in header else len(header) - 1
+    # `Bytes (MB)` since 2021, nsys's MB of 10^6 bytes; nsys 2020 printed `Bytes` as a count.
     megabytes = header.index("Bytes (MB)") if "Bytes (MB)" in header else None
+    raw_bytes = header.index("Bytes") if megabytes is None and "Bytes" in header else None
     column = lambda title: header.index(title) if title in header else None  # noqa: E731
     device = column("Device") if "Device" in header else column("DevId")
     start, call, api = column(start_column), column("API Dur (ns)"), column("API Function")
@@ -602,6 +610,8 @@ def _store_per_launch(path: Path, kind: str, rows: list[list[str]], first_line: 
         label = row[name].strip()
         times.setdefault(label, []).append(value * scale)
         moved = _number(row[megabytes]) if megabytes is not None else None
+        if raw_bytes is not None and (counted_bytes := _number(row[raw_bytes])) is not None:
+            moved = counted_bytes / 1e6
         if moved is not None:
             sizes[label] = sizes.get(label, 0.0) + moved
         began = _number(row[start]) if start is not None else None
@@ -663,7 +673,8 @@ def _copy_launch(label: str, start_ns: int, end_ns: int, device_id: int | None, 
     direction = next((kind for name, kind in _COPY_KIND.items() if name in text), None)
     # `[CUDA Unified Memory memcpy HtoD]`: unified-memory migrations are kinds 11-13.
     kind = {1: 11, 2: 12, 8: 13}.get(direction, direction) if direction is not None and "unified" in text else direction
-    size = int(round(megabytes * 1e6)) if megabytes is not None and 0 <= megabytes < 1e12 else None
+    # nsys prints MB to three decimals: `0.000` is a copy of under 500 bytes whose size is not known.
+    size = int(round(megabytes * 1e6)) if megabytes is not None and 0 < megabytes < 1e12 else None
     return {"start_ns": start_ns, "end_ns": end_ns, "device_id": device_id, "operation": "memset" if "memset" in text else "memcpy",
             "copy_kind": kind, "bytes": size, "src_kind": source or None, "dst_kind": target or None,
             "correlation_id": int(correlation) if correlation is not None and 0 <= correlation < 2**62 else None, "pid": None}
@@ -677,8 +688,8 @@ def _parse_console(path: Path, lines: list[str], result: StatsReports) -> None:
         line = lines[index]
         hint = _report_named(line) or hint
         dashes = lines[index + 1] if index + 1 < len(lines) else ""
-        if re.match(r"^\s*-{3,}(\s+-{3,})+\s*$", dashes) and (hint is not None or "Time" in line or "Total" in line
-                                                                 or line.lstrip().startswith(("Duration (", "Row#"))):
+        if _DASHES.match(dashes) and (hint is not None or "Time" in line or "Total" in line
+                                      or line.lstrip().startswith(("Duration (", "Row#", "Start (", "Start(", "API Start ("))):
             spans = [(m.start(), m.end()) for m in re.finditer(r"-+", dashes)]
             header = _header_cells(line, spans)
             rows = []
