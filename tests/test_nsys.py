@@ -984,3 +984,14 @@ def test_console_gpu_traces_of_2020_and_of_nsys_nvprof_are_read():
     new = analyze_json(FOUND_STATS / "nsys2024_nvprof_print_gpu_trace_rtx3060_cppintegration.txt")
     assert new["device"]["table_entry"] == "rtx3060" and [k["short_name"] for k in new["kernels"]] == ["kernel2", "kernel"]
     assert all(c["bytes"] is None and c["gb_per_s"] is None and c["count"] == 2 for c in new["timeline"]["copies"])
+
+
+def test_nsys_2020_size_summary_in_kib(tmp_path):
+    # The same real capture without its gputrace: nsys 2020 titled the size table `(by size in KiB)` and named its
+    # columns `Total`, `Average`: the copies had no size at all. 11,718.754 KiB is the gputrace's 12,000,004 bytes.
+    text = (FOUND_STATS / "nsys2020.4_stats_then_gputrace_a100_openmp_offload.txt").read_text()
+    summaries = tmp_path / "stats_2020.txt"
+    summaries.write_text(text[:text.index("> nsys stats --report gputrace")])
+    copies = {c["direction"]: c for c in analyze_json(summaries)["timeline"]["copies"]}
+    assert copies["[CUDA memcpy HtoD]"]["bytes"] == pytest.approx(12_000_004, abs=1)
+    assert copies["[CUDA memcpy DtoH]"]["gb_per_s"] == pytest.approx(11_718.751 * 1024 / 1_144_134)

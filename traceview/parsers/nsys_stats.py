@@ -680,13 +680,29 @@ def _copy_launch(label: str, start_ns: int, end_ns: int, device_id: int | None, 
             "correlation_id": int(correlation) if correlation is not None and 0 <= correlation < 2**62 else None, "pid": None}
 
 
+# nsys 2020's `CUDA Memory Operation Statistics (by size in KiB):` heads a table whose bare `Total`, `Average`,
+# `Minimum` and `Maximum` are in the unit its title names.
+_OLD_SIZE_TITLE = re.compile(r"\(by size in (KiB|MiB|KB|MB)\)")
+_MB_PER_UNIT = {"KiB": 1024 / 1e6, "MiB": 2**20 / 1e6, "KB": 1e-3, "MB": 1.0}
+
+
+def _old_size_summary(path: Path, header: list[str], rows: list[list[str]], first_line: int, unit: str, notes: list[str]) -> pl.DataFrame:
+    """Return an nsys 2020 size summary (sizes in the title's unit, bare column names) in nsys's MB, as the later
+    `Total (MB)` report has them."""
+    named = [{"Total": "Total (MB)", "Average": "Avg (MB)", "Minimum": "Min (MB)", "Maximum": "Max (MB)"}.get(h, h) for h in header]
+    frame = _frame(path, named, rows, first_line, notes)
+    return frame.with_columns(pl.col("total_mb") * _MB_PER_UNIT[unit], pl.col("avg_mb") * _MB_PER_UNIT[unit])
+
+
 def _parse_console(path: Path, lines: list[str], result: StatsReports) -> None:
     hint: str | None = None
+    size_unit: str | None = None
     index = 0
     skipped: dict[str, int] = {}
     while index < len(lines):
         line = lines[index]
         hint = _report_named(line) or hint
+        size_unit = (sized.group(1) if (sized := _OLD_SIZE_TITLE.search(line)) else None) or size_unit
         dashes = lines[index + 1] if index + 1 < len(lines) else ""
         if _DASHES.match(dashes) and (hint is not None or "Time" in line or "Total" in line
                                       or line.lstrip().startswith(("Duration (", "Row#", "Start (", "Start(", "API Start ("))):
@@ -709,9 +725,11 @@ def _parse_console(path: Path, lines: list[str], result: StatsReports) -> None:
                     skipped[kind] = skipped.get(kind, 0) + 1
                 elif kind in _PER_LAUNCH:
                     _store_per_launch(path, kind, [header, *rows], index + 3, result)
+                elif kind == "cuda_gpu_mem_size_sum" and size_unit and "Total" in header:
+                    _store(result, kind, _old_size_summary(path, header, rows, index + 3, size_unit, result.notes))
                 else:
                     _store(result, kind, _frame(path, header, rows, index + 3, result.notes))
-            hint = None
+            hint = size_unit = None
             index = cursor
             continue
         index += 1
