@@ -43,6 +43,7 @@ from traceview.analyzer.timeline import (
     join_ncu,
     kernel_summary,
     stats_copies,
+    stats_copy_share_finding,
     stats_findings,
     stats_graph_trace_finding,
     stats_launch_bound_finding,
@@ -684,7 +685,9 @@ def analyze_stats(stats: StatsReports, source: Source, gpu: str | None = None, n
         timeline = Timeline(whole.devices, whole.copies, findings, nvtx, whole.verdict, whole.gaps, whole.idle_by_cause, whole.launch,
                             sync=syncs, unmatched_kernels=unmatched, matched_kernels=matched)
     else:
-        findings = stats_findings(syncs, copies_apart) + stats_unified_memory_findings(copies) + kernel_findings + rule_findings
+        copy_share = stats_copy_share_finding(kern, copies)
+        findings = (stats_findings(syncs, copies_apart) + stats_unified_memory_findings(copies) + kernel_findings + rule_findings
+                    + ([copy_share] if copy_share else []))
         launch: dict[str, Any] = {}
         if launches is not None and launches.height:
             launch = _stats_launch_statistics(launches)
@@ -705,9 +708,12 @@ def analyze_stats(stats: StatsReports, source: Source, gpu: str | None = None, n
     if gpu:
         how = f"chosen with --gpu {gpu}"
     elif named:
-        how = "named in cuda_gpu_trace's Device column" + ("" if spec else " (not in the built-in GPU table; use --gpu for datasheet peaks)")
+        where = "nvprof's Device line" if stats.producer == "nvprof" else "cuda_gpu_trace's Device column"
+        how = f"named in {where}" + ("" if spec else " (not in the built-in GPU table; use --gpu for datasheet peaks)")
     else:
-        how = "from the joined Nsight Compute results" if ncu is not None and name else "nsys stats reports name no device; use --gpu for peaks"
+        unnamed = ("nvprof's summary names no device (its unified-memory section does, where it has one)" if stats.producer == "nvprof"
+                   else "nsys stats reports name no device")
+        how = "from the joined Nsight Compute results" if ncu is not None and name else f"{unnamed}; use --gpu for peaks"
     device = Device(name, spec.compute_capability if spec else None, spec, how, peaks)
     if whole is not None:
         last = ("cuda_gpu_trace lists every kernel and copy on each GPU: busy %, the breakdown and idle gaps come from it; what the "
@@ -719,9 +725,12 @@ def analyze_stats(stats: StatsReports, source: Source, gpu: str | None = None, n
         if not {"cuda_memcpy_async", "cuda_memcpy_sync"} & ran:
             missing.append("pageable copies")
         listed = " and ".join(missing) if len(missing) == 2 else f"{', '.join(missing[:-1])}, and {missing[-1]}"
-        wanted = f"{listed} need the SQLite export"
-        last = (f"the per-launch report gives the launch-bound test only: {wanted}" if timeline.launch
-                else f"nsys stats summaries carry no timeline: {wanted}")
+        if stats.producer == "nvprof":
+            last = f"nvprof's summary carries no timeline: {listed} need a trace (nsys profile, and its SQLite export)"
+        elif timeline.launch:
+            last = f"the per-launch report gives the launch-bound test only: {listed} need the SQLite export"
+        else:
+            last = f"nsys stats summaries carry no timeline: {listed} need the SQLite export"
     outcomes = [f"nsys analyze {rule}: {outcome}" for rule, outcome in stats.rule_outcomes.items() if rule in EXPERT_RULES]
     if not reports:
         outcomes.append("nsys analyze output alone lists no kernels: pass it with the `nsys stats` reports of the same run "

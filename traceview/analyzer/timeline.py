@@ -484,6 +484,28 @@ def stats_rule_findings(rules: dict[str, pl.DataFrame], have_api_summary: bool) 
     return found
 
 
+COPY_DOMINATED_PCT = 50.0  # copies' share of the GPU time the summaries list beyond which copies, not kernels, are the work
+
+
+def stats_copy_share_finding(kernels: pl.DataFrame | None, copies: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Return the copy_dominated finding two summaries support, or None: host↔device copies (stats_copies, unified
+    memory left to its own finding) take over half of the GPU time the kernel and copy summaries list. Summed times,
+    not a timeline: copies on other streams may overlap kernels, which only a trace shows; the cost is the copies'
+    time (ns)."""
+    copy_ns = sum(float(c["duration_ns"] or 0) for c in copies
+                  if "memcpy" in str(c["direction"]).lower() and "unified" not in str(c["direction"]).lower())
+    kernel_ns = float(kernels["total_ns"].sum() or 0) if kernels is not None and kernels.height else 0.0
+    if not copy_ns or 100.0 * copy_ns / (copy_ns + kernel_ns) < COPY_DOMINATED_PCT:
+        return None
+    share = 100.0 * copy_ns / (copy_ns + kernel_ns)
+    return {"rule": "copy_dominated", "cost_ns": int(copy_ns),
+            "message": (f"copies take {share:.1f}% of the GPU time the summaries list ({duration_text(copy_ns)} of copies, "
+                        f"{duration_text(kernel_ns)} of kernels): the GPU mostly moves data; whether copies overlapped the kernels "
+                        "(other streams) only a trace shows"),
+            "advice": "keep the data on the GPU between steps, overlap the copies with compute on another stream (from pinned memory), or move fewer bytes",
+            "evidence": {"copy_ns": copy_ns, "kernel_ns": kernel_ns, "copy_share_pct": share}}
+
+
 def stats_findings(sync: dict[str, Any], copies_apart: bool = False) -> list[dict[str, Any]]:
     """Return the findings an `nsys stats` summary supports: blocking CUDA API time (nsys analyze's cuda_api_sync).
     `copies_apart`: the synchronous copies have their own finding (nsys analyze's table), so `sync` counts none."""

@@ -17,7 +17,17 @@ from pathlib import Path
 import polars as pl
 
 from traceview.errors import TraceFormatError, UnknownFormatError
-from traceview.parsers import llama_cpp, ncu_console, ncu_csv, ncu_rep, ncu_summary, nsys_sqlite, nsys_stats, tegrastats
+from traceview.parsers import (
+    llama_cpp,
+    ncu_console,
+    ncu_csv,
+    ncu_rep,
+    ncu_summary,
+    nsys_sqlite,
+    nsys_stats,
+    nvprof,
+    tegrastats,
+)
 from traceview.parsers.sniff import TraceFormat, check_readable, detect_format
 
 # Real exports carry kernel names of hundreds of kilobytes (generated code, long template lists); the csv module's
@@ -32,7 +42,7 @@ class InputKind(str, Enum):
     TELEMETRY = "telemetry"  # a tegrastats log: TegrastatsLog (TELEMETRY samples and what was skipped)
     LLAMA_RUNS = "llama-runs"  # llama.cpp measurements, LLAMA_RUNS
     NSYS_EXPORT = "nsys-export"  # an Nsight Systems SQLite export: NsysExport
-    NSYS_STATS = "nsys-stats"  # `nsys stats` reports: StatsReports
+    NSYS_STATS = "nsys-stats"  # `nsys stats` reports, or nvprof's summary in their form: StatsReports
 
 
 TraceData = pl.DataFrame | tegrastats.TegrastatsLog | nsys_sqlite.NsysExport | nsys_stats.StatsReports
@@ -59,6 +69,7 @@ _DATA_LINE = {
     TraceFormat.NCU_SUMMARY_CSV: re.compile(r'^"'),
     TraceFormat.NCU_SUMMARY_CONSOLE: re.compile(r"\S"),
     TraceFormat.NSYS_STATS: re.compile(r"\d[\d,.]*\s*[,|]|^\s*\d[\d,.]*\s+\d"),
+    TraceFormat.NVPROF: re.compile(r"%\s+[\d.]+(ns|us|\u00b5s|ms|s)\s|^\"|^\s*\d+\s+\S+B\s"),
     TraceFormat.TEGRASTATS: re.compile(r"\bRAM \d"),
 }
 _LLAMA_DATA_LINE = re.compile(r"^\s*\||\btime\s*=|^[^,]*(,[^,]*){5,}|\{|\}")
@@ -104,6 +115,11 @@ def _read_nsys_sqlite(path: Path, fmt: TraceFormat, options: ReadOptions) -> Tra
 def _read_nsys_stats(path: Path, fmt: TraceFormat, options: ReadOptions) -> Trace:
     cut = _cut_short(path, fmt)
     return Trace(path, fmt, InputKind.NSYS_STATS, nsys_stats.parse(path), "nsys stats", notes=(_cut_note(cut),) if cut else ())
+
+
+def _read_nvprof(path: Path, fmt: TraceFormat, options: ReadOptions) -> Trace:
+    cut = _cut_short(path, fmt)
+    return Trace(path, fmt, InputKind.NSYS_STATS, nvprof.parse(path), "nvprof", notes=(_cut_note(cut),) if cut else ())
 
 
 def _read_tegrastats(path: Path, fmt: TraceFormat, options: ReadOptions) -> Trace:
@@ -162,6 +178,7 @@ READERS: dict[TraceFormat, Callable[[Path, TraceFormat, ReadOptions], Trace]] = 
     TraceFormat.NCU_REP: _read_ncu_rep,
     TraceFormat.NSYS_SQLITE: _read_nsys_sqlite,
     TraceFormat.NSYS_STATS: _read_nsys_stats,
+    TraceFormat.NVPROF: _read_nvprof,
     TraceFormat.TEGRASTATS: _read_tegrastats,
     TraceFormat.LLAMA_BENCH_MD: _read_llama,
     TraceFormat.LLAMA_BENCH_CSV: _read_llama,

@@ -141,6 +141,7 @@ class StatsReports:
     rules: dict[str, pl.DataFrame] = field(default_factory=dict)  # nsys analyze: RULE_ROWS by rule
     # nsys analyze rules that printed no table: "no problems" (with nsys's sentence) or "skipped: <its reason>".
     rule_outcomes: dict[str, str] = field(default_factory=dict)
+    producer: str = "nsys stats"  # the tool whose summaries these are (nvprof's summary is read into this form too)
 
 
 def report_kind(columns: list[str], hint: str | None = None) -> str | None:
@@ -240,7 +241,7 @@ def _number(text: str) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def _stats_frame(records: list[dict[str, object]]) -> pl.DataFrame:
+def stats_frame(records: list[dict[str, object]]) -> pl.DataFrame:
     """Return the records as a STATS frame; columns a report lacks are null."""
     rows = [{name: record.get(name) for name in STATS} for record in records]
     for row in rows:  # a count beyond 64 bits (a damaged file) is unknown
@@ -278,7 +279,7 @@ def _frame(path: Path, columns: list[str], rows: list[list[str]], first_line: in
                 value = _number(cell)
                 record[name] = value * scale if value is not None and name.endswith("_ns") else value
         records.append(record)
-    return _stats_frame(records)
+    return stats_frame(records)
 
 
 def parse(path: str | Path) -> StatsReports:
@@ -639,7 +640,7 @@ def _store_per_launch(path: Path, kind: str, rows: list[list[str]], first_line: 
                              "graph_node_id": 0 if api is not None and "graph" in row[api].lower() else None})
 
     def totals(names: list[str]) -> pl.DataFrame:
-        return _stats_frame([{"total_ns": sum(times[k]), "count": len(times[k]), "avg_ns": sum(times[k]) / len(times[k]),
+        return stats_frame([{"total_ns": sum(times[k]), "count": len(times[k]), "avg_ns": sum(times[k]) / len(times[k]),
                               "min_ns": min(times[k]), "max_ns": max(times[k]), "name": k,
                               "total_mb": sizes.get(k), "avg_mb": sizes[k] / len(times[k]) if k in sizes else None} for k in names])
 

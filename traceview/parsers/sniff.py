@@ -14,6 +14,7 @@ from traceview.parsers.ncu_console import looks_like_console
 from traceview.parsers.ncu_csv import find_header
 from traceview.parsers.ncu_summary import find_summary_header, looks_like_summary_console
 from traceview.parsers.nsys_stats import looks_like_stats
+from traceview.parsers.nvprof import looks_like_nvprof
 from traceview.parsers.sqlite_files import open_read_only
 from traceview.parsers.tegrastats import looks_like_tegrastats
 
@@ -33,6 +34,7 @@ class TraceFormat(str, Enum):
     NCU_REP = "ncu-rep"
     NSYS_SQLITE = "nsys-sqlite"
     NSYS_STATS = "nsys-stats"
+    NVPROF = "nvprof"
     TEGRASTATS = "tegrastats"
     LLAMA_BENCH_MD = "llama-bench-md"
     LLAMA_BENCH_CSV = "llama-bench-csv"
@@ -156,6 +158,8 @@ def detect_format(path: str | Path) -> TraceFormat:
             return TraceFormat.NCU_SUMMARY_CONSOLE
         if looks_like_stats(text):
             return TraceFormat.NSYS_STATS
+        if looks_like_nvprof(text):
+            return TraceFormat.NVPROF
         header = find_header(path)
         if header is not None:
             return TraceFormat.NCU_RAW if header.page == "raw" else TraceFormat.NCU_DETAILS

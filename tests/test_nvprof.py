@@ -1,0 +1,88 @@
+"""nvprof's summary (real outputs in tests/fixtures/found, PROVENANCE.md) read as the nsys stats reports it matches."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from traceview.app.cli import app
+from traceview.parsers import TraceFormat, detect_format, load_trace
+
+FOUND = Path(__file__).parent / "fixtures" / "found"
+runner = CliRunner()
+
+
+def analyze_json(path):
+    result = runner.invoke(app, ["analyze", str(path), "-f", "json"])
+    assert result.exit_code == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_cuda_9_and_later_layout_with_its_type_column():
+    path = FOUND / "nvprof_new_layout_vectoradd_streams_pinned.txt"
+    assert detect_format(path) is TraceFormat.NVPROF
+    stats = load_trace(path).data
+    kernels, copies, api = (stats.reports[k] for k in ("cuda_gpu_kern_sum", "cuda_gpu_mem_time_sum", "cuda_api_sum"))
+    assert kernels.row(0, named=True)["name"] == "vectorAddOnDevice(float*, float*, float*, int)"
+    assert kernels.row(0, named=True)["total_ns"] == pytest.approx(99_587) and kernels.row(0, named=True)["count"] == 16
+    assert copies["name"].to_list() == ["[CUDA memcpy HtoD]", "[CUDA memcpy DtoH]"]
+    assert copies["total_ns"].to_list() == pytest.approx([1.3887e6, 757_500])
+    # `56ns`, `37ns`, `262ns`: the units are read row by row.
+    last_error = api.filter(api["name"] == "cudaGetLastError").row(0, named=True)
+    assert (last_error["avg_ns"], last_error["min_ns"], last_error["max_ns"], last_error["count"]) == (56, 37, 262, 16)
+    assert api.height == 20 and api["time_pct"][0] == 59.04
+    result = analyze_json(path)
+    # 2.15 ms of copies against 99.6 us of kernels: the copies are the GPU's work, and the finding says a trace is
+    # needed to tell whether they overlapped the kernels.
+    top = result["timeline"]["findings"][0]
+    assert top["rule"] == "copy_dominated" and top["evidence"]["copy_share_pct"] == pytest.approx(100 * 2.14620 / 2.245787, abs=0.01)
+    assert result["kernels"][0]["share_pct"] == 100.0  # of kernel time, as nsys's summary has it, not of kernels and copies
+    assert any(note.startswith("nvprof's summary carries no timeline") for note in result["notes"])
+
+
+def test_the_earlier_layout_with_an_api_calls_heading():
+    stats = load_trace(FOUND / "nvprof_cuda9_old_layout_rgb2gray_aws.txt").data
+    assert stats.reports["cuda_gpu_kern_sum"]["name"].to_list() == ["rgb2grayGPU_kernel(uchar3 const *, unsigned char*, int, int)"]
+    assert stats.reports["cuda_gpu_mem_time_sum"]["name"].to_list() == ["[CUDA memcpy HtoD]", "[CUDA memcpy DtoH]", "[CUDA memset]"]
+    malloc = stats.reports["cuda_api_sum"].row(0, named=True)
+    assert malloc["name"] == "cudaMalloc" and malloc["total_ns"] == pytest.approx(1.35782e9) and malloc["max_ns"] == pytest.approx(1.35774e9)
+
+
+def test_unified_memory_migrations_and_the_device_line():
+    # A real GeForce 840M run of the managed-memory `add` example: 102 device-to-host migrations of 120 KB on average.
+    result = analyze_json(FOUND / "nvprof_cuda10.1_geforce840m_unified_memory_demand_paging.txt")
+    assert result["device"]["name"] == "GeForce 840M" and "nvprof's Device line" in result["device"]["identified"]
+    copies = {c["direction"]: c for c in result["timeline"]["copies"]}
+    # nvprof's MB is 2^20 bytes: 12.00000MB is 12 MiB.
+    assert copies["[CUDA Unified Memory memcpy DtoH]"]["bytes"] == pytest.approx(12 * 2**20)
+    assert copies["[CUDA Unified Memory memcpy DtoH]"]["count"] == 102
+    paging = result["timeline"]["findings"][0]
+    assert paging["rule"] == "unified_memory_paging" and paging["evidence"]["migrations"] == 102
+
+
+def test_csv_with_its_units_row(tmp_path):
+    # A real `nvprof --print-gpu-summary -i ... --csv` excerpt: times in the unit the second row names (us here).
+    stats = load_trace(FOUND / "nvprof_csv_gpu_summary_volta_cudnn_excerpt.txt").data
+    sgemm = stats.reports["cuda_gpu_kern_sum"].row(0, named=True)
+    assert sgemm["name"] == "volta_sgemm_128x64_nn" and sgemm["total_ns"] == pytest.approx(6_659_683) and sgemm["count"] == 510
+    assert any("literal '...' row" in note for note in stats.notes)
+    assert [f["rule"] for f in analyze_json(FOUND / "nvprof_csv_gpu_summary_volta_cudnn_excerpt.txt")["timeline"]["findings"]] == ["fp32_matrix_math"]
+
+
+def test_two_processes_are_added_up_and_metrics_alone_are_refused(tmp_path):
+    text = (FOUND / "nvprof_cuda9_old_layout_rgb2gray_aws.txt").read_text()
+    twice = tmp_path / "children.txt"
+    twice.write_text(text + "\n" + text.replace("==2268==", "==2269=="))
+    stats = load_trace(twice).data
+    kernel = stats.reports["cuda_gpu_kern_sum"].row(0, named=True)
+    assert kernel["count"] == 2 and kernel["total_ns"] == pytest.approx(2 * 32_351)
+    assert any("2 processes" in note for note in stats.notes)
+    metrics = tmp_path / "metrics.txt"
+    metrics.write_text("==32934== Profiling application: ./a.out\n==32934== Profiling result:\n==32934== Metric result:\n"
+                       "Invocations                               Metric Name                        Metric Description         Min         Max         Avg\n"
+                       'Device "NVIDIA GeForce GT 1030 (0)"\n   Kernel: k(void)\n         1    branch_efficiency    Branch Efficiency     100.00%     100.00%     100.00%\n')
+    result = runner.invoke(app, ["analyze", str(metrics)])
+    assert result.exit_code == 1 and "metric results (--metrics)" in result.stderr and "Traceback" not in result.stderr

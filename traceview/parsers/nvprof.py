@@ -1,0 +1,211 @@
+"""nvprof's summary (the legacy CUDA profiler's default output, and pgprof's) → the `nsys stats` reports it matches.
+
+nvprof is the profiler of GPUs that Nsight Compute does not support (Maxwell, Pascal; the Jetson Nano, TX1 and TX2), so
+old tickets and Jetson work carry its output. Its summary is read into nsys_stats.StatsReports: GPU activities become
+the kernel summary (`cuda_gpu_kern_sum`) and the memory-operation summary (`[CUDA memcpy HtoD]` rows,
+`cuda_gpu_mem_time_sum`), API calls the CUDA API summary (`cuda_api_sum`), and the `Unified Memory profiling result`
+the unified-memory migrations (`[CUDA Unified Memory memcpy HtoD]`, with their sizes). Both layouts are read: CUDA 9+'s
+`Type` column (`GPU activities:`, `API calls:`) and the earlier one with an `==PID== API calls:` heading; the console's
+unit-suffixed times (`1.3887ms`, `985ns`) and `--csv` with its units row (`,%,ms,,us,us,ms,`). A `Device "NAME (N)"`
+line names the GPU. Metric and event results (`--metrics`, `--events`) and the per-launch traces (`--print-gpu-trace`,
+`--print-api-trace`) are not read, and say so.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from pathlib import Path
+
+import polars as pl
+
+from traceview.errors import TraceFormatError
+from traceview.parsers.nsys_stats import StatsReports, stats_frame
+
+# `==12345== Profiling result:` (nvprof), `======== API calls:` (nvprof -i FILE, pgprof): a section's heading.
+_HEADING = re.compile(r"^(?:==\d+==|={4,}) (?P<title>[A-Za-z][^:]*):\s*$")
+_ANNOUNCE = re.compile(r"^(?:==\d+==|={4,}) (NVPROF is profiling process|Profiling application:|Profiling result:|API calls:)", re.MULTILINE)
+_TIME = re.compile(r"^(?P<value>[\d.]+)(?P<unit>ns|us|\u00b5s|ms|s)$")
+_NS_PER = {"ns": 1.0, "us": 1e3, "\u00b5s": 1e3, "ms": 1e6, "s": 1e9}
+_SIZE = re.compile(r"^(?P<value>[\d.]+)(?P<unit>B|KB|MB|GB)$")
+# nvprof's sizes are binary (8.000000MB is 8 MiB: its 48 migrations average 170.67KB); nsys's MB is 10^6 bytes.
+_BYTES_PER = {"B": 1.0, "KB": 2.0**10, "MB": 2.0**20, "GB": 2.0**30}
+# A console summary row: `[Type:]  Time(%)  Time  Calls  Avg  Min  Max  Name`, times with their unit.
+_T = r"[\d.]+(?:ns|us|\u00b5s|ms|s)"
+_ROW = re.compile(rf"^\s*(?:(?P<type>[A-Za-z][A-Za-z ()/]*?):)?\s+(?P<pct>[\d.]+)%\s+(?P<time>{_T})\s+(?P<calls>\d+)\s+"
+                  rf"(?P<avg>{_T})\s+(?P<min>{_T})\s+(?P<max>{_T})\s+(?P<name>\S.*?)\s*$")
+_UM_ROW = re.compile(r"^\s*(?P<count>\d+)\s+(?P<avg>\S+)\s+(?P<min>\S+)\s+(?P<max>\S+)\s+(?P<total>\S+)\s+(?P<time>\S+)\s+(?P<name>\S.*?)\s*$")
+_RANGE = re.compile(r'^(?:==\d+==|={4,})\s+Range\b')
+_DEVICE = re.compile(r'^\s*Device "(?P<name>.+) \((?P<index>\d+)\)"\s*$')
+_UNREAD_SECTIONS = {"metric result": "metric results (--metrics)", "event result": "event results (--events)"}
+_UM_DIRECTIONS = {"host to device": "[CUDA Unified Memory memcpy HtoD]", "device to host": "[CUDA Unified Memory memcpy DtoH]",
+                  "device to device": "[CUDA Unified Memory memcpy DtoD]"}
+
+
+def looks_like_nvprof(head: str) -> bool:
+    """True when the text holds nvprof's (or pgprof's) output."""
+    return bool(_ANNOUNCE.search(head))
+
+
+def _ns(text: str) -> float | None:
+    match = _TIME.match(text.strip())
+    return float(match.group("value")) * _NS_PER[match.group("unit")] if match else None
+
+
+def _bytes(text: str) -> float | None:
+    match = _SIZE.match(text.strip())
+    return float(match.group("value")) * _BYTES_PER[match.group("unit")] if match else None
+
+
+def _record(section: str, pct: float | None, total: float | None, calls: int | None, avg: float | None, low: float | None,
+            high: float | None, name: str) -> tuple[str, dict[str, object]]:
+    """Return the report a summary row belongs to and the row as a STATS record (times in ns)."""
+    kind = section.lower()
+    if kind.startswith("api"):
+        report = "cuda_api_sum"
+    elif kind.startswith("gpu activities") or kind == "profiling result":
+        report = "cuda_gpu_mem_time_sum" if name.startswith("[CUDA ") else "cuda_gpu_kern_sum"
+        pct = None  # a share of kernels and copies together, where nsys's summaries give each its own: recomputed
+    else:
+        report = kind  # OpenACC, OpenMP, ...: not read
+    return report, {"time_pct": pct, "total_ns": total, "count": calls, "avg_ns": avg, "min_ns": low, "max_ns": high, "name": name}
+
+
+def parse(path: str | Path) -> StatsReports:
+    """Return nvprof's summary in the form of the `nsys stats` reports it matches (see the module's docstring)."""
+    path = Path(path)
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    result = StatsReports(producer="nvprof")
+    records: dict[str, list[dict[str, object]]] = {}
+    migrations: list[dict[str, object]] = []
+    unread: set[str] = set()
+    processes: list[str] = []
+    faults: list[tuple[int, float | None]] = []  # GPU page fault groups: count, time (ns)
+    section: str | None = None
+    csv_units: list[str] | None = None
+    csv_header: list[str] | None = None
+    for number, line in enumerate(lines, start=1):
+        heading = _HEADING.match(line)
+        if heading:
+            section = heading.group("title").strip()
+            csv_header = csv_units = None
+            if section.lower() == "profiling result":
+                processes.append(line.split("==")[1] if line.startswith("==") else "")
+            if section.lower() in _UNREAD_SECTIONS:
+                unread.add(_UNREAD_SECTIONS[section.lower()])
+            continue
+        if _RANGE.match(line):
+            # `--print-summary-per-range`'s per-NVTX-range tables repeat the whole run's: left out, not added twice.
+            section, csv_header, csv_units = None, None, None
+            unread.add("per-NVTX-range summaries")
+            continue
+        if section is None:
+            continue
+        text = line.strip()
+        if text in ("...", "…"):
+            result.notes.append(f"line {number}: a literal '...' row (the table was cut by hand) was skipped")
+            continue
+        device = _DEVICE.match(line)
+        if device and device.group("index").isdigit():
+            result.device_names.setdefault(int(device.group("index")), device.group("name").strip())
+            continue
+        if section.lower() == "unified memory profiling result":
+            row = _UM_ROW.match(line)
+            direction = _UM_DIRECTIONS.get(row.group("name").lower()) if row else None
+            if row and row.group("name").lower() == "gpu page fault groups":
+                faults.append((int(row.group("count")), _ns(row.group("time"))))
+            elif row and direction:
+                size = _bytes(row.group("total"))
+                migrations.append({"count": int(row.group("count")), "total_ns": _ns(row.group("time")), "name": direction,
+                                   "total_mb": size / 1e6 if size is not None else None})
+            continue
+        if text.startswith('"') and ("Time(%)" in text or "Time (%)" in text):  # --csv: a header, then the units row
+            csv_header = next(csv.reader([text]))
+            continue
+        if csv_header is not None and csv_units is None and re.match(r'^[^"]*%,', text):
+            csv_units = next(csv.reader([text]))
+            continue
+        if csv_header is not None and csv_units is not None and text:
+            cells = next(csv.reader(io.StringIO(text)))
+            if len(cells) != len(csv_header):
+                raise TraceFormatError(path, f"an nvprof CSV row has {len(cells)} fields for {len(csv_header)} columns",
+                                       "pass the output as nvprof --csv printed it", line=number)
+            _add_csv_row(path, number, section, csv_header, csv_units, cells, records)
+            continue
+        row = _ROW.match(line)
+        if row:
+            if row.group("type"):
+                section = row.group("type")
+            report, record = _record(section, float(row.group("pct")), _ns(row.group("time")), int(row.group("calls")),
+                                     _ns(row.group("avg")), _ns(row.group("min")), _ns(row.group("max")), row.group("name"))
+            records.setdefault(report, []).append(record)
+    for report in ("cuda_gpu_kern_sum", "cuda_gpu_mem_time_sum", "cuda_api_sum"):
+        if report in records:
+            frame = stats_frame(records[report])
+            result.reports[report] = _added_up(frame) if len(processes) > 1 else frame
+    if migrations:
+        _add_migrations(result, migrations)
+    if faults:
+        count, took = sum(c for c, _ in faults), sum(t or 0.0 for _, t in faults)
+        result.notes.append(f"nvprof counted {count:,} GPU page fault groups ({took / 1e6:.2f} ms): the GPU touched managed memory "
+                            "that was not on it")
+    skipped = sorted(set(records) - set(result.reports))
+    if skipped:
+        result.notes.append(f"nvprof sections not read: {', '.join(skipped)}")
+    if unread:
+        result.notes.append(f"nvprof's {' and '.join(sorted(unread))} are not read"
+                            + ("; per-kernel metrics need Nsight Compute (Volta and later)" if any("result" in u for u in unread) else ""))
+    if len(processes) > 1:
+        result.notes.append(f"nvprof profiled {len(processes)} processes (--profile-child-processes): their summaries are added up by name")
+    if not result.reports:
+        raise TraceFormatError(path, "nvprof output with no summary traceview reads (GPU activities or API calls)"
+                               + (f"; it holds {' and '.join(sorted(unread))}" if unread else ""),
+                               "run nvprof without --print-gpu-trace or --metrics (its default summary), or profile with nsys and pass the SQLite export")
+    return result
+
+
+def _added_up(frame: pl.DataFrame) -> pl.DataFrame:
+    """Return the rows of several processes' summaries as one row per name: times and calls add, the extremes are
+    the extremes of all, and a share of one process's time no longer holds."""
+    merged = frame.group_by("name", maintain_order=True).agg(
+        pl.col("total_ns").sum(), pl.col("count").sum(), pl.col("min_ns").min(), pl.col("max_ns").max())
+    merged = merged.with_columns(avg_ns=pl.col("total_ns") / pl.col("count"))
+    return stats_frame(merged.sort("total_ns", descending=True).to_dicts())
+
+
+def _add_csv_row(path: Path, number: int, section: str, header: list[str], units: list[str], cells: list[str],
+                 records: dict[str, list[dict[str, object]]]) -> None:
+    """Add one `nvprof --csv` summary row: numbers in the unit its units row names for their column."""
+    values = dict(zip(header, cells, strict=True))
+    unit_of = dict(zip(header, units, strict=False))
+
+    def time(column: str) -> float | None:
+        text = values.get(column, "").strip()
+        try:
+            return float(text) * _NS_PER[unit_of.get(column, "ns").strip() or "ns"]
+        except (ValueError, KeyError):
+            return None
+
+    try:
+        pct = float(values.get("Time(%)", "").strip())
+        calls = int(float(values.get("Calls", "").strip()))
+    except ValueError:
+        raise TraceFormatError(path, "an nvprof CSV row without a number in Time(%) or Calls", "pass the output as nvprof --csv printed it",
+                               line=number) from None
+    report, record = _record(values.get("Type", section).strip() or section, pct, time("Time"), calls, time("Avg"), time("Min"),
+                             time("Max"), values.get("Name", "").strip())
+    records.setdefault(report, []).append(record)
+
+
+def _add_migrations(result: StatsReports, migrations: list[dict[str, object]]) -> None:
+    """Add the unified-memory migrations to the memory summaries, as nsys names them, with their sizes."""
+    times = [{"count": m["count"], "total_ns": m["total_ns"], "name": m["name"],
+              "avg_ns": m["total_ns"] / m["count"] if m["total_ns"] is not None and m["count"] else None}  # type: ignore[operator]
+             for m in migrations]
+    sizes = [{"count": m["count"], "name": m["name"], "total_mb": m["total_mb"]} for m in migrations]
+    for report, rows in (("cuda_gpu_mem_time_sum", times), ("cuda_gpu_mem_size_sum", sizes)):
+        extra = stats_frame(rows)
+        result.reports[report] = pl.concat([result.reports[report], extra]) if report in result.reports else extra
+    result.notes.append("nvprof's unified-memory migrations are read as the copies `[CUDA Unified Memory memcpy HtoD]`/`DtoH`; "
+                        "their sizes are nvprof's binary MB")
