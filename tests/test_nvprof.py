@@ -54,7 +54,7 @@ def test_the_earlier_layout_with_an_api_calls_heading():
 def test_unified_memory_migrations_and_the_device_line():
     # A real GeForce 840M run of the managed-memory `add` example: 102 device-to-host migrations of 120 KB on average.
     result = analyze_json(FOUND / "nvprof_cuda10.1_geforce840m_unified_memory_demand_paging.txt")
-    assert result["device"]["name"] == "GeForce 840M" and "nvprof's Device line" in result["device"]["identified"]
+    assert result["device"]["name"] == "GeForce 840M" and "nvprof's output" in result["device"]["identified"]
     copies = {c["direction"]: c for c in result["timeline"]["copies"]}
     # nvprof's MB is 2^20 bytes: 12.00000MB is 12 MiB.
     assert copies["[CUDA Unified Memory memcpy DtoH]"]["bytes"] == pytest.approx(12 * 2**20)
@@ -86,3 +86,46 @@ def test_two_processes_are_added_up_and_metrics_alone_are_refused(tmp_path):
                        'Device "NVIDIA GeForce GT 1030 (0)"\n   Kernel: k(void)\n         1    branch_efficiency    Branch Efficiency     100.00%     100.00%     100.00%\n')
     result = runner.invoke(app, ["analyze", str(metrics)])
     assert result.exit_code == 1 and "metric results (--metrics)" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_gpu_trace_gives_the_whole_run_view():
+    # `nvprof --print-gpu-trace` on a GeForce GT 650M (CUDA 9.0): three pageable copies of 38.147 MB (nvprof's binary
+    # MB: 40,000,000 bytes) around one vector add. Each column's values end where its name ends; `(39063 1 1)` holds
+    # spaces; `[112]` after the name is the correlation id.
+    result = analyze_json(FOUND / "nvprof_cuda9.0_print_gpu_trace_gt650m_pageable_vectoradd.txt")
+    device = result["timeline"]["devices"][0]
+    assert device["span_ns"] == pytest.approx(199.30e6 + 14.872e6 - 182.96e6)
+    assert result["timeline"]["verdict"]["verdict"] == "copy"
+    copies = {c["direction"]: c for c in result["timeline"]["copies"]}
+    assert copies["HtoD"]["count"] == 2 and copies["HtoD"]["bytes"] == pytest.approx(2 * 40_000_000, rel=1e-4)
+    assert copies["DtoH"]["pageable_count"] == 1
+    assert [k["name"] for k in result["kernels"]] == ["vectorAdd(float const *, float const *, float*, int)"]
+    assert result["timeline"]["findings"][0]["rule"] == "copy_bound" and "pin the host memory" in result["timeline"]["findings"][0]["advice"]
+
+
+def test_gpu_trace_indented_in_markdown_with_a_2400_s_kernel():
+    # A Windows nvprof trace pasted into a Markdown list (every line indented): `2.4e+03s`, a device name cut to the
+    # column (`GeForce GTX 107`), and the `Regs:` legend after the table.
+    result = analyze_json(FOUND / "nvprof_windows_print_gpu_trace_indented_gtx1070_2400s_kernel.txt")
+    kernels = {k["short_name"]: k for k in result["kernels"]}
+    assert kernels["render"]["duration_ns"] == pytest.approx(2.4e12) and len(kernels) == 4
+    assert result["device"]["name"] == "GeForce GTX 107"
+
+
+def test_gpu_trace_unified_memory_rows():
+    # Page-fault rows are not GPU work (the GPU's are handled while the kernel runs); migrations take their size from
+    # the `Unified Memory` column.
+    result = analyze_json(FOUND / "nvprof_print_gpu_trace_t4_unified_memory_prefetch.txt")
+    assert [k["short_name"] for k in result["kernels"]] == ["vectorAdd"]
+    assert result["device"]["table_entry"] == "t4"
+    copies = {c["direction"]: c for c in result["timeline"]["copies"]}
+    assert copies["unified HtoD"]["count"] == 2 and copies["unified HtoD"]["bytes"] == 2 * 256 * 1024
+
+
+def test_csv_gpu_trace_and_an_api_trace_beside_it():
+    stats = load_trace(FOUND / "nvprof_csv_api_and_gpu_trace_rtx2080ti_excerpt.txt").data
+    assert stats.whole_timeline and stats.device_names == {0: "GeForce RTX 2080 Ti"}
+    copies = stats.copy_launches.sort("start_ns")
+    assert copies["start_ns"].to_list() == [0, 4_643_346] and copies["bytes"].to_list() == [1028, 128]
+    assert copies["src_kind"].to_list() == ["Device", "Pinned"]
+    assert any("API trace (--print-api-trace)" in note for note in stats.notes)

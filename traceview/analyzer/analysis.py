@@ -708,14 +708,17 @@ def analyze_stats(stats: StatsReports, source: Source, gpu: str | None = None, n
     if gpu:
         how = f"chosen with --gpu {gpu}"
     elif named:
-        where = "nvprof's Device line" if stats.producer == "nvprof" else "cuda_gpu_trace's Device column"
+        where = "nvprof's output" if stats.producer == "nvprof" else "cuda_gpu_trace's Device column"
         how = f"named in {where}" + ("" if spec else " (not in the built-in GPU table; use --gpu for datasheet peaks)")
     else:
         unnamed = ("nvprof's summary names no device (its unified-memory section does, where it has one)" if stats.producer == "nvprof"
                    else "nsys stats reports name no device")
         how = "from the joined Nsight Compute results" if ncu is not None and name else f"{unnamed}; use --gpu for peaks"
     device = Device(name, spec.compute_capability if spec else None, spec, how, peaks)
-    if whole is not None:
+    if whole is not None and stats.producer == "nvprof":
+        last = ("nvprof's GPU trace lists every kernel and copy on each GPU: busy %, the breakdown and idle gaps come from it; what the "
+                "GPU waited for (the gaps' causes) needs the CUDA API calls beside them, as in an Nsight Systems trace's SQLite export")
+    elif whole is not None:
         last = ("cuda_gpu_trace lists every kernel and copy on each GPU: busy %, the breakdown and idle gaps come from it; what the "
                 "GPU waited for (the gaps' causes) needs the CUDA API calls of the SQLite export")
     else:

@@ -393,7 +393,7 @@ def _parse_table(path: Path, lines: list[str], result: StatsReports) -> None:
             elif kind is not None and kind not in READ_REPORTS:
                 result.skipped.append(kind)
             elif kind in _PER_LAUNCH:
-                _store_per_launch(path, kind, [header, *rows], index + 4, result)
+                store_per_launch(path, kind, [header, *rows], index + 4, result)
             elif kind is not None and kind not in result.reports:
                 _store(result, kind, _frame(path, header, rows, index + 4, result.notes))
             index = cursor
@@ -524,7 +524,7 @@ def _read_rows(path: Path, rows: list[list[str]], start: int, hint: str | None, 
     elif kind not in READ_REPORTS:
         result.skipped.append(kind)
     elif kind in _PER_LAUNCH:
-        _store_per_launch(path, kind, rows, start + 2, result)
+        store_per_launch(path, kind, rows, start + 2, result)
     elif kind not in result.reports:
         _store(result, kind, _frame(path, rows[0], rows[1:], start + 2, result.notes))
     return kind
@@ -575,9 +575,10 @@ _DEVICE_INDEX = re.compile(r"\((\d+)\)\s*$|^\s*(\d+)\s*$")
 _COPY_NAME = re.compile(r"^\[CUDA (memcpy|memset|Unified Memory)", re.IGNORECASE)
 
 
-def _store_per_launch(path: Path, kind: str, rows: list[list[str]], first_line: int, result: StatsReports) -> None:
+def store_per_launch(path: Path, kind: str, rows: list[list[str]], first_line: int, result: StatsReports, report_label: str | None = None) -> None:
     """Total a per-launch report per name: kernels become the kernel summary; the copies and memsets cuda_gpu_trace
-    lists among them (`[CUDA memcpy Host-to-Device]`) become the memory time and size summaries."""
+    lists among them (`[CUDA memcpy Host-to-Device]`) become the memory time and size summaries. `report_label` names the
+    report in the note where it is another tool's trace in cuda_gpu_trace's columns (nvprof's)."""
     header = [_in_ns(c.strip())[0] for c in rows[0]]
     duration_column, name_column, start_column = _PER_LAUNCH[kind]
     if duration_column not in header:
@@ -647,7 +648,7 @@ def _store_per_launch(path: Path, kind: str, rows: list[list[str]], first_line: 
     copies = [k for k in times if _COPY_NAME.match(k)]
     kernels = [k for k in times if not _COPY_NAME.match(k)]
     result.reports.setdefault("cuda_gpu_kern_sum", totals(kernels))
-    if launches and result.launches is None:
+    if (launches or copy_launches) and result.launches is None:  # a trace may hold copies alone
         result.launches = pl.DataFrame(launches, schema=STATS_LAUNCHES)
         result.copy_launches = pl.DataFrame(copy_launches, schema=NSYS_MEMOPS)
         result.whole_timeline = kind == "cuda_gpu_trace"
@@ -656,7 +657,7 @@ def _store_per_launch(path: Path, kind: str, rows: list[list[str]], first_line: 
         if any(k in sizes for k in copies):
             result.reports.setdefault("cuda_gpu_mem_size_sum", totals(copies))
     listed = "kernels and copies" if copies else "kernels"
-    result.notes.append(f"{kind} is read as a per-launch list of {listed}: totals come from its {duration_column.removesuffix(' (ns)')} column")
+    result.notes.append(f"{report_label or kind} is read as a per-launch list of {listed}: totals come from its {duration_column.removesuffix(' (ns)')} column")
 
 
 # cuda_gpu_trace names its copies `[CUDA memcpy Host-to-Device]` (2023+) or `[CUDA memcpy HtoD]` (older), and unified
@@ -725,7 +726,7 @@ def _parse_console(path: Path, lines: list[str], result: StatsReports) -> None:
                 if kind in result.reports:
                     skipped[kind] = skipped.get(kind, 0) + 1
                 elif kind in _PER_LAUNCH:
-                    _store_per_launch(path, kind, [header, *rows], index + 3, result)
+                    store_per_launch(path, kind, [header, *rows], index + 3, result)
                 elif kind == "cuda_gpu_mem_size_sum" and size_unit and "Total" in header:
                     _store(result, kind, _old_size_summary(path, header, rows, index + 3, size_unit, result.notes))
                 else:

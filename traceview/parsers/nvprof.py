@@ -7,8 +7,9 @@ the kernel summary (`cuda_gpu_kern_sum`) and the memory-operation summary (`[CUD
 the unified-memory migrations (`[CUDA Unified Memory memcpy HtoD]`, with their sizes). Both layouts are read: CUDA 9+'s
 `Type` column (`GPU activities:`, `API calls:`) and the earlier one with an `==PID== API calls:` heading; the console's
 unit-suffixed times (`1.3887ms`, `985ns`) and `--csv` with its units row (`,%,ms,,us,us,ms,`). A `Device "NAME (N)"`
-line names the GPU. Metric and event results (`--metrics`, `--events`) and the per-launch traces (`--print-gpu-trace`,
-`--print-api-trace`) are not read, and say so.
+line names the GPU. The per-launch GPU trace (`--print-gpu-trace`, console or `--csv`) is read as nsys's
+`cuda_gpu_trace` is: every kernel and copy with its start, so the whole-run view (busy %, breakdown, idle gaps) holds.
+Metric and event results (`--metrics`, `--events`) and the API trace (`--print-api-trace`) are not read, and say so.
 """
 
 from __future__ import annotations
@@ -21,11 +22,12 @@ from pathlib import Path
 import polars as pl
 
 from traceview.errors import TraceFormatError
-from traceview.parsers.nsys_stats import StatsReports, stats_frame
+from traceview.parsers.nsys_stats import StatsReports, stats_frame, store_per_launch
 
 # `==12345== Profiling result:` (nvprof), `======== API calls:` (nvprof -i FILE, pgprof): a section's heading.
-_HEADING = re.compile(r"^(?:==\d+==|={4,}) (?P<title>[A-Za-z][^:]*):\s*$")
-_ANNOUNCE = re.compile(r"^(?:==\d+==|={4,}) (NVPROF is profiling process|Profiling application:|Profiling result:|API calls:)", re.MULTILINE)
+# Indented where the output was pasted into a Markdown list.
+_HEADING = re.compile(r"^\s*(?:==\d+==|={4,}) (?P<title>[A-Za-z][^:]*):\s*$")
+_ANNOUNCE = re.compile(r"^\s*(?:==\d+==|={4,}) (NVPROF is profiling process|Profiling application:|Profiling result:|API calls:)", re.MULTILINE)
 _TIME = re.compile(r"^(?P<value>[\d.]+)(?P<unit>ns|us|\u00b5s|ms|s)$")
 _NS_PER = {"ns": 1.0, "us": 1e3, "\u00b5s": 1e3, "ms": 1e6, "s": 1e9}
 _SIZE = re.compile(r"^(?P<value>[\d.]+)(?P<unit>B|KB|MB|GB)$")
@@ -36,11 +38,21 @@ _T = r"[\d.]+(?:ns|us|\u00b5s|ms|s)"
 _ROW = re.compile(rf"^\s*(?:(?P<type>[A-Za-z][A-Za-z ()/]*?):)?\s+(?P<pct>[\d.]+)%\s+(?P<time>{_T})\s+(?P<calls>\d+)\s+"
                   rf"(?P<avg>{_T})\s+(?P<min>{_T})\s+(?P<max>{_T})\s+(?P<name>\S.*?)\s*$")
 _UM_ROW = re.compile(r"^\s*(?P<count>\d+)\s+(?P<avg>\S+)\s+(?P<min>\S+)\s+(?P<max>\S+)\s+(?P<total>\S+)\s+(?P<time>\S+)\s+(?P<name>\S.*?)\s*$")
-_RANGE = re.compile(r'^(?:==\d+==|={4,})\s+Range\b')
+_RANGE = re.compile(r'^\s*(?:==\d+==|={4,})\s+Range\b')
 _DEVICE = re.compile(r'^\s*Device "(?P<name>.+) \((?P<index>\d+)\)"\s*$')
 _UNREAD_SECTIONS = {"metric result": "metric results (--metrics)", "event result": "event results (--events)"}
 _UM_DIRECTIONS = {"host to device": "[CUDA Unified Memory memcpy HtoD]", "device to host": "[CUDA Unified Memory memcpy DtoH]",
                   "device to device": "[CUDA Unified Memory memcpy DtoD]"}
+
+
+# --print-gpu-trace: a console header whose columns (`Start`, `Duration`, `Grid Size`, ..., `Name`) each end where
+# their right-aligned values end, or the --csv header `"Start","Duration",...` with a units row below it.
+_TRACE_HEADER = re.compile(r'^\s*"?Start"?(\s{2,}|,)"?Duration"?(\s|,)')
+_TRACE_TIME = re.compile(r"^(?P<value>[\d.]+(?:e[+-]?\d+)?)(?P<unit>ns|us|\u00b5s|ms|s)$")
+_TRACE_SIZE = re.compile(r"^(?P<value>[\d.]+(?:e[+-]?\d+)?)(?P<unit>B|KB|MB|GB)$")
+_CORRELATION = re.compile(r"\s\[(\d+)\]\s*$")  # `vectorAdd(float const *, ...) [112]`: the launch's correlation id
+# nvprof's unified-memory rows, as nsys names them (`[CUDA Unified Memory memcpy HtoD]`).
+_UNIFIED = re.compile(r"^\[Unified Memory Memcpy (\w+)\]$", re.IGNORECASE)
 
 
 def looks_like_nvprof(head: str) -> bool:
@@ -82,6 +94,7 @@ def parse(path: str | Path) -> StatsReports:
     unread: set[str] = set()
     processes: list[str] = []
     faults: list[tuple[int, float | None]] = []  # GPU page fault groups: count, time (ns)
+    trace_at: int | None = None
     section: str | None = None
     csv_units: list[str] | None = None
     csv_header: list[str] | None = None
@@ -91,7 +104,7 @@ def parse(path: str | Path) -> StatsReports:
             section = heading.group("title").strip()
             csv_header = csv_units = None
             if section.lower() == "profiling result":
-                processes.append(line.split("==")[1] if line.startswith("==") else "")
+                processes.append(line.split("==")[1] if line.lstrip().startswith("==") else "")
             if section.lower() in _UNREAD_SECTIONS:
                 unread.add(_UNREAD_SECTIONS[section.lower()])
             continue
@@ -120,6 +133,14 @@ def parse(path: str | Path) -> StatsReports:
                 migrations.append({"count": int(row.group("count")), "total_ns": _ns(row.group("time")), "name": direction,
                                    "total_mb": size / 1e6 if size is not None else None})
             continue
+        if _TRACE_HEADER.match(line) and section.lower() == "profiling result":
+            if "Grid" in line or "Device" in line:
+                trace_at = number
+                break
+            # --print-api-trace: the host's calls alone, with no GPU work to place them against.
+            unread.add("API trace (--print-api-trace)")
+            section = None
+            continue
         if text.startswith('"') and ("Time(%)" in text or "Time (%)" in text):  # --csv: a header, then the units row
             csv_header = next(csv.reader([text]))
             continue
@@ -140,6 +161,11 @@ def parse(path: str | Path) -> StatsReports:
             report, record = _record(section, float(row.group("pct")), _ns(row.group("time")), int(row.group("calls")),
                                      _ns(row.group("avg")), _ns(row.group("min")), _ns(row.group("max")), row.group("name"))
             records.setdefault(report, []).append(record)
+    if trace_at is not None:
+        _read_gpu_trace(path, lines, trace_at, result)
+        if unread:
+            result.notes.append(f"not read from nvprof's output: {', '.join(sorted(unread))}")
+        return result
     for report in ("cuda_gpu_kern_sum", "cuda_gpu_mem_time_sum", "cuda_api_sum"):
         if report in records:
             frame = stats_frame(records[report])
@@ -154,7 +180,7 @@ def parse(path: str | Path) -> StatsReports:
     if skipped:
         result.notes.append(f"nvprof sections not read: {', '.join(skipped)}")
     if unread:
-        result.notes.append(f"nvprof's {' and '.join(sorted(unread))} are not read"
+        result.notes.append(f"not read from nvprof's output: {', '.join(sorted(unread))}"
                             + ("; per-kernel metrics need Nsight Compute (Volta and later)" if any("result" in u for u in unread) else ""))
     if len(processes) > 1:
         result.notes.append(f"nvprof profiled {len(processes)} processes (--profile-child-processes): their summaries are added up by name")
@@ -209,3 +235,96 @@ def _add_migrations(result: StatsReports, migrations: list[dict[str, object]]) -
         result.reports[report] = pl.concat([result.reports[report], extra]) if report in result.reports else extra
     result.notes.append("nvprof's unified-memory migrations are read as the copies `[CUDA Unified Memory memcpy HtoD]`/`DtoH`; "
                         "their sizes are nvprof's binary MB")
+
+
+def _trace_ns(text: str, unit: str | None = None) -> float | None:
+    """A trace time in ns: `85.106ms`, `2.4e+03s`, or a bare number in the CSV units row's `unit`; `-` is none."""
+    text = text.strip()
+    match = _TRACE_TIME.match(text)
+    if match:
+        return float(match.group("value")) * _NS_PER[match.group("unit")]
+    try:
+        return float(text) * _NS_PER[unit] if unit in _NS_PER else None
+    except ValueError:
+        return None
+
+
+def _trace_bytes(text: str, unit: str | None = None) -> float | None:
+    """A trace size in bytes (nvprof's KB and MB are binary): `128.00MB`, `0B`, or a bare number in `unit`."""
+    text = text.strip()
+    match = _TRACE_SIZE.match(text)
+    if match:
+        return float(match.group("value")) * _BYTES_PER[match.group("unit")]
+    try:
+        return float(text) * _BYTES_PER[unit] if unit in _BYTES_PER else None
+    except ValueError:
+        return None
+
+
+def _read_gpu_trace(path: Path, lines: list[str], header_line: int, result: StatsReports) -> None:
+    """Read `--print-gpu-trace` from its header (line `header_line`) into cuda_gpu_trace's columns, and hand them to
+    the reader of that report, so kernels and copies get the same timeline."""
+    header_text = lines[header_line - 1]
+    if header_text.lstrip().startswith('"'):
+        header = next(csv.reader([header_text.strip()]))
+        units = next(csv.reader([lines[header_line].strip()])) if header_line < len(lines) else []
+        units += [""] * (len(header) - len(units))
+        body = []
+        for number, line in enumerate(lines[header_line + 1:], start=header_line + 2):
+            if not line.strip() or _HEADING.match(line):
+                break
+            cells = next(csv.reader([line.strip()]))
+            if len(cells) != len(header):
+                raise TraceFormatError(path, f"an nvprof GPU-trace row has {len(cells)} fields for {len(header)} columns",
+                                       "pass the output as nvprof --csv --print-gpu-trace printed it", line=number)
+            body.append((number, dict(zip(header, cells, strict=True))))
+        unit_of = dict(zip(header, units, strict=False))
+    else:
+        # Each column's values end where its name ends; the name column runs to the end of the line.
+        names = [(m.group(0), m.end()) for m in re.finditer(r"\S+(?: \S+)*", header_text)]
+        header = [name for name, _ in names]
+        body = []
+        for number, line in enumerate(lines[header_line:], start=header_line + 1):
+            if not line.strip() or _HEADING.match(line) or line.lstrip().startswith("Regs:"):
+                break
+            cells, begin = {}, 0
+            for position, (name, end) in enumerate(names):
+                stop = end if position + 1 < len(names) else len(line)
+                cells[name] = line[begin:stop].strip()
+                begin = stop
+            body.append((number, cells))
+        unit_of = {}
+    if "Duration" not in header or "Name" not in header:
+        raise TraceFormatError(path, "an nvprof GPU trace without its Duration or Name column: its header looks damaged",
+                               "pass the output as nvprof --print-gpu-trace printed it", line=header_line)
+    devices: dict[str, int] = {}
+    rows = [["Start (ns)", "Duration (ns)", "CorrId", "Bytes (MB)", "SrcMemKd", "DstMemKd", "Device", "Name"]]
+    for _, cells in body:
+        name = cells.get("Name", "").strip()
+        correlation = _CORRELATION.search(name)
+        if correlation:
+            name = name[:correlation.start()].rstrip()
+        unified = _UNIFIED.match(name)
+        if unified:
+            name = f"[CUDA Unified Memory memcpy {unified.group(1)}]"
+        elif name.lower().startswith("[unified memory"):
+            continue  # page faults: the GPU's are handled while its kernels run, the CPU's on the host; neither is GPU work
+        start, duration = _trace_ns(cells.get("Start", ""), unit_of.get("Start")), _trace_ns(cells.get("Duration", ""), unit_of.get("Duration"))
+        size = _trace_bytes(cells.get("Size", ""), unit_of.get("Size"))
+        if size is None and unified:  # a migration's size is in the `Unified Memory` column
+            size = _trace_bytes(cells.get("Unified Memory", ""), unit_of.get("Unified Memory"))
+        device = cells.get("Device", "").strip()
+        numbered = re.match(r"^(.*\S)\s+\((\d+)\)$", device)  # `Tesla T4 (0)`; older nvprof cut it to `GeForce GTX 107`
+        if numbered:
+            device, index = numbered.group(1), int(numbered.group(2))
+            devices.setdefault(device, index)
+        else:
+            index = devices.setdefault(device, len(devices)) if device and device != "-" else 0
+        rows.append(["" if start is None else repr(start), "" if duration is None else repr(duration),
+                     correlation.group(1) if correlation else cells.get("Correlation_ID", ""),
+                     "" if size is None else repr(size / 1e6), cells.get("SrcMemType", "").strip().strip("-"),
+                     cells.get("DstMemType", "").strip().strip("-"), f"{device} ({index})" if device and device != "-" else "", name])
+    store_per_launch(path, "cuda_gpu_trace", rows, header_line + 1, result, report_label="nvprof's GPU trace (--print-gpu-trace)")
+    result.whole_timeline = True
+    if len(devices) > 1:
+        result.notes.append(f"nvprof's GPU trace names {len(devices)} devices; each is its own GPU in the timeline")
