@@ -28,13 +28,14 @@ from traceview.parsers.nsys_stats import StatsReports, stats_frame, store_per_la
 # Indented where the output was pasted into a Markdown list.
 _HEADING = re.compile(r"^\s*(?:==\d+==|={4,}) (?P<title>[A-Za-z][^:]*):\s*$")
 _ANNOUNCE = re.compile(r"^\s*(?:==\d+==|={4,}) (NVPROF is profiling process|Profiling application:|Profiling result:|API calls:)", re.MULTILINE)
-_TIME = re.compile(r"^(?P<value>[\d.]+)(?P<unit>ns|us|\u00b5s|ms|s)$")
+# Times and sizes carry their unit (`85.106ms`, `2.4e+03s`, `128.00MB`) except in --csv, whose units row names it.
+_TIME = re.compile(r"^(?P<value>[\d.]+(?:e[+-]?\d+)?)(?P<unit>ns|us|\u00b5s|ms|s)$")
 _NS_PER = {"ns": 1.0, "us": 1e3, "\u00b5s": 1e3, "ms": 1e6, "s": 1e9}
-_SIZE = re.compile(r"^(?P<value>[\d.]+)(?P<unit>B|KB|MB|GB)$")
+_SIZE = re.compile(r"^(?P<value>[\d.]+(?:e[+-]?\d+)?)(?P<unit>B|KB|MB|GB)$")
 # nvprof's sizes are binary (8.000000MB is 8 MiB: its 48 migrations average 170.67KB); nsys's MB is 10^6 bytes.
 _BYTES_PER = {"B": 1.0, "KB": 2.0**10, "MB": 2.0**20, "GB": 2.0**30}
 # A console summary row: `[Type:]  Time(%)  Time  Calls  Avg  Min  Max  Name`, times with their unit.
-_T = r"[\d.]+(?:ns|us|\u00b5s|ms|s)"
+_T = r"[\d.]+(?:e[+-]?\d+)?(?:ns|us|\u00b5s|ms|s)"
 _ROW = re.compile(rf"^\s*(?:(?P<type>[A-Za-z][A-Za-z ()/]*?):)?\s+(?P<pct>[\d.]+)%\s+(?P<time>{_T})\s+(?P<calls>\d+)\s+"
                   rf"(?P<avg>{_T})\s+(?P<min>{_T})\s+(?P<max>{_T})\s+(?P<name>\S.*?)\s*$")
 _UM_ROW = re.compile(r"^\s*(?P<count>\d+)\s+(?P<avg>\S+)\s+(?P<min>\S+)\s+(?P<max>\S+)\s+(?P<total>\S+)\s+(?P<time>\S+)\s+(?P<name>\S.*?)\s*$")
@@ -48,8 +49,6 @@ _UM_DIRECTIONS = {"host to device": "[CUDA Unified Memory memcpy HtoD]", "device
 # --print-gpu-trace: a console header whose columns (`Start`, `Duration`, `Grid Size`, ..., `Name`) each end where
 # their right-aligned values end, or the --csv header `"Start","Duration",...` with a units row below it.
 _TRACE_HEADER = re.compile(r'^\s*"?Start"?(\s{2,}|,)"?Duration"?(\s|,)')
-_TRACE_TIME = re.compile(r"^(?P<value>[\d.]+(?:e[+-]?\d+)?)(?P<unit>ns|us|\u00b5s|ms|s)$")
-_TRACE_SIZE = re.compile(r"^(?P<value>[\d.]+(?:e[+-]?\d+)?)(?P<unit>B|KB|MB|GB)$")
 _CORRELATION = re.compile(r"\s\[(\d+)\]\s*$")  # `vectorAdd(float const *, ...) [112]`: the launch's correlation id
 # nvprof's unified-memory rows, as nsys names them (`[CUDA Unified Memory memcpy HtoD]`).
 _UNIFIED = re.compile(r"^\[Unified Memory Memcpy (\w+)\]$", re.IGNORECASE)
@@ -58,16 +57,6 @@ _UNIFIED = re.compile(r"^\[Unified Memory Memcpy (\w+)\]$", re.IGNORECASE)
 def looks_like_nvprof(head: str) -> bool:
     """True when the text holds nvprof's (or pgprof's) output."""
     return bool(_ANNOUNCE.search(head))
-
-
-def _ns(text: str) -> float | None:
-    match = _TIME.match(text.strip())
-    return float(match.group("value")) * _NS_PER[match.group("unit")] if match else None
-
-
-def _bytes(text: str) -> float | None:
-    match = _SIZE.match(text.strip())
-    return float(match.group("value")) * _BYTES_PER[match.group("unit")] if match else None
 
 
 def _record(section: str, pct: float | None, total: float | None, calls: int | None, avg: float | None, low: float | None,
@@ -237,10 +226,10 @@ def _add_migrations(result: StatsReports, migrations: list[dict[str, object]]) -
                         "their sizes are nvprof's binary MB")
 
 
-def _trace_ns(text: str, unit: str | None = None) -> float | None:
-    """A trace time in ns: `85.106ms`, `2.4e+03s`, or a bare number in the CSV units row's `unit`; `-` is none."""
+def _ns(text: str, unit: str | None = None) -> float | None:
+    """A time in ns: `85.106ms`, `2.4e+03s`, or a bare number in the CSV units row's `unit`; `-` is none."""
     text = text.strip()
-    match = _TRACE_TIME.match(text)
+    match = _TIME.match(text)
     if match:
         return float(match.group("value")) * _NS_PER[match.group("unit")]
     try:
@@ -249,10 +238,10 @@ def _trace_ns(text: str, unit: str | None = None) -> float | None:
         return None
 
 
-def _trace_bytes(text: str, unit: str | None = None) -> float | None:
-    """A trace size in bytes (nvprof's KB and MB are binary): `128.00MB`, `0B`, or a bare number in `unit`."""
+def _bytes(text: str, unit: str | None = None) -> float | None:
+    """A size in bytes (nvprof's KB and MB are binary): `128.00MB`, `0B`, or a bare number in `unit`."""
     text = text.strip()
-    match = _TRACE_SIZE.match(text)
+    match = _SIZE.match(text)
     if match:
         return float(match.group("value")) * _BYTES_PER[match.group("unit")]
     try:
@@ -309,10 +298,10 @@ def _read_gpu_trace(path: Path, lines: list[str], header_line: int, result: Stat
             name = f"[CUDA Unified Memory memcpy {unified.group(1)}]"
         elif name.lower().startswith("[unified memory"):
             continue  # page faults: the GPU's are handled while its kernels run, the CPU's on the host; neither is GPU work
-        start, duration = _trace_ns(cells.get("Start", ""), unit_of.get("Start")), _trace_ns(cells.get("Duration", ""), unit_of.get("Duration"))
-        size = _trace_bytes(cells.get("Size", ""), unit_of.get("Size"))
+        start, duration = _ns(cells.get("Start", ""), unit_of.get("Start")), _ns(cells.get("Duration", ""), unit_of.get("Duration"))
+        size = _bytes(cells.get("Size", ""), unit_of.get("Size"))
         if size is None and unified:  # a migration's size is in the `Unified Memory` column
-            size = _trace_bytes(cells.get("Unified Memory", ""), unit_of.get("Unified Memory"))
+            size = _bytes(cells.get("Unified Memory", ""), unit_of.get("Unified Memory"))
         device = cells.get("Device", "").strip()
         numbered = re.match(r"^(.*\S)\s+\((\d+)\)$", device)  # `Tesla T4 (0)`; older nvprof cut it to `GeForce GTX 107`
         if numbered:
