@@ -226,28 +226,27 @@ def _add_migrations(result: StatsReports, migrations: list[dict[str, object]]) -
                         "their sizes are nvprof's binary MB")
 
 
-def _ns(text: str, unit: str | None = None) -> float | None:
-    """A time in ns: `85.106ms`, `2.4e+03s`, or a bare number in the CSV units row's `unit`; `-` is none."""
+def _scaled(text: str, pattern: re.Pattern[str], per_unit: dict[str, float], unit: str | None) -> float | None:
+    """A number with its unit suffix (`pattern`), or bare in the CSV units row's `unit`, times that unit's factor;
+    `-` and anything else is none."""
     text = text.strip()
-    match = _TIME.match(text)
+    match = pattern.match(text)
     if match:
-        return float(match.group("value")) * _NS_PER[match.group("unit")]
+        return float(match.group("value")) * per_unit[match.group("unit")]
     try:
-        return float(text) * _NS_PER[unit] if unit in _NS_PER else None
+        return float(text) * per_unit[unit] if unit in per_unit else None
     except ValueError:
         return None
+
+
+def _ns(text: str, unit: str | None = None) -> float | None:
+    """A time in ns: `85.106ms`, `2.4e+03s`, or a bare number in `unit`."""
+    return _scaled(text, _TIME, _NS_PER, unit)
 
 
 def _bytes(text: str, unit: str | None = None) -> float | None:
     """A size in bytes (nvprof's KB and MB are binary): `128.00MB`, `0B`, or a bare number in `unit`."""
-    text = text.strip()
-    match = _SIZE.match(text)
-    if match:
-        return float(match.group("value")) * _BYTES_PER[match.group("unit")]
-    try:
-        return float(text) * _BYTES_PER[unit] if unit in _BYTES_PER else None
-    except ValueError:
-        return None
+    return _scaled(text, _SIZE, _BYTES_PER, unit)
 
 
 def _read_gpu_trace(path: Path, lines: list[str], header_line: int, result: StatsReports) -> None:
