@@ -685,7 +685,9 @@ def analyze_stats(stats: StatsReports, source: Source, gpu: str | None = None, n
         timeline = Timeline(whole.devices, whole.copies, findings, nvtx, whole.verdict, whole.gaps, whole.idle_by_cause, whole.launch,
                             sync=syncs, unmatched_kernels=unmatched, matched_kernels=matched)
     else:
-        copy_share = stats_copy_share_finding(kern, copies)
+        graphs = stats_graph_trace_finding(api, kern)
+        # Where the kernel summary lacks the kernels inside CUDA graphs, a copy share of what it lists would be wrong.
+        copy_share = stats_copy_share_finding(kern, copies) if graphs is None else None
         findings = (stats_findings(syncs, copies_apart) + stats_unified_memory_findings(copies) + kernel_findings + rule_findings
                     + ([copy_share] if copy_share else []))
         launch: dict[str, Any] = {}
@@ -695,7 +697,6 @@ def analyze_stats(stats: StatsReports, source: Source, gpu: str | None = None, n
         else:
             # Without a per-launch report, the two summaries still compare a launch call with the kernel it launches.
             bound = stats_launch_bound_finding(api, kern)
-        graphs = stats_graph_trace_finding(api, kern)
         findings += [f for f in (bound, graphs) if f is not None]
         findings.sort(key=lambda f: -(f.get("cost_ns") or 0))
         if graphs is not None:
