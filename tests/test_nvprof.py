@@ -129,3 +129,11 @@ def test_csv_gpu_trace_and_an_api_trace_beside_it():
     assert copies["start_ns"].to_list() == [0, 4_643_346] and copies["bytes"].to_list() == [1028, 128]
     assert copies["src_kind"].to_list() == ["Device", "Pinned"]
     assert any("API trace (--print-api-trace)" in note for note in stats.notes)
+
+
+def test_nvtx_result_ranges_are_read_and_their_kernels_not_counted_twice():
+    # A real summary followed by an `NVTX result` section: the range's own 1.22693 s is an NVTX range, and the kernel
+    # its table repeats (with its name cut) is not a third launch of another kernel.
+    result = analyze_json(FOUND / "nvprof_nvtx_result_after_summary_nvtx3_issue.txt")
+    assert [(k["name"], k["launches"]) for k in result["kernels"]] == [("kernel(float*, unsigned long)", 2)]
+    assert [(g["name"], g["count"], g["cpu_ns"]) for g in result["timeline"]["nvtx"]] == [("function_my_domain", 1, pytest.approx(1.22693e9))]

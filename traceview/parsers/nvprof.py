@@ -9,7 +9,8 @@ the unified-memory migrations (`[CUDA Unified Memory memcpy HtoD]`, with their s
 unit-suffixed times (`1.3887ms`, `985ns`) and `--csv` with its units row (`,%,ms,,us,us,ms,`). A `Device "NAME (N)"`
 line names the GPU. The per-launch GPU trace (`--print-gpu-trace`, console or `--csv`) is read as nsys's
 `cuda_gpu_trace` is: every kernel and copy with its start, so the whole-run view (busy %, breakdown, idle gaps) holds.
-Metric and event results (`--metrics`, `--events`) and the API trace (`--print-api-trace`) are not read, and say so.
+An `NVTX result` section gives each range's own time (its `Range:` row) as nsys's `nvtx_sum` does. Metric and event
+results (`--metrics`, `--events`) and the API trace (`--print-api-trace`) are not read, and say so.
 """
 
 from __future__ import annotations
@@ -98,9 +99,16 @@ def parse(path: str | Path) -> StatsReports:
                 unread.add(_UNREAD_SECTIONS[section.lower()])
             continue
         if _RANGE.match(line):
-            # `--print-summary-per-range`'s per-NVTX-range tables repeat the whole run's: left out, not added twice.
-            section, csv_header, csv_units = None, None, None
-            unread.add("per-NVTX-range summaries")
+            # A range's own table (`NVTX result`): its `Range:` row is the range's CPU time, as nvtx_sum has it; the GPU
+            # activities and API calls under it repeat the whole run's and are not added twice.
+            section, csv_header, csv_units = "nvtx range", None, None
+            continue
+        if section == "nvtx range":
+            row = _ROW.match(line)
+            if row and (row.group("type") or "").lower() == "range":
+                records.setdefault("nvtx_sum", []).append(
+                    {"time_pct": None, "total_ns": _ns(row.group("time")), "count": int(row.group("calls")), "avg_ns": _ns(row.group("avg")),
+                     "min_ns": _ns(row.group("min")), "max_ns": _ns(row.group("max")), "name": row.group("name"), "style": "PushPop"})
             continue
         if section is None:
             continue
@@ -155,7 +163,7 @@ def parse(path: str | Path) -> StatsReports:
         if unread:
             result.notes.append(f"not read from nvprof's output: {', '.join(sorted(unread))}")
         return result
-    for report in ("cuda_gpu_kern_sum", "cuda_gpu_mem_time_sum", "cuda_api_sum"):
+    for report in ("cuda_gpu_kern_sum", "cuda_gpu_mem_time_sum", "cuda_api_sum", "nvtx_sum"):
         if report in records:
             frame = stats_frame(records[report])
             result.reports[report] = _added_up(frame) if len(processes) > 1 else frame
