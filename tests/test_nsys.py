@@ -998,3 +998,15 @@ def test_nsys_2020_size_summary_in_kib(tmp_path):
     copies = {c["direction"]: c for c in analyze_json(summaries)["timeline"]["copies"]}
     assert copies["[CUDA memcpy HtoD]"]["bytes"] == pytest.approx(12_000_004, abs=1)
     assert copies["[CUDA memcpy DtoH]"]["gb_per_s"] == pytest.approx(11_718.751 * 1024 / 1_144_134)
+
+
+def test_a_damaged_nsys_analyze_table_is_no_internal_error(tmp_path):
+    # A mutant of the real analyze capture (found by tests/fuzz_real_files-style mutation): a gpu_time_util row whose
+    # In-Use column is gone, and a row with no duration, gave a TypeError where a finding is written.
+    text = (FOUND_STATS / "nsys_2025.3_analyze_console.txt").read_text()
+    damaged = tmp_path / "damaged.txt"
+    damaged.write_text(text.replace("    1        40.9        169,086", "    1           -        169,086")
+                       .replace("       577,585  357,164,672", "             -  357,164,672"))
+    findings = {f["rule"]: f for f in analyze_json(damaged)["timeline"]["findings"]}
+    assert "as low as" not in findings["gpu_time_util"]["message"]
+    assert findings["cuda_memcpy_sync"]["evidence"]["calls"] == 2

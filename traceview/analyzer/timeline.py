@@ -424,6 +424,8 @@ def stats_rule_findings(rules: dict[str, pl.DataFrame], have_api_summary: bool) 
     the host was held for, since the tables do not give the calls' host time. cuda_api_sync is left to the API
     summary's finding where that was read too (`have_api_summary`): the summary counts every call, the table 50."""
     found: list[dict[str, Any]] = []
+    # A row without its duration (a damaged or hand-edited table) says nothing about time.
+    rules = {rule: rows.filter(pl.col("duration_ns").is_not_null()) for rule, rows in rules.items()}
 
     def add(rule: str, cost: float, message: str, advice: str, evidence: dict[str, Any]) -> None:
         found.append({"rule": rule, "cost_ns": int(cost), "message": message, "advice": advice, "evidence": evidence})
@@ -476,9 +478,10 @@ def stats_rule_findings(rules: dict[str, pl.DataFrame], have_api_summary: bool) 
     if rows is not None and rows.height:
         idle = float(rows.select((pl.col("duration_ns") * (1 - pl.col("in_use_pct").fill_null(0) / 100)).sum()).item() or 0)
         span = float(rows["duration_ns"].sum() or 0)
+        lowest = rows["in_use_pct"].min()
         add("gpu_time_util", idle,
-            f"nsys analyze: low GPU utilization in {_rule_count(rows, 'stretch', 'stretches')} ({duration_text(span)}, "
-            f"as low as {rows['in_use_pct'].min():.1f}% in use): {duration_text(idle)} of idle GPU time in them",
+            f"nsys analyze: low GPU utilization in {_rule_count(rows, 'stretch', 'stretches')} ({duration_text(span)}"
+            + (f", as low as {lowest:.1f}% in use" if lowest is not None else "") + f"): {duration_text(idle)} of idle GPU time in them",
             "see the idle gaps and their causes for those stretches (the SQLite export)",
             {"stretches": rows.head(60).to_dicts(), "idle_ns": idle})
     return found
