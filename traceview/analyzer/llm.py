@@ -140,6 +140,11 @@ def _device_bandwidth(row: dict[str, Any], gpu: GpuSpec | None) -> tuple[GpuSpec
                                          "MBU against one GPU's bandwidth"), count
 
 
+def _with_note(note: str | None, more: str) -> str:
+    """Return a row's note with `more` added after what it says already."""
+    return more if note is None else f"{note}; {more}"
+
+
 def _verification_passes(row: dict[str, Any]) -> tuple[int | None, str | None]:
     """Return (forward passes of the model, note) for a decode run with speculative decoding, else (None, None).
 
@@ -219,39 +224,39 @@ def analyze_runs(
             elif note is None and not moe:
                 record["note"] = "no model size in this output: pass --weights to get bandwidth and MBU"
             if moe_note:
-                record["note"] = moe_note if record["note"] is None else f"{record['note']}; {moe_note}"
+                record["note"] = _with_note(record["note"], moe_note)
             if record["mbu_pct"] is not None and record["mbu_pct"] > 100:
                 record["note"] = (f"MBU {record['mbu_pct']:.0f}% is above 100%: wrong bytes per token (--weights) or wrong device "
                                   "bandwidth (--gpu/--bandwidth)")
             elif record["mbu_pct"] is not None and record["mbu_pct"] < LOW_MBU_PCT and not moe and offload in ("full", "unknown"):
                 low = _low_mbu_note(record["mbu_pct"], offload, row.get("backend"))
-                record["note"] = low if record["note"] is None else f"{record['note']}; {low}"
+                record["note"] = _with_note(record["note"], low)
             if peak_bw is None and (record["note"] is None or (per_token and offload in ("full", "unknown"))):
                 named = row.get("device_name")
                 device_note = (f"{named} is not in the GPU table: pass --gpu NAME or --bandwidth to get MBU" if named
                                else "device not named in the output: pass --gpu NAME or --bandwidth to get MBU")
-                record["note"] = device_note if record["note"] is None else f"{record['note']}; {device_note}"
+                record["note"] = _with_note(record["note"], device_note)
             if sequences > 1 and record["bytes_per_token"] is not None:
                 shared = f"{sequences} sequences share each read of the weights: bytes/token = weights / {sequences}"
-                record["note"] = shared if record["note"] is None else f"{record['note']}; {shared}"
+                record["note"] = _with_note(record["note"], shared)
             if speculation_note:
-                record["note"] = speculation_note if record["note"] is None else f"{record['note']}; {speculation_note}"
+                record["note"] = _with_note(record["note"], speculation_note)
             if row.get("n_depth") and record["bytes_per_token"] is not None:
                 depth_note = (f"at depth {row['n_depth']:,} each token also reads the KV cache of the context: bytes/token and MBU count "
                               "the weights alone (a lower bound)")
-                record["note"] = depth_note if record["note"] is None else f"{record['note']}; {depth_note}"
+                record["note"] = _with_note(record["note"], depth_note)
         elif row["phase"] == "prefill" and rate and row.get("model_params"):
             moe, share = moe_active_share(row.get("model"), row.get("model_params"))
             if moe and not share:
                 unknown = "mixture of experts with no active parameter count in its name: prefill FLOP unknown"
-                record["note"] = unknown if record["note"] is None else f"{record['note']}; {unknown}"
+                record["note"] = _with_note(record["note"], unknown)
                 records.append(record)
                 continue
             # A token's FLOP are about 2 × the parameters it passes through: for a mixture of experts, the active ones.
             record["achieved_flop_per_s"] = 2.0 * row["model_params"] * (share or 1.0) * rate
             if gpus > 1 and gpu is None:
                 several = f"{gpus} GPUs: no compute share (llama.cpp may pipeline a prompt's micro-batches across them)"
-                record["note"] = several if record["note"] is None else f"{record['note']}; {several}"
+                record["note"] = _with_note(record["note"], several)
             elif spec and spec.tensor_fp16_flop_per_s and offload == "full":
                 record["compute_pct"] = 100.0 * record["achieved_flop_per_s"] / spec.tensor_fp16_flop_per_s
         records.append(record)
