@@ -338,6 +338,9 @@ def classify_launches(launches: pl.DataFrame, peaks: Mapping[str, float | pl.Exp
     return stage.select([pl.col(name).cast(dtype) for name, dtype in _VERDICT_COLUMNS.items()])
 
 
+_ONE_SIDE_ADVICE = "under 80% one side alone gives no verdict: collect both (`ncu --section SpeedOfLight`, or --set full)"
+
+
 def _reasons(stage: pl.DataFrame) -> tuple[list[str], list[float | None], list[str | None]]:
     """Per launch, from the decided columns: the reason text (what ncu's SOL said, or the roofline's numbers), the
     fraction of its time a fix could give back (ncu's largest estimated speedup, else the headroom under its roof),
@@ -352,24 +355,20 @@ def _reasons(stage: pl.DataFrame) -> tuple[list[str], list[float | None], list[s
     sources: list[str | None] = []
     for (bound, label, sol_label, roof, binding, intensity, compute, memory, sm, mem, from_units, one_sided, waves, known, one_side_low,
          sol_one_low, speedup, local_speedup, *pipes) in stage.select(columns).rows():
+        # A kernel without a verdict has only its reason: no fraction to recover, from no source.
+        unjudged = None
         if sol_one_low:
             measured = f"Memory {pct_text(mem)}" if sm is None else f"Compute (SM) {pct_text(sm)}"
             missing = "SM throughput" if sm is None else "memory throughput"
-            reasons.append(f"ncu SOL: {measured}, {missing} not collected: under 80% one side alone gives no verdict: collect both "
-                           "(`ncu --section SpeedOfLight`, or --set full)")
-            fractions.append(None)
-            sources.append(None)
-            continue
-        if one_side_low:
+            unjudged = f"ncu SOL: {measured}, {missing} not collected: {_ONE_SIDE_ADVICE}"
+        elif one_side_low:
             measured = f"{pct_text(memory)} of the {binding} roof" if compute is None else f"{pct_text(compute)} of the {binding} roof"
             missing = "no FLOP counts" if compute is None else "no byte counts"
-            reasons.append(f"roofline: {measured}; the other side was not measured ({missing}), and under 80% one side alone "
-                           "gives no verdict: collect both (`ncu --section SpeedOfLight`, or --set full)")
-            fractions.append(None)
-            sources.append(None)
-            continue
-        if not known:
-            reasons.append("no FLOP or byte counts with known peaks and no SOL percentages in this export")
+            unjudged = f"roofline: {measured}; the other side was not measured ({missing}), and {_ONE_SIDE_ADVICE}"
+        elif not known:
+            unjudged = "no FLOP or byte counts with known peaks and no SOL percentages in this export"
+        if unjudged is not None:
+            reasons.append(unjudged)
             fractions.append(None)
             sources.append(None)
             continue
