@@ -739,6 +739,8 @@ def _parse_console(path: Path, lines: list[str], result: StatsReports) -> None:
         result.notes.append(f"{count} more '{kind}' table(s) in this file (other runs) were not read; the first one was")
 
 
+# A console cell: words one space apart; cells stand two or more spaces apart (nvprof's and nsys's column layouts).
+SPACED_CELL = re.compile(r"\S+(?: \S+)*")
 # The one column of an `nsys analyze` table that may be null (the query's NULLIF(greenContextId, 0)). nsys prints a
 # null cell as nothing at all, not as a blank column, so the cells after it shift left under the wrong headers.
 _NULLABLE_RULE_COLUMNS = ("Green Context ID",)
@@ -748,7 +750,7 @@ def _rule_cells(raw: str, header: list[str], sliced: list[str]) -> list[str]:
     """Return a console row of an `nsys analyze` table as cells: its values are two or more spaces apart (API names and
     memory kinds hold none), so a row with as many values as columns is read by them, and one short by its nullable
     columns has those empty; any other row is read by the dashes' columns (`sliced`)."""
-    values = [match.group(0) for match in re.finditer(r"\S+(?: \S+)*", raw)]
+    values = [match.group(0) for match in SPACED_CELL.finditer(raw)]
     if len(values) == len(header):
         return values
     nullable = [i for i, name in enumerate(header) if name in _NULLABLE_RULE_COLUMNS]
@@ -763,7 +765,7 @@ def _header_cells(line: str, spans: list[tuple[int, int]]) -> list[str]:
     """Return a console header's column names. nsys centres each name over its dashes, and an odd spare column can
     push a name a character past them (`nsys analyze`'s `Src Kind` over `--------`); names hold single spaces only and
     are two or more apart, so where the line splits into as many names as there are columns, those are the names."""
-    names = [match.group(0) for match in re.finditer(r"\S+(?: \S+)*", line)]
+    names = [match.group(0) for match in SPACED_CELL.finditer(line)]
     if len(names) == len(spans):
         return names
     return [line[a:b].strip() for a, b in _widen(spans, line)]

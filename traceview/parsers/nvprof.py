@@ -23,7 +23,7 @@ from pathlib import Path
 import polars as pl
 
 from traceview.errors import TraceFormatError
-from traceview.parsers.nsys_stats import StatsReports, stats_frame, store_per_launch
+from traceview.parsers.nsys_stats import SPACED_CELL, StatsReports, stats_frame, store_per_launch
 
 # `==12345== Profiling result:` (nvprof), `======== API calls:` (nvprof -i FILE, pgprof): a section's heading.
 # Indented where the output was pasted into a Markdown list.
@@ -277,7 +277,7 @@ def _read_gpu_trace(path: Path, lines: list[str], header_line: int, result: Stat
         unit_of = dict(zip(header, units, strict=False))
     else:
         # Each column's values end where its name ends; the name column runs to the end of the line.
-        names = [(m.group(0), m.end()) for m in re.finditer(r"\S+(?: \S+)*", header_text)]
+        names = [(m.group(0), m.end()) for m in SPACED_CELL.finditer(header_text)]
         header = [name for name, _ in names]
         body = []
         for number, line in enumerate(lines[header_line:], start=header_line + 1):
