@@ -1010,3 +1010,11 @@ def test_a_damaged_nsys_analyze_table_is_no_internal_error(tmp_path):
     findings = {f["rule"]: f for f in analyze_json(damaged)["timeline"]["findings"]}
     assert "as low as" not in findings["gpu_time_util"]["message"]
     assert findings["cuda_memcpy_sync"]["evidence"]["calls"] == 2
+
+
+def test_a_finding_share_of_a_table_cut_by_hand_is_of_the_whole_run(realdata_file):
+    # The real `nsys stats --format table` README: 11 kernel rows and then a `...`. Its FP32 GEMMs (8.17 s) were called
+    # "55.1% of kernel time", a share of the rows shown; nsys's own Time(%) of those rows adds up to 41.8% of the run.
+    path = realdata_file("nsys_stats/nsys_stats_table_format_gpukernsum_nccl_allreduce_ddp_a100_awsdoeks_README.md")
+    finding = next(f for f in analyze_json(path)["timeline"]["findings"] if f["rule"] == "fp32_matrix_math")
+    assert "8.17 s, 41.7% of kernel time" in finding["message"]

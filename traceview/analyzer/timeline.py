@@ -154,6 +154,22 @@ def kernel_summary(kernels: pl.DataFrame, names: dict[int, str]) -> pl.DataFrame
     ).drop("name_id")
 
 
+# Listed kernels whose own shares (a profiler's Time(%)) add up to less than this are part of the run's kernels.
+WHOLE_TABLE_PCT = 99.5
+
+
+def run_kernel_ns(ranked: pl.DataFrame) -> float:
+    """Return the run's kernel time (ns) that a finding's share is of: the listed kernels' time, or, where their own
+    shares add up to visibly less than 100% (an nsys stats table cut by hand keeps nsys's Time(%) of the whole run),
+    that time scaled up to the whole."""
+    listed = float(ranked["duration_ns"].sum() or 0.0)
+    shares = ranked["share_pct"] if "share_pct" in ranked.columns else None
+    if shares is None or shares.null_count() or not shares.len():
+        return listed
+    shown = float(shares.sum() or 0.0)
+    return listed * 100.0 / shown if 0.0 < shown < WHOLE_TABLE_PCT else listed
+
+
 def fp32_fma_finding(ranked: pl.DataFrame, spec: GpuSpec | None) -> dict[str, Any] | None:
     """Return a run finding for the GEMMs and convolutions whose names say FP32 FMA on the CUDA cores and that are
     compute-bound (measured by ncu, else likely by their kind and duration), or None. Its cost is the most the
@@ -168,7 +184,7 @@ def fp32_fma_finding(ranked: pl.DataFrame, spec: GpuSpec | None) -> dict[str, An
     if fma.height == 0 or (spec is not None and not speedups):
         return None
     time_ns = float(fma["duration_ns"].sum() or 0.0)
-    total_ns = float(ranked["duration_ns"].sum() or 0.0)
+    total_ns = run_kernel_ns(ranked)
     kinds = fma.group_by("kind").agg(pl.col("duration_ns").sum()).sort("duration_ns", descending=True)["kind"].to_list()
     what = " and ".join({"gemm": "GEMMs", "convolution": "convolutions"}[kind] for kind in kinds)
     share = f", {100.0 * time_ns / total_ns:.1f}% of kernel time" if total_ns else ""
@@ -195,7 +211,7 @@ def dequantize_finding(ranked: pl.DataFrame) -> dict[str, Any] | None:
     names = ranked["kernel_name"].fill_null("").to_list()
     standalone = ranked.filter(pl.Series([DEQUANT_NAME.search(name[:KIND_CHARS]) is not None for name in names]) & (pl.col("kind") != "gemm"))
     time_ns = float(standalone["duration_ns"].sum() or 0.0)
-    total_ns = float(ranked["duration_ns"].sum() or 0.0)
+    total_ns = run_kernel_ns(ranked)
     if standalone.height == 0 or not total_ns or 100.0 * time_ns / total_ns < DEQUANT_MIN_SHARE_PCT:
         return None
     top = standalone.sort("duration_ns", descending=True)
