@@ -34,7 +34,14 @@ from traceview.analyzer.nvtx import (
     steps_from_nvtx,
 )
 from traceview.analyzer.ranking import rank_kernels
-from traceview.analyzer.roofline import RECOMMENDATIONS, Bound, classify_launches
+from traceview.analyzer.roofline import (
+    NCU_COLLECTION,
+    NVPROF_COLLECTION,
+    RECOMMENDATIONS,
+    Bound,
+    Collection,
+    classify_launches,
+)
 from traceview.analyzer.timeline import (
     BLOCKING_API,
     Timeline,
@@ -110,6 +117,7 @@ class Analysis:
     timeline: Timeline | None = None  # Nsight Systems exports
     steps: dict[str, Any] | None = None  # decode steps found in an Nsight Compute export (analyzer.ncu_steps)
     fleet: Any = None  # analyzer.fleet.FleetResult when the input is a saved `traceview fleet` result
+    collection: Collection = NCU_COLLECTION  # how to collect what the verdicts lack, in the input profiler's words
 
     @property
     def total_duration_ns(self) -> float | None:
@@ -320,8 +328,9 @@ def _tensor_checked(verdicts: pl.DataFrame, kernels: pl.DataFrame) -> pl.DataFra
     ).drop("_tensor_flop")
 
 
-def with_verdicts(kernels: pl.DataFrame, device: Device) -> pl.DataFrame:
-    """Return the launches with verdict columns and recoverable_ns added."""
+def with_verdicts(kernels: pl.DataFrame, device: Device, collection: Collection = NCU_COLLECTION) -> pl.DataFrame:
+    """Return the launches with verdict columns and recoverable_ns added; `collection` words what to collect where a
+    launch has no verdict."""
     peaks: dict[str, float | pl.Expr | None] = {key: peak.value for key, peak in device.peaks.items()}
     if device.peaks["peak_tensor_flop_per_s"].source != "profile" and "tensor_dtype" in kernels.columns:
         # Without a measured tensor peak, each launch's datatype picks its datasheet peak.
@@ -333,7 +342,7 @@ def with_verdicts(kernels: pl.DataFrame, device: Device) -> pl.DataFrame:
                                                             default=None, return_dtype=pl.Float64))
                 .otherwise(pl.lit(peaks["peak_tensor_flop_per_s"], dtype=pl.Float64))
             )
-    verdicts = _tensor_checked(classify_launches(kernels, peaks), kernels)
+    verdicts = _tensor_checked(classify_launches(kernels, peaks, collection), kernels)
     failed = kernels["launch_failed"].fill_null(False) if "launch_failed" in kernels.columns else pl.Series([False] * kernels.height)
     if failed.any():
         failed_verdict = {**{name: None for name in VERDICT_SCHEMA}, "bound": Bound.UNKNOWN.value, "label": "launch failed",
@@ -345,7 +354,8 @@ def with_verdicts(kernels: pl.DataFrame, device: Device) -> pl.DataFrame:
     frame = pl.concat([kernels, verdicts.select([pl.col(n).cast(t) for n, t in VERDICT_SCHEMA.items()])], how="horizontal")
     return frame.with_columns(
         recoverable_ns=pl.col("duration_ns") * pl.col("recoverable_fraction"),
-        recommendation=pl.col("bound").replace_strict({b.value: text for b, text in RECOMMENDATIONS.items()}),
+        recommendation=pl.col("bound").replace_strict({**{b.value: text for b, text in RECOMMENDATIONS.items()},
+                                                       Bound.UNKNOWN.value: collection.no_verdict}),
     )
 
 
@@ -354,14 +364,16 @@ def analyze(kernels: pl.DataFrame, source: Source, gpu: str | None = None, weigh
     """Return the full analysis of a KERNELS frame: device, per-launch verdicts and the ranked kernel list, and the
     decode steps when the launches repeat (or `step_kernels` says how many make one step)."""
     device = resolve_device(kernels, gpu)
-    launches = with_verdicts(kernels, device)
+    # nvprof's metrics come from GPUs Nsight Compute does not profile: advice to collect more names nvprof's metrics.
+    collection = NVPROF_COLLECTION if source.format == "nvprof-metrics" else NCU_COLLECTION
+    launches = with_verdicts(kernels, device, collection)
     notes = []
     failed = int(launches["launch_failed"].fill_null(False).sum()) if launches.height else 0
     if failed:
         notes.append(f"{failed} launch(es) failed under profiling (every metric nan or empty): they are counted as failed, not measured")
     timed = launches.filter(~pl.col("launch_failed").fill_null(False)) if launches.height else launches
     if timed.height and timed["duration_ns"].null_count() == timed.height:
-        notes.append("the export has no kernel durations (a single-section export?): times and recoverable time are unknown")
+        notes.append(collection.no_durations)
     if any(p.source == "profile" for p in device.peaks.values()):
         notes.append("peaks marked 'profile' are measured by Nsight Compute at the clocks of the run (peak per cycle × clock)")
     if launches["tensor_warning"].drop_nulls().len():
@@ -369,7 +381,8 @@ def analyze(kernels: pl.DataFrame, source: Source, gpu: str | None = None, weigh
     steps = decode_steps(launches, weight_bytes, device.peaks["peak_dram_bytes_per_s"].value, step_kernels) if launches.height else None
     if step_kernels and steps is None:
         notes.append(f"--step-kernels {step_kernels}: the export has fewer launches than one step")
-    return Analysis(source, device, launches, diagnose_kernels(launches, rank_kernels(launches), device.spec), notes, steps=steps)
+    return Analysis(source, device, launches, diagnose_kernels(launches, rank_kernels(launches), device.spec, collection), notes, steps=steps,
+                    collection=collection)
 
 
 def analyze_samples(

@@ -24,7 +24,15 @@ import polars as pl
 
 from traceview.analyzer.devices import GpuSpec, tensor_speedups
 from traceview.analyzer.kernel_kinds import KIND_CHARS, kernel_kind, tensor_cores_by_name
-from traceview.analyzer.roofline import BALANCED_GAP_PCT, BALANCED_LABEL, pct_text, waves_in_rules
+from traceview.analyzer.roofline import (
+    BALANCED_GAP_PCT,
+    BALANCED_LABEL,
+    NCU_COLLECTION,
+    Collection,
+    pct_text,
+    waves_in_rules,
+)
+from traceview.parsers.nvprof_metrics import STALL_UNIT as NVPROF_STALL_UNIT
 from traceview.wording import counted
 
 # A kernel whose median launch is longer than this pays under 10 % for a ~2-5 us launch: CUDA graphs cannot help it.
@@ -63,6 +71,19 @@ STALLS: dict[str, tuple[str, str | None]] = {
     "not_selected": ("eligible but another warp was picked: enough parallelism, not a problem", None),
     "misc": ("other reasons", None),
     "selected": ("issuing an instruction (not a stall)", None),
+    # nvprof's stall reasons (Kepler to Volta; `stall_memory_dependency` is its `Data Request`), as its metric reference
+    # words them; each is a share of the stalls rather than of all warp cycles.
+    "memory_dependency": ("a load or store could not be made: memory resources busy or too many requests outstanding",
+                          "fewer, wider and coalesced accesses (float4, contiguous per warp); keep reused data in shared memory"),
+    "exec_dependency": ("an input of the instruction is not ready yet (a dependency on an earlier result)",
+                        "more independent instructions per thread (ILP: unroll, independent accumulators) or more warps"),
+    "inst_fetch": ("the next instruction was not fetched yet", "smaller hot loops: less unrolling or inlining"),
+    "texture": ("the texture unit is fully used or has too many requests outstanding", "fewer texture requests per thread"),
+    "sync": ("waiting at a __syncthreads() barrier", "balance work across warps; fewer barriers, or warp-level primitives instead"),
+    "constant_memory_dependency": ("an immediate-constant-cache miss", "fewer distinct constant-memory addresses per warp"),
+    "pipe_busy": ("the compute pipeline the instruction needs is busy", "move work to another pipe or do less arithmetic"),
+    "memory_throttle": ("memory throttle: too many memory operations pending", "fewer but wider memory instructions; remove local-memory spills"),
+    "other": ("other reasons", None),
 }
 # ncu's CPIStall rule names its stall in words; the console and CSV details carry no per-reason metrics.
 _STALL_TEXT = (
@@ -304,11 +325,13 @@ def stall_totals(launches: pl.DataFrame) -> dict[str, tuple[dict[str, float], st
     exploded = (measured.select("kernel_name", "stall_unit", weight.alias("_w"), "stalls").explode("stalls").drop_nulls("stalls").unnest("stalls")
                 .filter(pl.col("value").is_not_null()))
     # Summed exactly (fsum) in Python: a parallel sum's order, and so its last digit, would differ between runs.
-    totals = exploded.group_by("kernel_name", "reason").agg((pl.col("value") * pl.col("_w")).alias("parts"), pl.col("stall_unit").first())
+    totals = exploded.group_by("kernel_name", "reason").agg((pl.col("value") * pl.col("_w")).alias("parts"), pl.col("_w").alias("weights"),
+                                                            pl.col("stall_unit").first())
     out: dict[str, tuple[dict[str, float], str | None]] = {}
-    for name, reason, parts, unit in totals.sort("kernel_name", "reason").iter_rows():
+    for name, reason, parts, weights, unit in totals.sort("kernel_name", "reason").iter_rows():
         entry = out.setdefault(name, ({}, unit))
-        entry[0][reason] = math.fsum(parts)
+        # Percentages are averaged (weighted by duration), counts and cycles summed.
+        entry[0][reason] = math.fsum(parts) / math.fsum(weights) if unit == NVPROF_STALL_UNIT else math.fsum(parts)
     return out
 
 
@@ -317,7 +340,8 @@ def stalls(rules: list[dict[str, Any]], totals: tuple[dict[str, float], str | No
     left out), and where they come from: the kernel's stall metrics (`totals`, from stall_totals: duration-weighted
     cycles per issued instruction, or summed PC samples), else the CPIStall text among the kernel's merged `rules`."""
     by_reason, unit = totals or ({}, None)
-    whole = sum(by_reason.values())
+    # nvprof's shares are of all stalls, collected or not: one reason alone at 40% is 40%, not all of them.
+    whole = max(100.0, sum(by_reason.values())) if unit == NVPROF_STALL_UNIT else sum(by_reason.values())
     if whole > 0:
         shares = [{"reason": reason, "share_pct": 100.0 * value / whole, "meaning": STALLS.get(reason, (reason.replace("_", " "), None))[0]}
                   for reason, value in by_reason.items() if reason != "selected" and value / whole >= 0.01]
@@ -433,10 +457,11 @@ def _grid_advice(occ: dict[str, Any], launches: list[dict[str, Any]], kind: str)
 
 
 def diagnose(launches: list[dict[str, Any]], kernel: dict[str, Any], stall_sums: tuple[dict[str, float], str | None] | None = None,
-             spec: GpuSpec | None = None) -> dict[str, Any]:
+             spec: GpuSpec | None = None, collection: Collection = NCU_COLLECTION) -> dict[str, Any]:
     """Return the diagnosis of one kernel: rules, occupancy, stalls, tensor_core, advice (most valuable first) and a
     reason that quotes the kernel-level numbers. `kernel` is its ranked row (bound, label, duration-weighted SOL %);
-    `stall_sums` its entry of stall_totals (None: no stall metrics); `spec` the GPU, for what tensor cores would give."""
+    `stall_sums` its entry of stall_totals (None: no stall metrics); `spec` the GPU, for what tensor cores would give;
+    `collection` what collects the evidence it lacks, in the input profiler's words."""
     measured = [r for r in launches if not r.get("launch_failed")]
     rules = merge_rules(launches)
     occ = occupancy(measured) if measured else None
@@ -462,7 +487,8 @@ def diagnose(launches: list[dict[str, Any]], kernel: dict[str, Any], stall_sums:
         top = stall_list[0]
         fix = STALLS.get(top["reason"], (None, None))[1]
         if fix:
-            specific.append(f"warps stall most on {top['reason']} ({top['share_pct']:.0f}% of warp cycles): {top['meaning']} — {fix}")
+            share_of = "stalls" if stall_source == NVPROF_STALL_UNIT else "warp cycles"
+            specific.append(f"warps stall most on {top['reason']} ({top['share_pct']:.0f}% of {share_of}): {top['meaning']} — {fix}")
     for rule in rules:
         if rule["type"] in ("OPT", "WRN", "ERR") and rule["name"] not in _COVERED_RULES and (rule["speedup_pct"] or 0) >= 5:
             specific.append(f"ncu {rule['name'] or rule['section']}: est. {rule['speedup_pct']:.0f}% {_speedup_words(rule)} — "
@@ -479,7 +505,7 @@ def diagnose(launches: list[dict[str, Any]], kernel: dict[str, Any], stall_sums:
         missing.append("LaunchStats")
     if not stall_list:
         missing.append("WarpStateStats")
-    general = _bound_advice(kernel, kind, tensor[0], bool(specific), held, missing, spec)
+    general = _bound_advice(kernel, kind, tensor[0], bool(specific), held, missing, spec, collection)
     # A unit at 80 %+ of its peak is the wall: doing less of that work comes first. Otherwise the kernel waits, and
     # the evidence of why (occupancy, grid, stalls, ncu's rules) comes first.
     saturated = bound in ("compute", "memory") and (kernel.get("roof_pct") or 0.0) >= 80.0
@@ -496,8 +522,17 @@ def diagnose(launches: list[dict[str, Any]], kernel: dict[str, Any], stall_sums:
     }
 
 
+def slow_fp64_ratio(spec: GpuSpec | None) -> float | None:
+    """Return how many times slower FP64 is than FP32 on a GPU built for FP32 (GeForce, most workstation parts: 1/32
+    or 1/64), or None where FP64 is at least 1/4 of FP32 (data-center parts) or the table lacks either rate."""
+    if spec is None or not spec.fp64_flop_per_s or not spec.fp32_flop_per_s:
+        return None
+    ratio = spec.fp32_flop_per_s / spec.fp64_flop_per_s
+    return round(ratio) if ratio >= 8 else None
+
+
 def _bound_advice(kernel: dict[str, Any], kind: str, tensor: bool | None, have_specific: bool, held: list[str],
-                  missing_sections: list[str], spec: GpuSpec | None = None) -> list[str]:
+                  missing_sections: list[str], spec: GpuSpec | None = None, collection: Collection = NCU_COLLECTION) -> list[str]:
     """Return the advice that follows from the verdict alone, fitted to the kernel's kind and duration; a latency-bound
     kernel with nothing more specific is told what of the evidence its export `held` and to collect only the sections
     (`missing_sections`) it lacks."""
@@ -518,7 +553,12 @@ def _bound_advice(kernel: dict[str, Any], kind: str, tensor: bool | None, have_s
             text += "; for weights or KV cache, fewer bytes per value (INT8/FP8/4-bit quantization)"
         lines.append(text)
     elif bound == "compute":
-        if tensor:
+        slow_fp64 = slow_fp64_ratio(spec)
+        if kernel.get("precision") == "fp64" and slow_fp64:
+            lines.append(f"the FP64 pipes are the wall, and on the {spec.name} FP64 runs at 1/{slow_fp64:.0f} of the FP32 rate: "  # type: ignore[union-attr]
+                         "do the bulk in FP32 where accuracy allows (FP64 only for accumulations or a final refinement step), or "
+                         "run it on a GPU with full-rate FP64 (Tesla P100, V100, A100, H100)")
+        elif tensor:
             lines.append(tensor_math_advice(name, spec))
         elif kind in MATRIX_KINDS and (kernel.get("precision") == "fp32" or (tensor is False and kernel.get("precision") in (None, "unknown"))):
             lines.append(fp32_fma_advice(kind, spec))
@@ -530,17 +570,15 @@ def _bound_advice(kernel: dict[str, Any], kind: str, tensor: bool | None, have_s
         if median is not None and median < LAUNCH_BOUND_MAX_NS:
             lines.append(f"at {duration_text(median)} per launch, launch overhead (2-5 us) is a large share: fuse it with its neighbours or "
                          f"capture the sequence in a CUDA graph")
-        if not have_specific and missing_sections:
+        to_collect = collection.collect_missing(missing_sections)
+        if not have_specific and to_collect:
             lines.append("under 60% of both compute and memory throughput: the SMs wait — "
-                         + (f"the export has {' and '.join(held)}; " if held else "")
-                         + f"collect the {' and '.join([', '.join(missing_sections[:-1]), missing_sections[-1]] if len(missing_sections) > 1 else missing_sections)} "
-                         + f"section{'s' if len(missing_sections) > 1 else ''} "
-                         "(`ncu --set full`) to see why")
+                         + (f"the export has {' and '.join(held)}; " if held else "") + f"{to_collect} to see why")
         elif not have_specific:
             lines.append("under 60% of both compute and memory throughput: the SMs wait, and neither occupancy nor the warp stalls name "
-                         "one cause: look at the stalls per instruction on ncu's Source page (`ncu --set full --import-source yes`)")
+                         f"one cause: look at the stalls per instruction in {collection.per_instruction}")
     elif bound == "unknown" and not kernel.get("tensor_warning") and kernel.get("failed_launches", 0) < kernel.get("launches", 1):
-        lines.append("collect throughput metrics: re-profile with `ncu --section SpeedOfLight` (or --set full)")
+        lines.append(collection.no_verdict)
     return lines
 
 
@@ -611,9 +649,11 @@ DIAGNOSIS_SCHEMA = {
 }
 
 
-def diagnose_kernels(launches: pl.DataFrame, kernels: pl.DataFrame, spec: GpuSpec | None = None) -> pl.DataFrame:
+def diagnose_kernels(launches: pl.DataFrame, kernels: pl.DataFrame, spec: GpuSpec | None = None,
+                     collection: Collection = NCU_COLLECTION) -> pl.DataFrame:
     """Return the ranked kernels with their diagnosis: rules, occupancy, stalls, tensor_core, advice, and
-    reason/recommendation rebuilt from the kernel-level evidence; advice on tensor cores is for `spec`, the GPU."""
+    reason/recommendation rebuilt from the kernel-level evidence; advice on tensor cores is for `spec`, the GPU, and
+    on what to collect in `collection`'s words."""
     if kernels.height == 0:
         return kernels.with_columns(*[pl.lit(None, dtype=dtype).alias(name) for name, dtype in DIAGNOSIS_SCHEMA.items() if name not in kernels.columns])
     by_name: dict[str, list[dict[str, Any]]] = {}
@@ -624,7 +664,7 @@ def diagnose_kernels(launches: pl.DataFrame, kernels: pl.DataFrame, spec: GpuSpe
         by_name.setdefault(row["kernel_name"], []).append(row)
     rows = []
     for kernel in kernels.iter_rows(named=True):
-        found = diagnose(by_name.get(kernel["kernel_name"], []), kernel, sums.get(kernel["kernel_name"], ({}, None)), spec)
+        found = diagnose(by_name.get(kernel["kernel_name"], []), kernel, sums.get(kernel["kernel_name"], ({}, None)), spec, collection)
         reason = kernel_reason(kernel, found["occupancy"], found["stalls"])
         rows.append({**{k: v for k, v in found.items()}, "kernel_name": kernel["kernel_name"], "reason": reason,
                      "recommendation": found["advice"][0] if found["advice"] else kernel.get("recommendation")})

@@ -59,6 +59,62 @@ RECOMMENDATIONS = {
 
 LEVEL_NAMES = {"dram": "DRAM", "l2": "L2", "l1": "L1/TEX"}
 
+_NVPROF_ROOFLINE_METRICS = ("`nvprof --metrics flop_count_sp,flop_count_dp,dram_read_transactions,dram_write_transactions,"
+                            "dram_read_throughput,dram_write_throughput`")
+_NVPROF_STALL_METRICS = ("stall_memory_dependency,stall_exec_dependency,stall_inst_fetch,stall_sync,stall_texture,stall_pipe_busy,"
+                         "stall_memory_throttle,stall_constant_memory_dependency,stall_not_selected,stall_other")
+
+
+@dataclass(frozen=True)
+class Collection:
+    """What to run for the evidence a verdict or a diagnosis lacks, in the words of the profiler that wrote the input:
+    Nsight Compute's sections, or nvprof's metrics on the GPUs ncu does not profile (Kepler, Maxwell, Pascal)."""
+
+    no_verdict: str  # advice for a launch with neither side measured
+    both_sides: str  # what collects compute and memory together, quoted where one side alone gave no verdict
+    short: str  # the next step of an unjudged kernel in a table cell
+    # ncu section (Occupancy, LaunchStats, WarpStateStats) → what collects its evidence here (None: nothing can)
+    evidence: Mapping[str, str | None]
+    evidence_command: str
+    evidence_noun: str  # "section" or "metric"
+    per_instruction: str  # where a waiting kernel's stalls are seen per instruction
+    no_durations: str  # the note for an input without kernel durations
+
+    def collect_missing(self, missing: list[str]) -> str | None:
+        """Return "collect the X and Y sections (`command`)", for the evidence that can be collected, or None."""
+        wanted = [self.evidence[name] for name in missing if self.evidence.get(name)]
+        if not wanted:
+            return None
+        listed = wanted[0] if len(wanted) == 1 else f"{', '.join(wanted[:-1])} and {wanted[-1]}"  # type: ignore[arg-type]
+        noun = self.evidence_noun + ("s" if len(wanted) > 1 else "")
+        return f"collect the {listed} {noun} ({self.evidence_command})"
+
+
+NCU_COLLECTION = Collection(
+    no_verdict="collect throughput metrics: re-profile with `ncu --section SpeedOfLight` (or --set full)",
+    both_sides="`ncu --section SpeedOfLight`, or --set full",
+    short="profile with ncu",
+    evidence={name: name for name in ("Occupancy", "LaunchStats", "WarpStateStats")},
+    evidence_command="`ncu --set full`",
+    evidence_noun="section",
+    per_instruction="ncu's Source page (`ncu --set full --import-source yes`)",
+    no_durations="the export has no kernel durations (a single-section export?): times and recoverable time are unknown",
+)
+NVPROF_COLLECTION = Collection(
+    no_verdict=f"collect FLOP counts and DRAM traffic: re-profile with {_NVPROF_ROOFLINE_METRICS}",
+    both_sides=_NVPROF_ROOFLINE_METRICS,
+    short="collect nvprof metrics",
+    # nvprof has no wave count: its GPU trace gives the grid, not the waves per SM.
+    evidence={"Occupancy": "achieved_occupancy", "LaunchStats": None, "WarpStateStats": "stall_*"},
+    evidence_command=f"`nvprof --metrics achieved_occupancy,{_NVPROF_STALL_METRICS}`",
+    evidence_noun="metric",
+    per_instruction="the Visual Profiler's source-level analysis (`nvprof --source-level-analysis pc_sampling -o run.nvprof`)",
+    no_durations=("nvprof prints no kernel durations with metrics, and this file has neither DRAM bytes with DRAM throughputs to derive "
+                  "them from nor a timing run that agrees: times and recoverable time are unknown — collect dram_read_transactions, "
+                  "dram_write_transactions, dram_read_throughput and dram_write_throughput too, or add the output of a plain "
+                  "`nvprof ./app` run to the file"),
+)
+
 
 @dataclass(frozen=True)
 class Verdict:
@@ -172,10 +228,12 @@ _VERDICT_COLUMNS = {
 }
 
 
-def classify_launches(launches: pl.DataFrame, peaks: Mapping[str, float | pl.Expr | None]) -> pl.DataFrame:
+def classify_launches(launches: pl.DataFrame, peaks: Mapping[str, float | pl.Expr | None],
+                      collection: Collection = NCU_COLLECTION) -> pl.DataFrame:
     """Return one verdict row per launch (the Verdict fields as columns, `bound` as its string value).
 
-    `peaks` holds the peak_* values (or per-row expressions) to use where a launch has none of its own. The decisions
+    `peaks` holds the peak_* values (or per-row expressions) to use where a launch has none of its own; `collection`
+    words what to collect where a side is missing. The decisions
     are column expressions, so a 10 k-launch export costs one pass; only the reason text is formatted per row, in
     Python, so it reads exactly as the single-launch form always did."""
     frame = launches
@@ -332,20 +390,18 @@ def classify_launches(launches: pl.DataFrame, peaks: Mapping[str, float | pl.Exp
     ).with_columns(
         *[pl.when(col("_known")).then(col(name)).alias(name) for name in ("arithmetic_intensity", "achieved_flop_per_s", "precision")],
     )
-    reasons, fractions, sources = _reasons(stage)
+    reasons, fractions, sources = _reasons(stage, collection)
     stage = stage.with_columns(pl.Series("reason", reasons, dtype=pl.String), pl.Series("recoverable_fraction", fractions, dtype=pl.Float64),
                                pl.Series("recoverable_source", sources, dtype=pl.String))
     return stage.select([pl.col(name).cast(dtype) for name, dtype in _VERDICT_COLUMNS.items()])
 
 
-_ONE_SIDE_ADVICE = "under 80% one side alone gives no verdict: collect both (`ncu --section SpeedOfLight`, or --set full)"
-
-
-def _reasons(stage: pl.DataFrame) -> tuple[list[str], list[float | None], list[str | None]]:
+def _reasons(stage: pl.DataFrame, collection: Collection) -> tuple[list[str], list[float | None], list[str | None]]:
     """Per launch, from the decided columns: the reason text (what ncu's SOL said, or the roofline's numbers), the
     fraction of its time a fix could give back (ncu's largest estimated speedup, else the headroom under its roof),
     and where that fraction comes from. In Python, so the numbers are exactly those of the single-launch form."""
     names = list(LEVEL_NAMES.values())
+    one_side_advice = f"under 80% one side alone gives no verdict: collect both ({collection.both_sides})"
     columns = ["bound", "label", "_sol_label", "roof_pct", "binding_roof", "arithmetic_intensity", "compute_pct", "memory_pct",
                "_sm", "_memory", "_memory_from_units", "_one_sided", "_waves", "_known", "_one_side_low", "_sol_one_low", "_rule_speedup",
                "_rule_local_speedup",
@@ -360,11 +416,11 @@ def _reasons(stage: pl.DataFrame) -> tuple[list[str], list[float | None], list[s
         if sol_one_low:
             measured = f"Memory {pct_text(mem)}" if sm is None else f"Compute (SM) {pct_text(sm)}"
             missing = "SM throughput" if sm is None else "memory throughput"
-            unjudged = f"ncu SOL: {measured}, {missing} not collected: {_ONE_SIDE_ADVICE}"
+            unjudged = f"ncu SOL: {measured}, {missing} not collected: {one_side_advice}"
         elif one_side_low:
             measured = f"{pct_text(memory)} of the {binding} roof" if compute is None else f"{pct_text(compute)} of the {binding} roof"
             missing = "no FLOP counts" if compute is None else "no byte counts"
-            unjudged = f"roofline: {measured}; the other side was not measured ({missing}), and {_ONE_SIDE_ADVICE}"
+            unjudged = f"roofline: {measured}; the other side was not measured ({missing}), and {one_side_advice}"
         elif not known:
             unjudged = "no FLOP or byte counts with known peaks and no SOL percentages in this export"
         if unjudged is not None:

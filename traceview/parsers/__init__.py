@@ -26,6 +26,7 @@ from traceview.parsers import (
     nsys_sqlite,
     nsys_stats,
     nvprof,
+    nvprof_metrics,
     tegrastats,
 )
 from traceview.parsers.sniff import TraceFormat, check_readable, detect_format
@@ -70,6 +71,7 @@ _DATA_LINE = {
     TraceFormat.NCU_SUMMARY_CONSOLE: re.compile(r"\S"),
     TraceFormat.NSYS_STATS: re.compile(r"\d[\d,.]*\s*[,|]|^\s*\d[\d,.]*\s+\d"),
     TraceFormat.NVPROF: re.compile(r"%\s+[\d.]+(ns|us|\u00b5s|ms|s)\s|^\"|^\s*\d+\s+\S+B\s"),
+    TraceFormat.NVPROF_METRICS: re.compile(r'^\s*\d+\s+[a-z][a-z0-9_]*\s|^"'),
     TraceFormat.TEGRASTATS: re.compile(r"\bRAM \d"),
 }
 _LLAMA_DATA_LINE = re.compile(r"^\s*\||\btime\s*=|^[^,]*(,[^,]*){5,}|\{|\}")
@@ -120,6 +122,13 @@ def _read_nsys_stats(path: Path, fmt: TraceFormat, options: ReadOptions) -> Trac
 def _read_nvprof(path: Path, fmt: TraceFormat, options: ReadOptions) -> Trace:
     cut = _cut_short(path, fmt)
     return Trace(path, fmt, InputKind.NSYS_STATS, nvprof.parse(path), "nvprof", notes=(_cut_note(cut),) if cut else ())
+
+
+def _read_nvprof_metrics(path: Path, fmt: TraceFormat, options: ReadOptions) -> Trace:
+    cut = _cut_short(path, fmt)
+    notes = [_cut_note(cut)] if cut else []
+    kernels = nvprof_metrics.parse(path, notes)
+    return Trace(path, fmt, InputKind.KERNELS, kernels, "nvprof (--metrics)", notes=tuple(notes))
 
 
 def _read_tegrastats(path: Path, fmt: TraceFormat, options: ReadOptions) -> Trace:
@@ -179,6 +188,7 @@ READERS: dict[TraceFormat, Callable[[Path, TraceFormat, ReadOptions], Trace]] = 
     TraceFormat.NSYS_SQLITE: _read_nsys_sqlite,
     TraceFormat.NSYS_STATS: _read_nsys_stats,
     TraceFormat.NVPROF: _read_nvprof,
+    TraceFormat.NVPROF_METRICS: _read_nvprof_metrics,
     TraceFormat.TEGRASTATS: _read_tegrastats,
     TraceFormat.LLAMA_BENCH_MD: _read_llama,
     TraceFormat.LLAMA_BENCH_CSV: _read_llama,

@@ -89,16 +89,18 @@ def find_summary_header(path: Path) -> int | None:
     return None
 
 
-def _repeated(frame: pl.DataFrame, invocations: pl.Series, path: Path, notes: list[str] | None) -> pl.DataFrame:
-    """Return one row per invocation (the shape's averages each time), numbered from 0 as ncu numbers launches."""
+def repeat_invocations(frame: pl.DataFrame, invocations: pl.Series, path: Path, notes: list[str] | None,
+                       summary: str = "an ncu --print-summary output", hint: str = _HINT) -> pl.DataFrame:
+    """Return one row per invocation (the shape's averages each time), numbered from 0 as ncu numbers launches;
+    `summary` names the output in the note, `hint` is the fix when the counts look damaged."""
     counts = invocations.fill_null(1).clip(lower_bound=1).to_numpy()
     total = int(counts.sum())
     if total > MAX_INVOCATIONS:
-        raise TraceFormatError(path, f"the summary counts {total:,} invocations, more than any Nsight Compute run profiles: the counts look damaged",
-                               _HINT)
+        raise TraceFormatError(path, f"the summary counts {total:,} invocations, more than any profiler replays in one run: the counts look damaged",
+                               hint)
     rows = frame.select(pl.all().gather(np.repeat(np.arange(frame.height), counts)))
     if notes is not None:
-        notes.append(f"an ncu --print-summary output: {frame.height} kernel shape(s) over {total} invocation(s); each invocation is given its "
+        notes.append(f"{summary}: {frame.height} kernel shape(s) over {total} invocation(s); each invocation is given its "
                      "shape's averages (the summary has no per-launch values, so medians and spreads per kernel are those of the averages)")
     return rows.with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("launch_id"))
 
@@ -117,7 +119,7 @@ def _kernels(long: pl.DataFrame, identity: pl.DataFrame, path: Path, notes: list
         long = long.join(identity.select("launch_id", "process_id"), on="launch_id", how="left")
     frame = _assemble(long, identity, None, notes)
     invocations = frame.select(pl.col("launch_id").cast(pl.String)).join(counts, on="launch_id", how="left")["invocations"]
-    return _repeated(frame, invocations, path, notes)
+    return repeat_invocations(frame, invocations, path, notes)
 
 
 def parse_csv(path: str | Path, notes: list[str] | None = None) -> pl.DataFrame:

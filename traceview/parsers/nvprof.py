@@ -27,7 +27,7 @@ from traceview.parsers.nsys_stats import SPACED_CELL, StatsReports, stats_frame,
 
 # `==12345== Profiling result:` (nvprof), `======== API calls:` (nvprof -i FILE, pgprof): a section's heading.
 # Indented where the output was pasted into a Markdown list.
-_HEADING = re.compile(r"^\s*(?:==\d+==|={4,}) (?P<title>[A-Za-z][^:]*):\s*$")
+HEADING = re.compile(r"^\s*(?:==\d+==|={4,}) (?P<title>[A-Za-z][^:]*):\s*$")
 _ANNOUNCE = re.compile(r"^\s*(?:==\d+==|={4,}) (NVPROF is profiling process|Profiling application:|Profiling result:|API calls:)", re.MULTILINE)
 # Times and sizes carry their unit (`85.106ms`, `2.4e+03s`, `128.00MB`) except in --csv, whose units row names it.
 _TIME = re.compile(r"^(?P<value>[\d.]+(?:e[+-]?\d+)?)(?P<unit>ns|us|\u00b5s|ms|s)$")
@@ -37,7 +37,7 @@ _SIZE = re.compile(r"^(?P<value>[\d.]+(?:e[+-]?\d+)?)(?P<unit>B|KB|MB|GB)$")
 _BYTES_PER = {"B": 1.0, "KB": 2.0**10, "MB": 2.0**20, "GB": 2.0**30}
 # A console summary row: `[Type:]  Time(%)  Time  Calls  Avg  Min  Max  Name`, times with their unit.
 _T = r"[\d.]+(?:e[+-]?\d+)?(?:ns|us|\u00b5s|ms|s)"
-_ROW = re.compile(rf"^\s*(?:(?P<type>[A-Za-z][A-Za-z ()/]*?):)?\s+(?P<pct>[\d.]+)%\s+(?P<time>{_T})\s+(?P<calls>\d+)\s+"
+SUMMARY_ROW = re.compile(rf"^\s*(?:(?P<type>[A-Za-z][A-Za-z ()/]*?):)?\s+(?P<pct>[\d.]+)%\s+(?P<time>{_T})\s+(?P<calls>\d+)\s+"
                   rf"(?P<avg>{_T})\s+(?P<min>{_T})\s+(?P<max>{_T})\s+(?P<name>\S.*?)\s*$")
 _UM_ROW = re.compile(r"^\s*(?P<count>\d+)\s+(?P<avg>\S+)\s+(?P<min>\S+)\s+(?P<max>\S+)\s+(?P<total>\S+)\s+(?P<time>\S+)\s+(?P<name>\S.*?)\s*$")
 _RANGE = re.compile(r'^\s*(?:==\d+==|={4,})\s+Range\b')
@@ -49,8 +49,8 @@ _UM_DIRECTIONS = {"host to device": "[CUDA Unified Memory memcpy HtoD]", "device
 
 # --print-gpu-trace: a console header whose columns (`Start`, `Duration`, `Grid Size`, ..., `Name`) each end where
 # their right-aligned values end, or the --csv header `"Start","Duration",...` with a units row below it.
-_TRACE_HEADER = re.compile(r'^\s*"?Start"?(\s{2,}|,)"?Duration"?(\s|,)')
-_CORRELATION = re.compile(r"\s\[(\d+)\]\s*$")  # `vectorAdd(float const *, ...) [112]`: the launch's correlation id
+TRACE_HEADER = re.compile(r'^\s*"?Start"?(\s{2,}|,)"?Duration"?(\s|,)')
+CORRELATION = re.compile(r"\s\[(\d+)\]\s*$")  # `vectorAdd(float const *, ...) [112]`: the launch's correlation id
 # nvprof's unified-memory rows, as nsys names them (`[CUDA Unified Memory memcpy HtoD]`).
 _UNIFIED = re.compile(r"^\[Unified Memory Memcpy (\w+)\]$", re.IGNORECASE)
 
@@ -89,7 +89,7 @@ def parse(path: str | Path) -> StatsReports:
     csv_units: list[str] | None = None
     csv_header: list[str] | None = None
     for number, line in enumerate(lines, start=1):
-        heading = _HEADING.match(line)
+        heading = HEADING.match(line)
         if heading:
             section = heading.group("title").strip()
             csv_header = csv_units = None
@@ -104,11 +104,11 @@ def parse(path: str | Path) -> StatsReports:
             section, csv_header, csv_units = "nvtx range", None, None
             continue
         if section == "nvtx range":
-            row = _ROW.match(line)
+            row = SUMMARY_ROW.match(line)
             if row and (row.group("type") or "").lower() == "range":
                 records.setdefault("nvtx_sum", []).append(
-                    {"time_pct": None, "total_ns": _ns(row.group("time")), "count": int(row.group("calls")), "avg_ns": _ns(row.group("avg")),
-                     "min_ns": _ns(row.group("min")), "max_ns": _ns(row.group("max")), "name": row.group("name"), "style": "PushPop"})
+                    {"time_pct": None, "total_ns": time_ns(row.group("time")), "count": int(row.group("calls")), "avg_ns": time_ns(row.group("avg")),
+                     "min_ns": time_ns(row.group("min")), "max_ns": time_ns(row.group("max")), "name": row.group("name"), "style": "PushPop"})
             continue
         if section is None:
             continue
@@ -124,13 +124,13 @@ def parse(path: str | Path) -> StatsReports:
             row = _UM_ROW.match(line)
             direction = _UM_DIRECTIONS.get(row.group("name").lower()) if row else None
             if row and row.group("name").lower() == "gpu page fault groups":
-                faults.append((int(row.group("count")), _ns(row.group("time"))))
+                faults.append((int(row.group("count")), time_ns(row.group("time"))))
             elif row and direction:
                 size = _bytes(row.group("total"))
-                migrations.append({"count": int(row.group("count")), "total_ns": _ns(row.group("time")), "name": direction,
+                migrations.append({"count": int(row.group("count")), "total_ns": time_ns(row.group("time")), "name": direction,
                                    "total_mb": size / 1e6 if size is not None else None})
             continue
-        if _TRACE_HEADER.match(line) and section.lower() == "profiling result":
+        if TRACE_HEADER.match(line) and section.lower() == "profiling result":
             if "Grid" in line or "Device" in line:
                 trace_at = number
                 break
@@ -151,12 +151,12 @@ def parse(path: str | Path) -> StatsReports:
                                        "pass the output as nvprof --csv printed it", line=number)
             _add_csv_row(path, number, section, csv_header, csv_units, cells, records)
             continue
-        row = _ROW.match(line)
+        row = SUMMARY_ROW.match(line)
         if row:
             if row.group("type"):
                 section = row.group("type")
-            report, record = _record(section, float(row.group("pct")), _ns(row.group("time")), int(row.group("calls")),
-                                     _ns(row.group("avg")), _ns(row.group("min")), _ns(row.group("max")), row.group("name"))
+            report, record = _record(section, float(row.group("pct")), time_ns(row.group("time")), int(row.group("calls")),
+                                     time_ns(row.group("avg")), time_ns(row.group("min")), time_ns(row.group("max")), row.group("name"))
             records.setdefault(report, []).append(record)
     if trace_at is not None:
         _read_gpu_trace(path, lines, trace_at, result)
@@ -247,7 +247,7 @@ def _scaled(text: str, pattern: re.Pattern[str], per_unit: dict[str, float], uni
         return None
 
 
-def _ns(text: str, unit: str | None = None) -> float | None:
+def time_ns(text: str, unit: str | None = None) -> float | None:
     """A time in ns: `85.106ms`, `2.4e+03s`, or a bare number in `unit`."""
     return _scaled(text, _TIME, _NS_PER, unit)
 
@@ -257,9 +257,10 @@ def _bytes(text: str, unit: str | None = None) -> float | None:
     return _scaled(text, _SIZE, _BYTES_PER, unit)
 
 
-def _read_gpu_trace(path: Path, lines: list[str], header_line: int, result: StatsReports) -> None:
-    """Read `--print-gpu-trace` from its header (line `header_line`) into cuda_gpu_trace's columns, and hand them to
-    the reader of that report, so kernels and copies get the same timeline."""
+def trace_table(path: Path, lines: list[str], header_line: int) -> tuple[list[str], list[tuple[int, dict[str, str]]], dict[str, str]]:
+    """Return a `--print-gpu-trace` table from its header (line `header_line`): its column names, its rows (line
+    number, cells by column) up to the first blank line or heading, and the CSV units row's unit per column (none in
+    the console, whose cells carry their units)."""
     header_text = lines[header_line - 1]
     if header_text.lstrip().startswith('"'):
         header = next(csv.reader([header_text.strip()]))
@@ -267,7 +268,7 @@ def _read_gpu_trace(path: Path, lines: list[str], header_line: int, result: Stat
         units += [""] * (len(header) - len(units))
         body = []
         for number, line in enumerate(lines[header_line + 1:], start=header_line + 2):
-            if not line.strip() or _HEADING.match(line):
+            if not line.strip() or HEADING.match(line):
                 break
             cells = next(csv.reader([line.strip()]))
             if len(cells) != len(header):
@@ -281,7 +282,7 @@ def _read_gpu_trace(path: Path, lines: list[str], header_line: int, result: Stat
         header = [name for name, _ in names]
         body = []
         for number, line in enumerate(lines[header_line:], start=header_line + 1):
-            if not line.strip() or _HEADING.match(line) or line.lstrip().startswith("Regs:"):
+            if not line.strip() or HEADING.match(line) or line.lstrip().startswith("Regs:"):
                 break
             cells, begin = {}, 0
             for position, (name, end) in enumerate(names):
@@ -290,6 +291,13 @@ def _read_gpu_trace(path: Path, lines: list[str], header_line: int, result: Stat
                 begin = stop
             body.append((number, cells))
         unit_of = {}
+    return header, body, unit_of
+
+
+def _read_gpu_trace(path: Path, lines: list[str], header_line: int, result: StatsReports) -> None:
+    """Read `--print-gpu-trace` from its header (line `header_line`) into cuda_gpu_trace's columns, and hand them to
+    the reader of that report, so kernels and copies get the same timeline."""
+    header, body, unit_of = trace_table(path, lines, header_line)
     if "Duration" not in header or "Name" not in header:
         raise TraceFormatError(path, "an nvprof GPU trace without its Duration or Name column: its header looks damaged",
                                "pass the output as nvprof --print-gpu-trace printed it", line=header_line)
@@ -297,7 +305,7 @@ def _read_gpu_trace(path: Path, lines: list[str], header_line: int, result: Stat
     rows = [["Start (ns)", "Duration (ns)", "CorrId", "Bytes (MB)", "SrcMemKd", "DstMemKd", "Device", "Name"]]
     for _, cells in body:
         name = cells.get("Name", "").strip()
-        correlation = _CORRELATION.search(name)
+        correlation = CORRELATION.search(name)
         if correlation:
             name = name[:correlation.start()].rstrip()
         unified = _UNIFIED.match(name)
@@ -305,7 +313,7 @@ def _read_gpu_trace(path: Path, lines: list[str], header_line: int, result: Stat
             name = f"[CUDA Unified Memory memcpy {unified.group(1)}]"
         elif name.lower().startswith("[unified memory"):
             continue  # page faults: the GPU's are handled while its kernels run, the CPU's on the host; neither is GPU work
-        start, duration = _ns(cells.get("Start", ""), unit_of.get("Start")), _ns(cells.get("Duration", ""), unit_of.get("Duration"))
+        start, duration = time_ns(cells.get("Start", ""), unit_of.get("Start")), time_ns(cells.get("Duration", ""), unit_of.get("Duration"))
         size = _bytes(cells.get("Size", ""), unit_of.get("Size"))
         if size is None and unified:  # a migration's size is in the `Unified Memory` column
             size = _bytes(cells.get("Unified Memory", ""), unit_of.get("Unified Memory"))

@@ -15,6 +15,7 @@ from traceview.parsers.ncu_csv import find_header
 from traceview.parsers.ncu_summary import find_summary_header, looks_like_summary_console
 from traceview.parsers.nsys_stats import looks_like_stats
 from traceview.parsers.nvprof import looks_like_nvprof
+from traceview.parsers.nvprof_metrics import looks_like_nvprof_metrics
 from traceview.parsers.sqlite_files import open_read_only
 from traceview.parsers.tegrastats import looks_like_tegrastats
 
@@ -35,6 +36,7 @@ class TraceFormat(str, Enum):
     NSYS_SQLITE = "nsys-sqlite"
     NSYS_STATS = "nsys-stats"
     NVPROF = "nvprof"
+    NVPROF_METRICS = "nvprof-metrics"
     TEGRASTATS = "tegrastats"
     LLAMA_BENCH_MD = "llama-bench-md"
     LLAMA_BENCH_CSV = "llama-bench-csv"
@@ -158,6 +160,9 @@ def detect_format(path: str | Path) -> TraceFormat:
             return TraceFormat.NCU_SUMMARY_CONSOLE
         if looks_like_stats(text):
             return TraceFormat.NSYS_STATS
+        # Metric results first: a file that holds them and a timing run's summary is read for the metrics.
+        if looks_like_nvprof_metrics(text):
+            return TraceFormat.NVPROF_METRICS
         if looks_like_nvprof(text):
             return TraceFormat.NVPROF
         header = find_header(path)

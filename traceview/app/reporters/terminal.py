@@ -155,7 +155,8 @@ class TerminalReporter:
             if k.get("label") == BALANCED_LABEL:
                 cells.append(SHORT_BALANCED)
             else:
-                cells.append(SHORT_RECOMMENDATIONS[Bound(k["bound"])] if k["bound"] != "unknown" or not k.get("likely_bound")
+                short = analysis.collection.short if k["bound"] == Bound.UNKNOWN.value else SHORT_RECOMMENDATIONS[Bound(k["bound"])]
+                cells.append(short if k["bound"] != "unknown" or not k.get("likely_bound")
                              else SHORT_KIND_ADVICE.get(advice_key(k["kind"], k["likely_bound"], k.get("tensor_core"), k.get("name") or ""), "profile with ncu"))
             table.add_row(*cells)
         console.print(table if records else safe_text("No kernel launches in this export.", style="dim"))
