@@ -151,3 +151,25 @@ def test_hostile_kernel_names_and_values_stay_data(tmp_path):
     assert kernel["name"] == "<script>alert(1)</script>|x(float*)" and kernel["launches"] == 2
     html = runner.invoke(app, ["analyze", str(path), "-f", "html"])
     assert html.exit_code == 0 and "<script>alert(1)" not in html.stdout
+
+
+def test_cuda_5_names_tab_indented_kernels_and_names_cut_to_30_characters(tmp_path):
+    # nvprof of CUDA 5.x on a Tesla K20m: `flops_dp` (add + mul + 2 x fma: 356.4 M + 300.3 M + 2 x 886.0 M), the stall
+    # reason `stall_data_request` that later versions call memory_dependency, `\tKernel:` lines.
+    path = FOUND / "nvprof_cuda5_metrics_k20m_harm_flops_dp_truncated_names_excerpt.txt"
+    assert detect_format(path) is TraceFormat.NVPROF_METRICS
+    fixup = by_short_name(load_trace(path).data)["fixup"]
+    assert fixup["fp64_flop"] == 2_428_783_027 == pytest.approx(356_411_600 + 300_348_978 + 2 * 886_011_224, abs=1)
+    assert fixup["duration_ns"] == pytest.approx((2_863_305 + 2_599_131) * 32 / ((6.5924 + 5.9863) * 2**30) * 1e9)
+    result = analyze_json(path)
+    top = result["kernels"][0]
+    # 16% of the K20's FP64 peak and 6.5% of its bandwidth: latency-bound, with 19% of the warps resident.
+    assert (top["short_name"], top["bound"]) == ("fixup", "latency")
+    assert [s["reason"] for s in top["stalls"]][:2] == ["exec_dependency", "inst_fetch"]
+    assert top["advice"][0].startswith("achieved occupancy is 19%")
+    boundprim = next(k for k in result["kernels"] if k["short_name"] == "boundprim2")
+    assert "memory_dependency" in [s["reason"] for s in boundprim["stalls"]]
+    cut = tmp_path / "cut.txt"
+    cut.write_text('==9== Metric result:\nInvocations  Metric Name  Metric Description  Min  Max  Avg\nDevice "Tesla K40m (0)"\n\tKernel: k()\n'
+                   "  1  stall_constant_memory_dependen  Issue Stall Reasons (Immediat  12.5%  12.5%  12.5%\n")
+    assert load_trace(cut).data["stalls"][0][0]["reason"] == "constant_memory_dependency"

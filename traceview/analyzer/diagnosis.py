@@ -384,6 +384,10 @@ def _first_sentence(text: str) -> str:
     return sentence if len(sentence) <= 240 else sentence[:237] + "…"
 
 
+# Under this, with no theoretical figure to compare with, achieved occupancy is itself the finding.
+LOW_ACHIEVED_OCCUPANCY_PCT = 40.0
+
+
 def _occupancy_advice(occ: dict[str, Any], rules: list[dict[str, Any]]) -> list[str]:
     advice = []
     limiter, theoretical = occ.get("limiter"), occ.get("theoretical_pct")
@@ -430,6 +434,11 @@ def _occupancy_advice(occ: dict[str, Any], rules: list[dict[str, Any]]) -> list[
     if achieved is not None and theoretical and achieved < 0.8 * theoretical and theoretical - achieved >= 10 and not small_grid:
         advice.append(f"achieved occupancy {achieved:.0f}% is well under the theoretical {theoretical:.0f}%: warps or blocks finish unevenly "
                       f"(load imbalance) or the last wave is partial")
+    elif achieved is not None and theoretical is None and achieved < LOW_ACHIEVED_OCCUPANCY_PCT and not small_grid:
+        # nvprof measures achieved occupancy alone: low, it is still a cause, though what caps it is not in the input.
+        advice.append(f"achieved occupancy is {achieved:.0f}%: few resident warps to hide latency — see what caps it (registers per "
+                      "thread, shared memory per block, block size; the CUDA Occupancy Calculator tells from those) or whether blocks "
+                      "finish unevenly")
     return advice
 
 

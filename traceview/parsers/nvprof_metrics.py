@@ -13,8 +13,8 @@ tests/fixtures/found/PROVENANCE.md and the CUDA Profiler User's Guide:
 - CSV: `"Device","Kernel","Invocations","Metric Name","Metric Description","Min","Max","Avg"`, one row per metric,
   values as in the console.
 
-The Avg column is read. Metrics that the KERNELS schema holds: `flop_count_sp/dp/hp` (FLOP, FMA counted twice as ncu
-counts it), DRAM bytes (`dram_read_bytes` + `dram_write_bytes`, else 32 × `dram_read_transactions` +
+The Avg column is read. Metrics that the KERNELS schema holds: `flop_count_sp/dp/hp` (CUDA 5: `flops_sp/dp`; FLOP, FMA
+counted twice as ncu counts it), DRAM bytes (`dram_read_bytes` + `dram_write_bytes`, else 32 × `dram_read_transactions` +
 `dram_write_transactions`), DRAM bytes/s (`dram_read_throughput` + `dram_write_throughput`), `achieved_occupancy`
 (a fraction, kept as %), and the `stall_*` reasons (% of stalls). DRAM traffic needs both directions: reads alone
 would understate it, and a note names what is missing.
@@ -53,7 +53,15 @@ _METRIC_ROW = re.compile(rf"^\s*(?P<count>\d+)\s+(?P<metric>[a-z][a-z0-9_]*)\s+(
 _VALUE = re.compile(r"^(?P<number>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)(?P<unit>%|B/s|KB/s|MB/s|GB/s|TB/s)?$")
 _BYTES_PER_S = {"B/s": 1.0, "KB/s": 2.0**10, "MB/s": 2.0**20, "GB/s": 2.0**30, "TB/s": 2.0**40}
 _DRAM_TRANSACTION_BYTES = 32.0  # nvprof's DRAM transactions are 32-byte sectors (dram_read_bytes = 32 × dram_read_transactions)
-_FLOPS = {"flop_count_dp": "fp64_flop", "flop_count_sp": "fp32_flop", "flop_count_hp": "fp16_flop"}
+# CUDA 6+ names, then CUDA 5's (`flops_dp` = add + mul + 2 × fma, as the real K20m output in the tests adds up).
+_FLOPS = {"flop_count_dp": "fp64_flop", "flop_count_sp": "fp32_flop", "flop_count_hp": "fp16_flop",
+          "flops_dp": "fp64_flop", "flops_sp": "fp32_flop"}
+# nvprof's stall reasons (CUDA 6+ names); CUDA 5 called memory_dependency `data_request`, and early versions cut a
+# metric name to 30 characters (`stall_constant_memory_dependen`).
+_STALL_REASONS = ("memory_dependency", "exec_dependency", "inst_fetch", "texture", "sync", "other", "constant_memory_dependency",
+                  "pipe_busy", "memory_throttle", "not_selected", "sleeping")
+_STALL_ALIASES = {"data_request": "memory_dependency"}
+_NAME_WIDTH = 30
 # Two runs of one program that time a kernel this far apart are not the same work (another input size, another build).
 _TIMING_AGREEMENT = 1.10
 # nvprof's stall metrics are % of the stalls already (they add up to about 100), not counts to be shared out.
@@ -261,12 +269,25 @@ def _row(kernel: _Kernel, timings: dict[str, list[tuple[str | None, float, int]]
     }
     for metric, column in _FLOPS.items():
         flop = values.get(metric)
+        if flop is None or row.get(column) is not None:
+            continue
         row[column] = flop
-        row[f"{column}_per_s"] = flop / duration * 1e9 if flop is not None and duration else None
-    stalls = [{"reason": metric.removeprefix("stall_"), "value": value} for metric, value in values.items() if metric.startswith("stall_")]
+        row[f"{column}_per_s"] = flop / duration * 1e9 if duration else None
+    stalls = [{"reason": _stall_reason(metric), "value": value} for metric, value in values.items() if metric.startswith("stall_")]
     row["stalls"] = stalls or None
     row["stall_unit"] = STALL_UNIT if stalls else None
     return row
+
+
+def _stall_reason(metric: str) -> str:
+    """Return the stall reason of a `stall_*` metric in CUDA 6+'s words, also for CUDA 5's and for names cut short."""
+    reason = metric.removeprefix("stall_")
+    reason = _STALL_ALIASES.get(reason, reason)
+    if len(metric) >= _NAME_WIDTH and reason not in _STALL_REASONS:
+        whole = [name for name in _STALL_REASONS if name.startswith(reason)]
+        if len(whole) == 1:
+            return whole[0]
+    return reason
 
 
 def _missing(kernels: list[_Kernel]) -> list[str]:
