@@ -173,3 +173,30 @@ def test_cuda_5_names_tab_indented_kernels_and_names_cut_to_30_characters(tmp_pa
     cut.write_text('==9== Metric result:\nInvocations  Metric Name  Metric Description  Min  Max  Avg\nDevice "Tesla K40m (0)"\n\tKernel: k()\n'
                    "  1  stall_constant_memory_dependen  Issue Stall Reasons (Immediat  12.5%  12.5%  12.5%\n")
     assert load_trace(cut).data["stalls"][0][0]["reason"] == "constant_memory_dependency"
+
+
+def test_a_hand_edited_kernel_line_is_still_a_kernel():
+    # The real log has stray keystrokes before its first `Kernel:` (`LK    Kernel: ...`); its rows are that kernel's.
+    path = FOUND / "nvprof_metrics_gtx1070_thrust2d_particle_filter_stray_keys_before_kernel.txt"
+    frame = load_trace(path).data
+    assert frame["kernel_name"][0].startswith("void thrust::for_each_kernel<thrust::detail::normal_iterator<thrust::device_ptr<int>>")
+    # Three kernels of 1998 invocations, nine of 999, three of 1, 3 and 6: each invocation is a launch with its averages.
+    assert frame.unique("kernel_name").height == 15 and frame.height == 3 * 1998 + 9 * 999 + 1 + 3 + 6
+
+
+@pytest.mark.parametrize("name, says", [
+    ("nvprof_failed_run_signal_139_thrust2d_blend.txt", "nvprof's output of a run it could not profile (it says: Application received signal 139)"),
+    ("nvprof_no_kernels_profiled_then_signal_11_thrust2d_pyrup.txt",
+     "nvprof profiled no kernels ('No kernels were profiled.'; it also says: Some profiling data are not recorded; Application received signal 11)"),
+])
+def test_nvprofs_report_of_a_failed_run_says_so(name, says):
+    result = runner.invoke(app, ["analyze", str(FOUND / name)])
+    assert result.exit_code == 1 and says in result.stderr and "Traceback" not in result.stderr
+    assert "not a supported trace" not in result.stderr
+
+
+def test_trouble_at_the_end_of_a_run_is_a_note_beside_its_results(tmp_path):
+    text = (FOUND / "nvprof_metrics_gtx1070_particle_filter_dram_throughput_999_invocations.txt").read_text()
+    path = tmp_path / "crashed.txt"
+    path.write_text(text + "======== Error: Application received signal 11\n")
+    assert any("nvprof reported trouble in the run (Application received signal 11)" in note for note in analyze_json(path)["notes"])

@@ -55,6 +55,30 @@ CORRELATION = re.compile(r"\s\[(\d+)\]\s*$")  # `vectorAdd(float const *, ...) [
 _UNIFIED = re.compile(r"^\[Unified Memory Memcpy (\w+)\]$", re.IGNORECASE)
 
 
+# What nvprof says when a run does not end cleanly: `======== Error: Application received signal 11`, `==PID== Warning:
+# Some profiling data are not recorded. ...`.
+_TROUBLE = re.compile(r"^\s*(?:==\d+==|={4,}) (?:Error: (?P<error>.+?)|Warning: (?P<warning>Some profiling data are not recorded)\b.*?)\s*$")
+
+
+def run_trouble(lines: list[str]) -> list[str]:
+    """Return what nvprof said went wrong in the run (its Error lines, and its warning that data were not recorded),
+    each once, in order."""
+    said = []
+    for line in lines:
+        match = _TROUBLE.match(line)
+        if match:
+            text = (match.group("error") or match.group("warning")).strip().rstrip(".")
+            if text not in said:
+                said.append(text)
+    return said
+
+
+def trouble_note(lines: list[str]) -> str | None:
+    """Return a note on what nvprof said went wrong, where it said anything: the results may be partial."""
+    said = run_trouble(lines)
+    return f"nvprof reported trouble in the run ({'; '.join(said)}): what it measured may be partial" if said else None
+
+
 def looks_like_nvprof(head: str) -> bool:
     """True when the text holds nvprof's (or pgprof's) output."""
     return bool(_ANNOUNCE.search(head))
@@ -162,6 +186,9 @@ def parse(path: str | Path) -> StatsReports:
         _read_gpu_trace(path, lines, trace_at, result)
         if unread:
             result.notes.append(f"not read from nvprof's output: {', '.join(sorted(unread))}")
+        trouble = trouble_note(lines)
+        if trouble:
+            result.notes.append(trouble)
         return result
     for report in ("cuda_gpu_kern_sum", "cuda_gpu_mem_time_sum", "cuda_api_sum", "nvtx_sum"):
         if report in records:
@@ -181,6 +208,15 @@ def parse(path: str | Path) -> StatsReports:
                             + ("; per-kernel metrics need Nsight Compute (Volta and later)" if any("result" in u for u in unread) else ""))
     if len(processes) > 1:
         result.notes.append(f"nvprof profiled {len(processes)} processes (--profile-child-processes): their summaries are added up by name")
+    if not result.reports and any(line.strip() == "No kernels were profiled." for line in lines):
+        said = run_trouble(lines)
+        raise TraceFormatError(path, "nvprof profiled no kernels ('No kernels were profiled.'" + (f"; it also says: {'; '.join(said)}" if said else "")
+                               + "): the application launched none while it was profiled",
+                               "check that it runs and reaches its GPU work (a crash, an early exit, cudaProfilerStart never called with "
+                               "--profile-from-start off), then profile it again")
+    trouble = trouble_note(lines)
+    if trouble:
+        result.notes.append(trouble)
     if not result.reports:
         raise TraceFormatError(path, "nvprof output with no summary traceview reads (GPU activities or API calls)"
                                + (f"; it holds {' and '.join(sorted(unread))}" if unread else ""),

@@ -37,7 +37,7 @@ import polars as pl
 from traceview.errors import TraceFormatError
 from traceview.parsers.ncu_csv import short_kernel_name
 from traceview.parsers.ncu_summary import MAX_INVOCATIONS, repeat_invocations
-from traceview.parsers.nvprof import CORRELATION, HEADING, SUMMARY_ROW, TRACE_HEADER, time_ns, trace_table
+from traceview.parsers.nvprof import CORRELATION, HEADING, SUMMARY_ROW, TRACE_HEADER, time_ns, trace_table, trouble_note
 from traceview.parsers.schema import KERNELS, STALL, conform
 
 _CONSOLE_HEADER = re.compile(r"^\s*Invocations\s+Metric Name\s+Metric Description\s+Min\s+Max\s+Avg\s*$", re.MULTILINE)
@@ -46,7 +46,8 @@ _CSV_HEADER = re.compile(r'^\s*"Device","Kernel","Invocations","Metric Name","Me
 _PID = re.compile(r"^\s*==(?P<pid>\d+)==")
 # `Device "Tesla K20c (0)"`; copies pasted by hand can lose the index: `Device "TITAN X "`.
 _DEVICE = re.compile(r'^\s*Device "(?P<name>.*?)\s*(?:\((?P<index>\d+)\))?\s*"\s*$')
-_KERNEL = re.compile(r"^\s*Kernel: (?P<name>\S.*?)\s*$")
+# Inside a metric table only; one real copy has stray keystrokes before it (`LK    Kernel: ...`).
+_KERNEL = re.compile(r"^(?:.*?\s)?Kernel: (?P<name>\S.*?)\s*$")
 _LEVEL = r"(?:Idle|Low|Mid|High|Max) \(\d+\)"
 _METRIC_ROW = re.compile(rf"^\s*(?P<count>\d+)\s+(?P<metric>[a-z][a-z0-9_]*)\s+(?P<description>\S.*?)\s+"
                          rf"(?P<min>{_LEVEL}|\S+)\s+(?P<max>{_LEVEL}|\S+)\s+(?P<avg>{_LEVEL}|\S+)\s*$")
@@ -347,4 +348,7 @@ def parse(path: str | Path, notes: list[str] | None = None) -> pl.DataFrame:
             notes.append(f"for a roofline verdict nvprof's metrics need {' and '.join(lacks)}")
         if other:
             notes.append(f"not read from nvprof's output: {', '.join(sorted(other))}")
+        trouble = trouble_note(lines)
+        if trouble:
+            notes.append(trouble)
     return frame

@@ -116,9 +116,22 @@ _NSYS_JSON_EXPORT = re.compile(r'^\{\s*"(?:Type"\s*:\s*\d+\s*,\s*"\w+Event"\s*:|
 _SOURCE_PAGE = re.compile(r'^(?:"#",)?"Address","Source",', re.MULTILINE)
 
 
+# nvprof's last words when it profiled nothing: `======== Error: Application received signal 139`, `==8542== Error: ...`,
+# `======== Warning: No CUDA application was profiled, exiting`.
+_NVPROF_FAILURE = re.compile(r"^\s*(?:==\d+==|={4,}) (?:Error: (?P<error>.+?)|Warning: (?P<warning>No CUDA application was profiled.*?))\s*$",
+                             re.MULTILINE)
+
+
 def _unread_profiler_output(text: str) -> tuple[str, str] | None:
     """Return what is wrong with a text that is profiler output traceview does not read (an ncu listing of sections,
-    sets or metrics, ncu's source page, an nsys JSON export) and how to get what it reads instead, or None."""
+    sets or metrics, ncu's source page, an nsys JSON export, nvprof's report of a run that failed) and how to get what
+    it reads instead, or None."""
+    failure = _NVPROF_FAILURE.search(text)
+    if failure:
+        said = (failure.group("error") or failure.group("warning")).strip().rstrip(".")
+        return (f"nvprof's output of a run it could not profile (it says: {said}): nothing was measured",
+                "fix what stopped the run (a crash or signal in the application, a wrong path, a missing libcuinj or driver), "
+                "check that it runs without nvprof, then profile it again")
     if _NSYS_JSON_EXPORT.search(text):
         return ("this is an Nsight Systems JSON export (nsys export --type json), which traceview does not read",
                 "export the same report as SQLite, which holds the same events in tables: nsys export --type sqlite REPORT.nsys-rep")
