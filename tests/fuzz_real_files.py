@@ -41,6 +41,8 @@ FORMATS = {
     "llama-found": "found:*.md",
     # Exports of other nsys versions (2020, 2022.1, 2023.1, 2023.2, 2025.1, 2025.5) from public repositories.
     "nsys-found": "found:*.sqlite",
+    # nvprof's SQLite exports (`nvprof -o`), which traceview reads into the same frames.
+    "nvprof-export-found": "found:*.nvvp",
 }
 FOUND = Path(__file__).resolve().parent / "fixtures" / "found"
 DEADLINE_S = 30
@@ -125,7 +127,7 @@ def mutate_sqlite(source: Path, target: Path, rng: random.Random) -> str:
     connection = sqlite3.connect(target)
     try:
         tables = [r[0] for r in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-        table = rng.choice([t for t in tables if t.startswith(("CUPTI", "NVTX", "TARGET", "StringIds", "ENUM", "META"))] or tables)
+        table = rng.choice([t for t in tables if t.startswith(("CUPTI", "NVTX", "TARGET", "StringIds", "StringTable", "Version", "ENUM", "META"))] or tables)
         columns = [r[1] for r in connection.execute(f'PRAGMA table_info("{table}")')]
         if kind == "drop_table":
             connection.execute(f'DROP TABLE "{table}"')
@@ -212,7 +214,7 @@ def make_mutant(fmt: str, rng: random.Random, folder: Path) -> tuple[Path, str, 
     """Write a mutant of one real file of the format into `folder`; return (its path, the source name, the mutation)."""
     source = rng.choice(real_files(fmt))
     target = folder / f"mutant{source.suffix}"
-    if fmt in ("nsys-sqlite", "nsys-found"):
+    if fmt in ("nsys-sqlite", "nsys-found", "nvprof-export-found"):
         kind = mutate_sqlite(source, target, rng)
     else:
         kind, data = mutate_text(source.read_bytes(), rng)

@@ -672,7 +672,7 @@ def test_ncu_option_needs_an_ncu_export(realdata_file):
     stats = realdata_file("nsys_stats/cuda_gpu_kern_sum_mudock_adt_cuda_native.csv")
     other = realdata_file("tegrastats/xavier_nx_jp5_sudo_ts_tegra_burn.log")
     result = runner.invoke(app, ["analyze", str(stats), "--ncu", str(other)])
-    assert result.exit_code == 1 and "not an Nsight Compute export" in result.stderr
+    assert result.exit_code == 1 and "not per-kernel metrics" in result.stderr
 
 
 def test_table_format_with_nccl_and_a_hand_cut_end(realdata_file):

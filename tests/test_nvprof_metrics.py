@@ -190,7 +190,7 @@ def test_a_hand_edited_kernel_line_is_still_a_kernel():
      "nvprof profiled no kernels ('No kernels were profiled.'; it also says: Some profiling data are not recorded; Application received signal 11)"),
 ])
 def test_nvprofs_report_of_a_failed_run_says_so(name, says):
-    result = runner.invoke(app, ["analyze", str(FOUND / name)])
+    result = runner.invoke(app, ["analyze", str(FOUND / "refused" / name)])
     assert result.exit_code == 1 and says in result.stderr and "Traceback" not in result.stderr
     assert "not a supported trace" not in result.stderr
 

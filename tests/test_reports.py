@@ -152,7 +152,8 @@ def test_png_beside_the_markdown(tmp_path):
     assert "![main figure](r.png)" in out.read_text()
 
 
-FOUND = sorted(p for p in (ROOT / "tests" / "fixtures" / "found").iterdir() if p.name != "PROVENANCE.md")
+# found/refused/ holds real outputs that are refused on purpose (nvprof's report of a run that failed).
+FOUND = sorted(p for p in (ROOT / "tests" / "fixtures" / "found").iterdir() if p.is_file() and p.name != "PROVENANCE.md")
 
 
 @pytest.mark.parametrize("path", FOUND, ids=[p.name for p in FOUND])

@@ -45,6 +45,7 @@ from traceview.analyzer.roofline import (
 from traceview.analyzer.timeline import (
     BLOCKING_API,
     Timeline,
+    before_nsight_compute,
     dequantize_finding,
     fp32_fma_finding,
     join_ncu,
@@ -272,9 +273,10 @@ def _with_ncu_peaks(peaks: dict[str, Peak], ncu: Analysis | None) -> dict[str, P
 def _join_notes(ncu: Analysis | None, matched: int, kernels: int, unmatched: list[str]) -> list[str]:
     if ncu is None:
         return []
-    notes = [f"joined Nsight Compute results from {ncu.source.path}: {matched} of {counted(kernels, 'kernel')} matched by name"]
+    whose = "nvprof's metric results" if ncu.source.format == "nvprof-metrics" else "Nsight Compute results"
+    notes = [f"joined {whose} from {ncu.source.path}: {matched} of {counted(kernels, 'kernel')} matched by name"]
     if unmatched:
-        notes.append(f"{len(unmatched)} Nsight Compute kernel(s) match no kernel in this run: " + "; ".join(n[:80] for n in unmatched[:5]))
+        notes.append(f"{len(unmatched)} kernel(s) of the {whose} match no kernel in this run: " + "; ".join(n[:80] for n in unmatched[:5]))
     return notes
 
 
@@ -489,7 +491,8 @@ def analyze_nsys(
     module_notes = list(dict.fromkeys(note for _, note in found.values() if note))
     if spec is None and names_seen:
         spec = specs[active[0]]
-    ranked, unmatched, matched = join_ncu(summary, ncu.kernels if ncu is not None else None, spec)
+    recorded_cc = gpus.filter(pl.col("device_id").is_in(active))["compute_capability"].drop_nulls().first() if gpus.height else None
+    ranked, unmatched, matched = join_ncu(summary, ncu.kernels if ncu is not None else None, spec, recorded_cc)
     links: dict[int, tuple[float | None, str | None]] = {}
     for device in device_ids:
         link = host_link(specs.get(device, spec))
@@ -512,8 +515,8 @@ def analyze_nsys(
     # With --gpu the export's own GPU name stays the device's: the peaks are the chosen entry's, and the line says whose.
     chosen = (f"the peaks of {spec.name}, chosen with --gpu {gpu}" if spec and names_seen and spec.name not in names_seen
               else f"chosen with --gpu {gpu}")
-    how = chosen if gpu else ("recorded in the export (TARGET_INFO_GPU)" if names_seen else
-                                                  "the export records no GPU (no TARGET_INFO_GPU); use --gpu for peaks and the host link")
+    how = chosen if gpu else ("recorded in the export" if names_seen else
+                              "the export records no GPU; use --gpu for peaks and the host link")
     peaks = _table_peaks(spec)
     recorded = gpus.filter(pl.col("memory_bandwidth_bytes_per_s").is_not_null() & pl.col("device_id").is_in(active))
     # nsys derives an integrated GPU's bandwidth from CUDA's memory clock and bus width, which on a Jetson describe
@@ -566,9 +569,11 @@ def analyze_nsys(
         notes.append("the export holds no CUDA trace at all (no CUDA API or kernel table): nsys traced other things only; "
                      "profile with -t cuda,nvtx (or check that the process used the GPU)")
     elif kernels.height == 0:
-        notes.append("the export has no CUDA kernel activity (CUDA tracing off?): only NVTX and API findings")
+        notes.append("the export has no CUDA kernel activity (CUDA tracing off, or the application ended before the profiler flushed "
+                     "its buffers: end it with cudaDeviceReset or cudaProfilerStop): only NVTX and API findings")
     notes += _join_notes(ncu, matched, summary.height, unmatched)
-    return Analysis(source, device, _without_launches(device), ranked, notes, timeline=timeline)
+    collection = NVPROF_COLLECTION if before_nsight_compute(device.compute_capability) else NCU_COLLECTION
+    return Analysis(source, device, _without_launches(device), ranked, notes, timeline=timeline, collection=collection)
 
 
 def _decode_from_steps(steps: dict[str, Any], weight_bytes: float, peak_bytes_per_s: float | None) -> dict[str, Any]:
@@ -754,4 +759,5 @@ def analyze_stats(stats: StatsReports, source: Source, gpu: str | None = None, n
                         "(nsys stats --report cuda_gpu_kern_sum,cuda_api_sum REPORT), or the SQLite export")
     all_notes = [*(notes or []), *(whole.notes if whole is not None else []), *outcomes, last]
     all_notes += _join_notes(ncu, matched, summary.height, unmatched)
-    return Analysis(source, device, _without_launches(device), ranked, all_notes, timeline=timeline)
+    collection = NVPROF_COLLECTION if before_nsight_compute(device.compute_capability) else NCU_COLLECTION
+    return Analysis(source, device, _without_launches(device), ranked, all_notes, timeline=timeline, collection=collection)

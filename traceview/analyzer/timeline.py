@@ -39,6 +39,20 @@ BLOCKING_API = re.compile(
     r"cuCtxSynchronize|cuStreamSynchronize|cuEventSynchronize|cuMemcpy(HtoD|DtoH|DtoD)?(_v2)?)(_v\d+)?$"
 )
 NO_NCU_RECOMMENDATION = "profile the top kernels with `ncu --set full -k NAME` and join the export with --ncu for a verdict"
+# Nsight Compute profiles Volta (7.0) and later; on Kepler, Maxwell and Pascal the per-kernel metrics are nvprof's.
+NCU_MIN_COMPUTE_CAPABILITY = (7, 0)
+NVPROF_RECOMMENDATION = ("profile the top kernels with `nvprof --kernels NAME --metrics flop_count_sp,flop_count_dp,dram_read_transactions,"
+                         "dram_write_transactions,dram_read_throughput,dram_write_throughput,achieved_occupancy` (Nsight Compute does not "
+                         "profile this GPU) and join that output with --ncu for a verdict")
+
+
+def before_nsight_compute(compute_capability: str | None) -> bool:
+    """True for a GPU older than Nsight Compute supports (compute capability under 7.0); False when unknown."""
+    try:
+        major, minor = (int(part) for part in (compute_capability or "").split(".")[:2])
+    except ValueError:
+        return False
+    return (major, minor) < NCU_MIN_COMPUTE_CAPABILITY
 SHORT_KIND_ADVICE = {"gemm": "tensor cores, precision", "attention": "fused attention", "convolution": "cuDNN algo, layout",
                      "normalization": "fuse", "reduction": "fuse", "elementwise": "fuse", "copy": "avoid or fuse the copy",
                      "communication": "overlap with compute", "latency": "fuse or CUDA graph",
@@ -231,10 +245,11 @@ def _longest_kernels(kernels: pl.DataFrame, count: int = 5) -> dict[str, Any]:
                         for row in longest.iter_rows(named=True)]}
 
 
-def _heuristic_verdict(row: dict[str, Any], spec: GpuSpec | None = None) -> dict[str, Any]:
+def _heuristic_verdict(row: dict[str, Any], spec: GpuSpec | None = None, compute_capability: str | None = None) -> dict[str, Any]:
     """Label a kernel with no Nsight Compute data from its name: kind, the bound that kind usually has (a heuristic),
     whether it runs on tensor cores (matrix kinds whose name says), and advice for that kind on this GPU (`spec`).
-    Kernels of a few microseconds launched one by one are launch-bound whatever their kind."""
+    Kernels of a few microseconds launched one by one are launch-bound whatever their kind; on a GPU older than Nsight
+    Compute supports (`compute_capability`, else the table entry's), the profiler to ask is nvprof."""
     name = row.get("kernel_name") or ""
     kind = kernel_kind(name)
     bound = likely_bound(name, kind)
@@ -244,20 +259,23 @@ def _heuristic_verdict(row: dict[str, Any], spec: GpuSpec | None = None) -> dict
     if median is not None and median < TINY_KERNEL_NS and one_by_one and kind != "communication":
         bound = "latency"
     key = advice_key(kind, bound, tensor, name)
-    label = f"{kind}, likely {bound}" if bound else f"{kind}, no ncu data"
-    reason = (f"no Nsight Compute data; the name says {kind}" + (f", and {kind} kernels are usually {bound}-bound" if bound and bound != "latency" else "")
+    old_gpu = before_nsight_compute(compute_capability or (spec.compute_capability if spec else None))
+    label = f"{kind}, likely {bound}" if bound else f"{kind}, no kernel metrics"
+    reason = (f"{'no per-kernel metrics' if old_gpu else 'no Nsight Compute data'}; the name says {kind}" + (f", and {kind} kernels are usually {bound}-bound" if bound and bound != "latency" else "")
               + ("; it names FP32 FMA on the CUDA cores, not tensor cores" if key == "fp32_fma" else "")
               + (f"; it runs {median / 1e3:.1f} us per launch, so launch overhead dominates" if bound == "latency" and median is not None else "")
-              + " (a heuristic: join ncu results with --ncu for a measured verdict)")
+              + (" (a heuristic: join nvprof --metrics results with --ncu for a measured verdict)" if old_gpu else
+                 " (a heuristic: join ncu results with --ncu for a measured verdict)"))
     what = "a GEMM" if kind == "gemm" else "a convolution"
     recommendation = (f"{what} in FP32 FMA on the CUDA cores — {fp32_fma_advice(kind, spec)}" if key == "fp32_fma"
                       else f"{what} {tensor_math_advice(name, spec)}" if key == "tensor_math"
-                      else KIND_RECOMMENDATIONS.get(key, NO_NCU_RECOMMENDATION))
+                      else KIND_RECOMMENDATIONS.get(key, NVPROF_RECOMMENDATION if old_gpu else NO_NCU_RECOMMENDATION))
     return {"kind": kind, "likely_bound": bound, "label": label, "reason": reason, "recommendation": recommendation,
             "tensor_core": tensor, "tensor_core_source": "kernel name" if tensor is not None else None}
 
 
-def join_ncu(summary: pl.DataFrame, ncu_kernels: pl.DataFrame | None, spec: GpuSpec | None = None) -> tuple[pl.DataFrame, list[str], int]:
+def join_ncu(summary: pl.DataFrame, ncu_kernels: pl.DataFrame | None, spec: GpuSpec | None = None,
+             compute_capability: str | None = None) -> tuple[pl.DataFrame, list[str], int]:
     """Carry Nsight Compute verdicts onto whole-run kernels, and name-based ones (advice for `spec`, the run's GPU) onto
     the others; return (kernels ranked, unmatched ncu names, matched count)."""
     verdict_columns = ["bound", "label", "binding_roof", "precision", "reason", "recommendation", "recoverable_source",
@@ -282,7 +300,7 @@ def join_ncu(summary: pl.DataFrame, ncu_kernels: pl.DataFrame | None, spec: GpuS
             candidates = ncu_short.get(row["short_name"], [])
             ncu = candidates[0] if len(candidates) == 1 else None
         record = dict(row)
-        heuristic = _heuristic_verdict(row, spec)
+        heuristic = _heuristic_verdict(row, spec, compute_capability)
         record.update(kind=heuristic["kind"], likely_bound=heuristic["likely_bound"])
         if ncu is not None:
             matched += 1

@@ -103,8 +103,9 @@ class _ProgressBar:
             self.progress.stop()
 
 
+# Per-kernel metrics that --ncu joins onto a whole-run trace: Nsight Compute's, or nvprof's on GPUs ncu does not profile.
 NCU_FORMATS = {TraceFormat.NCU_DETAILS.value, TraceFormat.NCU_RAW.value, TraceFormat.NCU_REP.value, TraceFormat.NCU_CONSOLE.value,
-               TraceFormat.NCU_SUMMARY_CSV.value, TraceFormat.NCU_SUMMARY_CONSOLE.value}
+               TraceFormat.NCU_SUMMARY_CSV.value, TraceFormat.NCU_SUMMARY_CONSOLE.value, TraceFormat.NVPROF_METRICS.value}
 
 
 def run_analysis(
@@ -167,7 +168,8 @@ def _joined_ncu(paths: list[Path], gpu: str | None) -> Analysis:
     for path in paths:
         analysis = run_analysis(path, gpu)
         if analysis.source.format not in NCU_FORMATS:
-            raise UsageError(f"--ncu {path} is a {analysis.source.format} input, not an Nsight Compute export (CSV or .ncu-rep)")
+            raise UsageError(f"--ncu {path} is a {analysis.source.format} input, not per-kernel metrics (an Nsight Compute export, CSV or "
+                             ".ncu-rep, or nvprof --metrics output)")
         analyses.append(analysis)
     if len(analyses) == 1:
         return analyses[0]
@@ -254,7 +256,7 @@ IntervalOption = Annotated[float, typer.Option("--interval", min=0.001, help="te
 TokensOption = Annotated[int | None, typer.Option("--tokens", min=1, help="tegrastats: tokens generated during the log, for energy per token.")]
 WeightsOption = Annotated[str | None, typer.Option("--weights", help="Bytes read per decoded token, e.g. 4.2GB: llama.cpp (default: the model size it reports); Nsight Systems: decode tokens/s and MBU from the step time.")]
 BandwidthOption = Annotated[str | None, typer.Option("--bandwidth", help="llama.cpp: memory bandwidth for MBU, e.g. 1008GB/s (default: the device's).")]
-NcuOption = Annotated[list[Path] | None, typer.Option("--ncu", help="Nsight Systems input: join this Nsight Compute export (CSV or .ncu-rep) by kernel name; repeat for one file per kernel.")]
+NcuOption = Annotated[list[Path] | None, typer.Option("--ncu", help="Nsight Systems or nvprof input: join this Nsight Compute export (CSV or .ncu-rep), or nvprof --metrics output, by kernel name; repeat for one file per kernel.")]
 StepKernelsOption = Annotated[int | None, typer.Option("--step-kernels", min=1, help="Nsight Compute: launches per decode step (default: found from the repeating kernel sequence); with --weights, bytes beyond the weights and MBU per step.")]
 ParamsOption = Annotated[str | None, typer.Option("--params", help="Nsight Systems decode loop: parameter count, e.g. 8B (with --bits, instead of --weights).")]
 BitsOption = Annotated[float | None, typer.Option("--bits", min=0.1, help="Bits per weight, e.g. 4.5 for Q4_K_M (with --params).")]

@@ -27,6 +27,7 @@ from traceview.parsers import (
     nsys_stats,
     nvprof,
     nvprof_metrics,
+    nvprof_sqlite,
     tegrastats,
 )
 from traceview.parsers.sniff import TraceFormat, check_readable, detect_format
@@ -42,7 +43,7 @@ class InputKind(str, Enum):
     KERNELS = "kernels"  # profiled launches, KERNELS: every Nsight Compute format
     TELEMETRY = "telemetry"  # a tegrastats log: TegrastatsLog (TELEMETRY samples and what was skipped)
     LLAMA_RUNS = "llama-runs"  # llama.cpp measurements, LLAMA_RUNS
-    NSYS_EXPORT = "nsys-export"  # an Nsight Systems SQLite export: NsysExport
+    NSYS_EXPORT = "nsys-export"  # an Nsight Systems SQLite export, or nvprof's in its form: NsysExport
     NSYS_STATS = "nsys-stats"  # `nsys stats` reports, or nvprof's summary in their form: StatsReports
 
 
@@ -112,6 +113,11 @@ def _read_nsys_sqlite(path: Path, fmt: TraceFormat, options: ReadOptions) -> Tra
     export = nsys_sqlite.parse(path, options.progress)
     version = " ".join(v for v in (export.product_version, f"(schema {export.schema_version})" if export.schema_version else None) if v)
     return Trace(path, fmt, InputKind.NSYS_EXPORT, export, f"Nsight Systems {version}".strip())
+
+
+def _read_nvprof_sqlite(path: Path, fmt: TraceFormat, options: ReadOptions) -> Trace:
+    export = nvprof_sqlite.parse(path)
+    return Trace(path, fmt, InputKind.NSYS_EXPORT, export, f"{export.product_version}, SQLite export (nvprof -o)")
 
 
 def _read_nsys_stats(path: Path, fmt: TraceFormat, options: ReadOptions) -> Trace:
@@ -186,6 +192,7 @@ READERS: dict[TraceFormat, Callable[[Path, TraceFormat, ReadOptions], Trace]] = 
     TraceFormat.NCU_SUMMARY_CONSOLE: _read_ncu_summary,
     TraceFormat.NCU_REP: _read_ncu_rep,
     TraceFormat.NSYS_SQLITE: _read_nsys_sqlite,
+    TraceFormat.NVPROF_SQLITE: _read_nvprof_sqlite,
     TraceFormat.NSYS_STATS: _read_nsys_stats,
     TraceFormat.NVPROF: _read_nvprof,
     TraceFormat.NVPROF_METRICS: _read_nvprof_metrics,

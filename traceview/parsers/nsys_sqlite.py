@@ -112,7 +112,7 @@ def _text(value: object) -> str | None:
     return str(value)
 
 
-def _columns(connection: sqlite3.Connection, table: str) -> list[str]:
+def table_columns(connection: sqlite3.Connection, table: str) -> list[str]:
     return [_text(row[1]) or "" for row in connection.execute(f'PRAGMA table_info("{table}")')]
 
 
@@ -157,7 +157,7 @@ _CONVERTERS: dict[type[pl.DataType], Callable[[object], object]] = {pl.Int64: _a
                                                                    pl.Categorical: _as_text, pl.Boolean: _as_flag}
 
 
-def _frame(connection: sqlite3.Connection, sql: str, schema: pl.Schema) -> pl.DataFrame:
+def typed_frame(connection: sqlite3.Connection, sql: str, schema: pl.Schema) -> pl.DataFrame:
     """Return the query's rows as a frame with the given schema: each cell converted to its column's declared type,
     never inferred from the first rows; a cell that is not of that type (text in an id column) becomes null."""
     converters = [_CONVERTERS[type(dtype)] for dtype in schema.values()]
@@ -165,7 +165,7 @@ def _frame(connection: sqlite3.Connection, sql: str, schema: pl.Schema) -> pl.Da
     return pl.DataFrame(rows, schema=schema, orient="row")
 
 
-def _optional(columns: set[str], name: str, expression: str | None = None, missing: str = "NULL") -> str:
+def optional_column(columns: set[str], name: str, expression: str | None = None, missing: str = "NULL") -> str:
     """The column (or an expression over it) when the table has it, else `missing` (NULL): a missing column means
     fewer findings, never an error."""
     return (expression or f'"{name}"') if name in columns else missing
@@ -187,7 +187,7 @@ def threads_of(tids: pl.Series, pids: Iterable[int]) -> pl.Series:
 
 def _device(columns: set[str]) -> str:
     # Tools that write nsys-compatible SQLite for one GPU may leave the device out: that is device 0.
-    return _optional(columns, "deviceId", missing="0")
+    return optional_column(columns, "deviceId", missing="0")
 
 
 def parse(path: str | Path, progress: Callable[[int, int], None] | None = None) -> NsysExport:
@@ -247,7 +247,7 @@ def _read(path: Path, connection: sqlite3.Connection, tables: set[str], progress
     memops = pl.DataFrame(schema=NSYS_MEMOPS)
     untimed = [t for t in ("CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
                            "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS", GRAPH_TRACE_TABLE)
-               if t in tables and not {"start", "end"} <= set(_columns(connection, t))]
+               if t in tables and not {"start", "end"} <= set(table_columns(connection, t))]
     if untimed:
         notes.append(f"left out for lack of start/end columns: {', '.join(untimed)}")
         tables = tables - set(untimed)
@@ -256,12 +256,12 @@ def _read(path: Path, connection: sqlite3.Connection, tables: set[str], progress
     reader = _Reader(path, connection, progress, timed)
     kernels = _read_kernels(path, connection, tables, reader)
     if "CUPTI_ACTIVITY_KIND_MEMCPY" in tables:
-        columns = set(_columns(connection, "CUPTI_ACTIVITY_KIND_MEMCPY"))
+        columns = set(table_columns(connection, "CUPTI_ACTIVITY_KIND_MEMCPY"))
         if not {"srcKind", "dstKind"} <= columns:
             notes.append("the memcpy table has no srcKind/dstKind columns: pageable host copies cannot be told apart")
-        sql = (f'start, "end", {_device(columns)}, {_optional(columns, "copyKind")}, {_optional(columns, "bytes")}, '
-               f'{_optional(columns, "srcKind")}, {_optional(columns, "dstKind")}, {_optional(columns, "correlationId")}, '
-               f'{_optional(columns, "globalPid", _PID.format(column="globalPid"))}')
+        sql = (f'start, "end", {_device(columns)}, {optional_column(columns, "copyKind")}, {optional_column(columns, "bytes")}, '
+               f'{optional_column(columns, "srcKind")}, {optional_column(columns, "dstKind")}, {optional_column(columns, "correlationId")}, '
+               f'{optional_column(columns, "globalPid", _PID.format(column="globalPid"))}')
         frame = reader.read("CUPTI_ACTIVITY_KIND_MEMCPY", sql, pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "copy_kind": pl.Int64,
                                                    "bytes": pl.Int64, "src": pl.Int64, "dst": pl.Int64, "correlation_id": pl.Int64, "pid": pl.Int64}))
         memops = frame.select(
@@ -273,9 +273,9 @@ def _read(path: Path, connection: sqlite3.Connection, tables: set[str], progress
             "correlation_id", "pid",
         )
     if "CUPTI_ACTIVITY_KIND_MEMSET" in tables:
-        columns = set(_columns(connection, "CUPTI_ACTIVITY_KIND_MEMSET"))
-        sql = (f'start, "end", {_device(columns)}, {_optional(columns, "bytes")}, {_optional(columns, "memKind")}, '
-               f'{_optional(columns, "correlationId")}, {_optional(columns, "globalPid", _PID.format(column="globalPid"))}')
+        columns = set(table_columns(connection, "CUPTI_ACTIVITY_KIND_MEMSET"))
+        sql = (f'start, "end", {_device(columns)}, {optional_column(columns, "bytes")}, {optional_column(columns, "memKind")}, '
+               f'{optional_column(columns, "correlationId")}, {optional_column(columns, "globalPid", _PID.format(column="globalPid"))}')
         frame = reader.read("CUPTI_ACTIVITY_KIND_MEMSET", sql, pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "bytes": pl.Int64,
                                                    "kind": pl.Int64, "correlation_id": pl.Int64, "pid": pl.Int64}))
         memset = frame.select("start_ns", "end_ns", "device_id", pl.lit("memset").alias("operation"), pl.lit(None, dtype=pl.Int64).alias("copy_kind"),
@@ -285,9 +285,9 @@ def _read(path: Path, connection: sqlite3.Connection, tables: set[str], progress
         memops = pl.concat([memops, memset])
     sync = pl.DataFrame(schema=NSYS_SYNC)
     if "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION" in tables:
-        columns = set(_columns(connection, "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"))
-        sql = (f'start, "end", {_device(columns)}, {_optional(columns, "syncType")}, {_optional(columns, "correlationId")}, '
-               f'{_optional(columns, "globalPid", _PID.format(column="globalPid"))}')
+        columns = set(table_columns(connection, "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"))
+        sql = (f'start, "end", {_device(columns)}, {optional_column(columns, "syncType")}, {optional_column(columns, "correlationId")}, '
+               f'{optional_column(columns, "globalPid", _PID.format(column="globalPid"))}')
         frame = reader.read("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", sql, pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "type": pl.Int64,
                                                    "correlation_id": pl.Int64, "pid": pl.Int64}))
         sync = frame.select("start_ns", "end_ns", "device_id",
@@ -295,8 +295,8 @@ def _read(path: Path, connection: sqlite3.Connection, tables: set[str], progress
                             "correlation_id", "pid")
     api = pl.DataFrame(schema=NSYS_API)
     if "CUPTI_ACTIVITY_KIND_RUNTIME" in tables:
-        columns = set(_columns(connection, "CUPTI_ACTIVITY_KIND_RUNTIME"))
-        sql = f'start, "end", {_optional(columns, "nameId")}, {_optional(columns, "correlationId")}, {_optional(columns, "globalTid")}'
+        columns = set(table_columns(connection, "CUPTI_ACTIVITY_KIND_RUNTIME"))
+        sql = f'start, "end", {optional_column(columns, "nameId")}, {optional_column(columns, "correlationId")}, {optional_column(columns, "globalTid")}'
         frame = reader.read("CUPTI_ACTIVITY_KIND_RUNTIME", sql, pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "name_id": pl.Int64, "correlation_id": pl.Int64,
                                                    "tid": pl.Int64})).with_columns(pid_of_thread())
         # Mapped once per row, so only the ids in use, and at API-name length: one huge string would be copied per call.
@@ -306,17 +306,17 @@ def _read(path: Path, connection: sqlite3.Connection, tables: set[str], progress
                            _copied("correlation_id"), _copied("tid"), "pid")
     nvtx = pl.DataFrame(schema=NSYS_NVTX)
     if "NVTX_EVENTS" in tables:
-        columns = set(_columns(connection, "NVTX_EVENTS"))
+        columns = set(table_columns(connection, "NVTX_EVENTS"))
         # Without eventType (a trimmed export) a row with an end is a push/pop range and one without an end a mark.
-        kind = _optional(columns, "eventType", missing='CASE WHEN "end" IS NULL THEN 34 ELSE 59 END')
-        sql = f'start, "end", {kind}, {_optional(columns, "text")}, {_optional(columns, "textId")}, {_optional(columns, "globalTid")}'
+        kind = optional_column(columns, "eventType", missing='CASE WHEN "end" IS NULL THEN 34 ELSE 59 END')
+        sql = f'start, "end", {kind}, {optional_column(columns, "text")}, {optional_column(columns, "textId")}, {optional_column(columns, "globalTid")}'
         raw = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "type": pl.Int64, "text": pl.String, "text_id": pl.Int64, "tid": pl.Int64})
         nvtx = reader.read("NVTX_EVENTS", sql, raw, where=f"{kind} IN (59, 60, 34)", finish=lambda chunk: _nvtx_rows(chunk, names))
     graphs = pl.DataFrame(schema=NSYS_GRAPHS)
     if GRAPH_TRACE_TABLE in tables:
-        columns = set(_columns(connection, GRAPH_TRACE_TABLE))
-        sql = (f'start, "end", {_optional(columns, "deviceId")}, {_optional(columns, "correlationId")}, '
-               f'{_optional(columns, "globalPid", _PID.format(column="globalPid"))}')
+        columns = set(table_columns(connection, GRAPH_TRACE_TABLE))
+        sql = (f'start, "end", {optional_column(columns, "deviceId")}, {optional_column(columns, "correlationId")}, '
+               f'{optional_column(columns, "globalPid", _PID.format(column="globalPid"))}')
         graphs = reader.read(GRAPH_TRACE_TABLE, sql, NSYS_GRAPHS, where="start > 0")
     # StringIds also holds what nsys captured besides names (a program's printed output, tens of kilobytes): a cut
     # string is only worth a note where a kernel is named by it.
@@ -329,7 +329,7 @@ def _read(path: Path, connection: sqlite3.Connection, tables: set[str], progress
 
 def _kernel_release(connection: sqlite3.Connection, tables: set[str]) -> str | None:
     """Return the profiled host's kernel release as nsys recorded it (TARGET_INFO_SYSTEM_ENV), or None."""
-    if "TARGET_INFO_SYSTEM_ENV" not in tables or not {"name", "value"} <= set(_columns(connection, "TARGET_INFO_SYSTEM_ENV")):
+    if "TARGET_INFO_SYSTEM_ENV" not in tables or not {"name", "value"} <= set(table_columns(connection, "TARGET_INFO_SYSTEM_ENV")):
         return None
     try:  # a damaged table only loses this remark, never the export
         row = connection.execute("SELECT value FROM TARGET_INFO_SYSTEM_ENV WHERE name = 'SoftwareReleaseVersion' LIMIT 1").fetchone()
@@ -347,7 +347,7 @@ _NOT_USED = re.compile(r"Does the process use (?!CUDA)")
 def _trace_warnings(connection: sqlite3.Connection, names: dict[int, str]) -> list[str]:
     """Return one note with nsys's own warnings and errors about the GPU trace (DIAGNOSTIC_EVENT, severity 2-3), each
     distinct text once with how often it came; none when it had nothing to say."""
-    columns = set(_columns(connection, "DIAGNOSTIC_EVENT"))
+    columns = set(table_columns(connection, "DIAGNOSTIC_EVENT"))
     if not {"severity", "text"} <= columns:
         return []
     counts: dict[str, int] = {}
@@ -484,7 +484,7 @@ class _Reader:
             except _read_errors():
                 pass  # the driver infers a column's type from its first rows; read this range with declared types instead
         with closing(_connect(self.path)) as own:
-            return _frame(own, sql, schema)
+            return typed_frame(own, sql, schema)
 
     def read(self, table: str, select: str, schema: pl.Schema, where: str | None = None,
              finish: Callable[[pl.DataFrame], pl.DataFrame] | None = None) -> pl.DataFrame:
@@ -515,15 +515,15 @@ class _Reader:
 def _read_kernels(path: Path, connection: sqlite3.Connection, tables: set[str], reader: _Reader) -> pl.DataFrame:
     if KERNEL_TABLE not in tables:
         return pl.DataFrame(schema=NSYS_KERNELS)
-    columns = set(_columns(connection, KERNEL_TABLE))
+    columns = set(table_columns(connection, KERNEL_TABLE))
     if not {"start", "end"} <= columns:
         raise TraceFormatError(path, f"the kernel table {KERNEL_TABLE} has no start and end columns: no kernel can be timed",
                                "re-export with nsys export --type sqlite (a tool that writes nsys-compatible SQLite must include them)")
     name = next((c for c in ("demangledName", "shortName", "mangledName") if c in columns), "NULL")
     # Only the columns the analysis uses: fewer columns is what makes the bulk read fast and small.
     # globalPid is unpacked into the pid after the read, vectorised, rather than per row in SQLite.
-    select = (f'start, "end", {_device(columns)}, {name}, {_optional(columns, "correlationId")}, {_optional(columns, "globalPid")}, '
-              f'{_optional(columns, "graphNodeId")}')
+    select = (f'start, "end", {_device(columns)}, {name}, {optional_column(columns, "correlationId")}, {optional_column(columns, "globalPid")}, '
+              f'{optional_column(columns, "graphNodeId")}')
     kernels = reader.read(KERNEL_TABLE, select, NSYS_KERNELS)
     # graphNodeId is 0 or NULL for kernels not launched from a graph, depending on the nsys version.
     # The columns kept as read are copied (_nvtx_rows says why): the raw process and graph node ids go with the batch.
@@ -538,15 +538,15 @@ def _read_gpus(connection: sqlite3.Connection, tables: set[str]) -> pl.DataFrame
     TARGET_INFO_GPU.id is nsys's own GPU index: on a host with two GPU models (or with display adapters listed, as on
     Windows) it need not be the CUDA device id. `cuDevice`, or TARGET_INFO_CUDA_DEVICE's gpuId → cudaId, maps it.
     """
-    if "TARGET_INFO_GPU" in tables and {"memoryBandwidth", "clockRate"} <= set(_columns(connection, "TARGET_INFO_GPU")):
-        columns = set(_columns(connection, "TARGET_INFO_GPU"))
+    if "TARGET_INFO_GPU" in tables and {"memoryBandwidth", "clockRate"} <= set(table_columns(connection, "TARGET_INFO_GPU")):
+        columns = set(table_columns(connection, "TARGET_INFO_GPU"))
         cc = "computeMajor || '.' || computeMinor" if {"computeMajor", "computeMinor"} <= columns else "NULL"
         cuda_ids: dict[int, int] = {}
-        if "TARGET_INFO_CUDA_DEVICE" in tables and {"gpuId", "cudaId"} <= set(_columns(connection, "TARGET_INFO_CUDA_DEVICE")):
+        if "TARGET_INFO_CUDA_DEVICE" in tables and {"gpuId", "cudaId"} <= set(table_columns(connection, "TARGET_INFO_CUDA_DEVICE")):
             cuda_ids = {int(g): int(c) for g, c in connection.execute("SELECT gpuId, cudaId FROM TARGET_INFO_CUDA_DEVICE") if g is not None and c is not None}
-        device = _optional(columns, "cuDevice")
-        integrated = _optional(columns, "isDiscrete", "isDiscrete = 0")
-        frame = _frame(connection, f"SELECT id, {device}, name, smCount, clockRate, memoryBandwidth, {cc}, {_optional(columns, 'totalMemory')}, "
+        device = optional_column(columns, "cuDevice")
+        integrated = optional_column(columns, "isDiscrete", "isDiscrete = 0")
+        frame = typed_frame(connection, f"SELECT id, {device}, name, smCount, clockRate, memoryBandwidth, {cc}, {optional_column(columns, 'totalMemory')}, "
                                    f"{integrated} FROM TARGET_INFO_GPU",
                        pl.Schema({"gpu_id": pl.Int64, "cu_device": pl.Int64, **{k: v for k, v in NSYS_GPUS.items() if k != "device_id"}}))
         frame = frame.with_columns(pl.coalesce(pl.col("gpu_id").replace_strict(cuda_ids, default=None, return_dtype=pl.Int64),
@@ -556,14 +556,14 @@ def _read_gpus(connection: sqlite3.Connection, tables: set[str]) -> pl.DataFrame
         # nsys cuts long names to a fixed width, leaving a trailing blank ("NVIDIA GeForce RTX 3060 Laptop ").
         return frame.select(list(NSYS_GPUS.keys())).unique("device_id", keep="first", maintain_order=True).with_columns(pl.col("name").str.strip_chars())
     if "TARGET_INFO_CUDA_GPU" in tables:
-        columns = set(_columns(connection, "TARGET_INFO_CUDA_GPU"))
+        columns = set(table_columns(connection, "TARGET_INFO_CUDA_GPU"))
         name = "name" if "name" in columns else "NULL"
         cc = "computeCapabilityMajor || '.' || computeCapabilityMinor" if {"computeCapabilityMajor", "computeCapabilityMinor"} <= columns else "NULL"
         # The CUDA device id: `cudaId` (2021-2022), `deviceId` (2020-2021: every row was device 0 without it).
         device = next((c for c in ("cudaId", "deviceId", "id") if c in columns), "0")
         # Pre-2022 units: kHz and kB/s.
         # Neither the memory size (its unit in these versions is not documented) nor integration is taken here.
-        frame = _frame(connection, f"SELECT {device}, {name}, numMultiprocessors, coreClockRate * 1000.0, globalMemoryBandwidth * 1000.0, {cc}, "
+        frame = typed_frame(connection, f"SELECT {device}, {name}, numMultiprocessors, coreClockRate * 1000.0, globalMemoryBandwidth * 1000.0, {cc}, "
                                    "NULL, NULL FROM TARGET_INFO_CUDA_GPU", NSYS_GPUS)
         return frame.with_columns(pl.col("name").str.strip_chars())
     return pl.DataFrame(schema=NSYS_GPUS)

@@ -16,6 +16,7 @@ from traceview.parsers.ncu_summary import find_summary_header, looks_like_summar
 from traceview.parsers.nsys_stats import looks_like_stats
 from traceview.parsers.nvprof import looks_like_nvprof
 from traceview.parsers.nvprof_metrics import looks_like_nvprof_metrics
+from traceview.parsers.nvprof_sqlite import looks_like_nvprof_export
 from traceview.parsers.sqlite_files import open_read_only
 from traceview.parsers.tegrastats import looks_like_tegrastats
 
@@ -37,6 +38,7 @@ class TraceFormat(str, Enum):
     NSYS_STATS = "nsys-stats"
     NVPROF = "nvprof"
     NVPROF_METRICS = "nvprof-metrics"
+    NVPROF_SQLITE = "nvprof-sqlite"
     TEGRASTATS = "tegrastats"
     LLAMA_BENCH_MD = "llama-bench-md"
     LLAMA_BENCH_CSV = "llama-bench-csv"
@@ -76,14 +78,17 @@ def _tail_has_llama_timings(path: Path) -> bool:
     return b"\x00" not in tail and detect_llama(tail.decode("utf-8", errors="replace")) == TraceFormat.LLAMA_TIMINGS.value
 
 
-def _has_llama_bench_table(path: Path) -> bool:
-    """True for a SQLite database that `llama-bench -o sql` was piped into (a `llama_bench` table, no nsys tables)."""
+def _sqlite_format(path: Path) -> TraceFormat:
+    """Return which tool wrote a SQLite database: `llama-bench -o sql` piped into sqlite3 (a `llama_bench` table, no
+    profiler tables), nvprof's export (CUPTI tables named through a StringTable), else Nsight Systems."""
     try:
         with closing(open_read_only(path)) as connection:
             names = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     except (sqlite3.DatabaseError, UnicodeDecodeError):
-        return False  # a damaged database (its schema page too): the nsys reader says what is wrong with it
-    return "llama_bench" in names and not any(name.startswith(("CUPTI_", "NVTX_", "TARGET_INFO")) for name in names)
+        return TraceFormat.NSYS_SQLITE  # a damaged database (its schema page too): the nsys reader says what is wrong with it
+    if "llama_bench" in names and not any(name.startswith(("CUPTI_", "NVTX_", "TARGET_INFO")) for name in names):
+        return TraceFormat.LLAMA_BENCH_SQLITE
+    return TraceFormat.NVPROF_SQLITE if looks_like_nvprof_export(names) else TraceFormat.NSYS_SQLITE
 
 
 def _console_further_in(path: Path) -> TraceFormat | None:
@@ -157,7 +162,7 @@ def detect_format(path: str | Path) -> TraceFormat:
         raise UnknownFormatError(path, "a Git LFS pointer, not the file itself" + (f" (the file is {int(size.group(1)):,} bytes)" if size else ""),
                                  "fetch the file with `git lfs pull` (or download it from the repository's web page) and pass that")
     if head.startswith(b"SQLite format 3\x00"):
-        return TraceFormat.LLAMA_BENCH_SQLITE if _has_llama_bench_table(path) else TraceFormat.NSYS_SQLITE
+        return _sqlite_format(path)
     if head.startswith(b"NVR\x00"):
         return TraceFormat.NCU_REP
     if b"\x00" not in head:
