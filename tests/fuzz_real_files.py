@@ -42,7 +42,7 @@ FORMATS = {
     # Exports of other nsys versions (2020, 2022.1, 2023.1, 2023.2, 2025.1, 2025.5) from public repositories.
     "nsys-found": "found:*.sqlite",
     # nvprof's SQLite exports (`nvprof -o`), which traceview reads into the same frames.
-    "nvprof-export-found": "found:*.nvvp",
+    "nvprof-export-found": "found:*.nv[vp]*",
 }
 FOUND = Path(__file__).resolve().parent / "fixtures" / "found"
 DEADLINE_S = 30

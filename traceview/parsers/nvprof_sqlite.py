@@ -11,7 +11,7 @@ NVIDIA's own pyprof reads the same tables):
   (`memoryKind`). Memory kinds are CUPTI's numbering (1 pageable, 2 pinned, 3 device, ...), which is not nsys's.
 - Host calls: `CUPTI_ACTIVITY_KIND_RUNTIME` (and `..._DRIVER`): a CUPTI callback id (`cbid`) instead of a name,
   `processId`, `threadId`. The calls traceview classes (synchronize, copy, memset, allocation, launch) are named from
-  CUPTI's callback-id enums; any other call keeps its number (`CUDA runtime call 171`).
+  CUPTI's callback-id enums; any other call keeps its number (`CUDA runtime call 159`).
 - `CUPTI_ACTIVITY_KIND_SYNCHRONIZATION` (`type`: CUPTI's, which nsys kept) and `CUPTI_ACTIVITY_KIND_DEVICE` (name as a
   StringTable id, `numMultiprocessors`, `coreClockRate` in kHz, `globalMemoryBandwidth` in kB/s).
 
@@ -48,21 +48,39 @@ _KERNEL_TABLES = ("CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL", "CUPTI_ACTIVITY_KIND_
 _MEMORY_KINDS = {0: "Unknown", 1: "Pageable", 2: "Pinned", 3: "Device", 4: "Array", 5: "Managed", 6: "Device Static", 7: "Managed Static"}
 # CUpti_ActivitySynchronizationType.
 _SYNC_TYPES = {0: "Unknown", 1: "Event sync", 2: "Stream wait sync", 3: "Stream sync", 4: "Context sync"}
-# CUpti_runtime_api_trace_cbid, for the calls the whole-run analysis tells apart (cupti_runtime_cbid.h).
+# CUpti_runtime_api_trace_cbid (NVIDIA's generated cupti_runtime_cbid.h): the calls the whole-run analysis tells apart
+# (synchronize, copy, memset, allocation, launch) and the set-up calls that show in its evidence.
 RUNTIME_CALLS = {
-    13: "cudaLaunch", 20: "cudaMalloc", 21: "cudaMallocPitch", 22: "cudaFree", 23: "cudaMallocArray", 24: "cudaFreeArray",
-    25: "cudaMallocHost", 26: "cudaFreeHost", 27: "cudaHostAlloc", 31: "cudaMemcpy", 32: "cudaMemcpy2D", 33: "cudaMemcpyToArray",
+    1: "cudaDriverGetVersion", 2: "cudaRuntimeGetVersion", 3: "cudaGetDeviceCount", 4: "cudaGetDeviceProperties", 8: "cudaConfigureCall",
+    9: "cudaSetupArgument", 10: "cudaGetLastError", 11: "cudaPeekAtLastError", 13: "cudaLaunch", 14: "cudaFuncSetCacheConfig",
+    15: "cudaFuncGetAttributes", 16: "cudaSetDevice", 17: "cudaGetDevice", 19: "cudaSetDeviceFlags", 20: "cudaMalloc", 21: "cudaMallocPitch",
+    22: "cudaFree", 23: "cudaMallocArray", 24: "cudaFreeArray", 25: "cudaMallocHost", 26: "cudaFreeHost", 27: "cudaHostAlloc",
+    28: "cudaHostGetDevicePointer", 30: "cudaMemGetInfo", 31: "cudaMemcpy", 32: "cudaMemcpy2D", 33: "cudaMemcpyToArray",
     34: "cudaMemcpy2DToArray", 35: "cudaMemcpyFromArray", 36: "cudaMemcpy2DFromArray", 37: "cudaMemcpyArrayToArray",
     38: "cudaMemcpy2DArrayToArray", 39: "cudaMemcpyToSymbol", 40: "cudaMemcpyFromSymbol", 41: "cudaMemcpyAsync",
     42: "cudaMemcpyToArrayAsync", 43: "cudaMemcpyFromArrayAsync", 44: "cudaMemcpy2DAsync", 45: "cudaMemcpy2DToArrayAsync",
     46: "cudaMemcpy2DFromArrayAsync", 47: "cudaMemcpyToSymbolAsync", 48: "cudaMemcpyFromSymbolAsync", 49: "cudaMemset",
-    50: "cudaMemset2D", 51: "cudaMemsetAsync", 52: "cudaMemset2DAsync", 126: "cudaThreadSynchronize", 131: "cudaStreamSynchronize",
-    137: "cudaEventSynchronize", 142: "cudaMemset3D", 143: "cudaMemset3DAsync", 144: "cudaMemcpy3D", 145: "cudaMemcpy3DAsync",
-    147: "cudaStreamWaitEvent", 160: "cudaMemcpyPeer", 161: "cudaMemcpyPeerAsync", 162: "cudaMemcpy3DPeer", 163: "cudaMemcpy3DPeerAsync",
-    165: "cudaDeviceSynchronize", 211: "cudaLaunchKernel", 214: "cudaLaunchKernel_ptsz", 215: "cudaMemcpy_ptds", 216: "cudaMemcpy2D_ptds",
-    225: "cudaMemcpyAsync_ptsz", 233: "cudaMemset_ptds", 235: "cudaMemsetAsync_ptsz", 239: "cudaStreamSynchronize_ptsz",
-    247: "cudaStreamWaitEvent_ptsz", 269: "cudaLaunchCooperativeKernel", 270: "cudaLaunchCooperativeKernel_ptsz",
-    272: "cudaLaunchCooperativeKernelMultiDevice", 284: "cudaLaunchHostFunc", 285: "cudaLaunchHostFunc_ptsz",
+    50: "cudaMemset2D", 51: "cudaMemsetAsync", 52: "cudaMemset2DAsync", 53: "cudaGetSymbolAddress", 123: "cudaThreadExit",
+    126: "cudaThreadSynchronize", 129: "cudaStreamCreate", 130: "cudaStreamDestroy", 131: "cudaStreamSynchronize", 132: "cudaStreamQuery",
+    133: "cudaEventCreate", 134: "cudaEventCreateWithFlags", 135: "cudaEventRecord", 136: "cudaEventDestroy", 137: "cudaEventSynchronize",
+    138: "cudaEventQuery", 139: "cudaEventElapsedTime", 140: "cudaMalloc3D", 141: "cudaMalloc3DArray", 142: "cudaMemset3D",
+    143: "cudaMemset3DAsync", 144: "cudaMemcpy3D", 145: "cudaMemcpy3DAsync", 147: "cudaStreamWaitEvent", 151: "cudaPointerGetAttributes",
+    152: "cudaHostRegister", 153: "cudaHostUnregister", 154: "cudaDeviceCanAccessPeer", 155: "cudaDeviceEnablePeerAccess",
+    160: "cudaMemcpyPeer", 161: "cudaMemcpyPeerAsync", 162: "cudaMemcpy3DPeer", 163: "cudaMemcpy3DPeerAsync", 164: "cudaDeviceReset",
+    165: "cudaDeviceSynchronize", 166: "cudaDeviceGetLimit", 167: "cudaDeviceSetLimit", 170: "cudaProfilerInitialize",
+    171: "cudaProfilerStart", 172: "cudaProfilerStop", 185: "cudaCreateTextureObject", 186: "cudaDestroyTextureObject",
+    197: "cudaStreamAddCallback", 198: "cudaStreamCreateWithFlags", 200: "cudaDeviceGetAttribute", 201: "cudaStreamDestroy",
+    202: "cudaStreamCreateWithPriority", 206: "cudaMallocManaged", 207: "cudaOccupancyMaxActiveBlocksPerMultiprocessor",
+    209: "cudaGetErrorName", 211: "cudaLaunchKernel", 212: "cudaGetDeviceFlags", 213: "cudaLaunch_ptsz", 214: "cudaLaunchKernel_ptsz",
+    215: "cudaMemcpy_ptds", 216: "cudaMemcpy2D_ptds", 223: "cudaMemcpyToSymbol_ptds", 224: "cudaMemcpyFromSymbol_ptds",
+    225: "cudaMemcpyAsync_ptsz", 228: "cudaMemcpy2DAsync_ptsz", 231: "cudaMemcpyToSymbolAsync_ptsz", 232: "cudaMemcpyFromSymbolAsync_ptsz",
+    233: "cudaMemset_ptds", 234: "cudaMemset2D_ptds", 235: "cudaMemsetAsync_ptsz", 236: "cudaMemset2DAsync_ptsz",
+    239: "cudaStreamSynchronize_ptsz", 240: "cudaStreamQuery_ptsz", 242: "cudaEventRecord_ptsz", 245: "cudaMemcpy3D_ptds",
+    246: "cudaMemcpy3DAsync_ptsz", 247: "cudaStreamWaitEvent_ptsz", 248: "cudaStreamAddCallback_ptsz", 252: "cudaMemPrefetchAsync",
+    253: "cudaMemPrefetchAsync_ptsz", 254: "cudaMemAdvise", 269: "cudaLaunchCooperativeKernel", 270: "cudaLaunchCooperativeKernel_ptsz",
+    272: "cudaLaunchCooperativeKernelMultiDevice", 273: "cudaFuncSetAttribute", 284: "cudaLaunchHostFunc", 285: "cudaLaunchHostFunc_ptsz",
+    310: "cudaGraphInstantiate", 311: "cudaGraphLaunch", 312: "cudaGraphLaunch_ptsz", 315: "cudaStreamBeginCapture",
+    317: "cudaStreamIsCapturing", 319: "cudaStreamEndCapture",
 }
 # CUpti_driver_api_trace_cbid, read where the export has driver calls and no runtime calls (a driver-API program).
 DRIVER_CALLS = {
@@ -115,6 +133,12 @@ def _read(path: Path, connection: sqlite3.Connection, tables: set[str]) -> NsysE
     markers = _count(connection, tables, "CUPTI_ACTIVITY_KIND_MARKER")
     if markers:
         notes.append(f"nvprof's NVTX markers ({markers:,} records) are not read: the whole-run view has no NVTX ranges")
+    metrics = _count(connection, tables, "CUPTI_ACTIVITY_KIND_METRIC")
+    if metrics:
+        # Metric values are stored under CUPTI's numeric metric ids, which only CUPTI (the Visual Profiler) turns into names.
+        notes.append(f"the export holds {metrics:,} metric values (--analysis-metrics or --metrics with -o) under CUPTI's numeric metric "
+                     "ids, which only the Visual Profiler resolves: not read — for a roofline verdict print them instead "
+                     "(nvprof --metrics flop_count_sp,flop_count_dp,dram_read_transactions,... ./app) and pass that output")
     return NsysExport(path, f"nvprof (export format {_text(version[0])})" if version else "nvprof", None, _gpus(connection, tables, names),
                       kernels, names, memops, _syncs(connection, tables), api, pl.DataFrame(schema=NSYS_NVTX), tables,
                       pl.DataFrame(schema=NSYS_GRAPHS), {}, notes)
