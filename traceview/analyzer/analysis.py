@@ -73,6 +73,7 @@ from traceview.parsers.ncu_csv import short_kernel_name
 from traceview.parsers.nsys_sqlite import NSYS_API, NSYS_GRAPHS, NSYS_MEMOPS, NSYS_NVTX, NsysExport
 from traceview.parsers.nsys_stats import EXPERT_RULES, STATS_LAUNCHES, StatsReports
 from traceview.parsers.schema import KERNELS, MEMORY_LEVELS, PRECISIONS
+from traceview.parsers.sniff import TraceFormat
 from traceview.wording import counted
 
 PEAK_KEYS = tuple(f"peak_{p}_flop_per_s" for p in PRECISIONS) + tuple(f"peak_{m}_bytes_per_s" for m in MEMORY_LEVELS)
@@ -273,7 +274,7 @@ def _with_ncu_peaks(peaks: dict[str, Peak], ncu: Analysis | None) -> dict[str, P
 def _join_notes(ncu: Analysis | None, matched: int, kernels: int, unmatched: list[str]) -> list[str]:
     if ncu is None:
         return []
-    whose = "nvprof's metric results" if ncu.source.format == "nvprof-metrics" else "Nsight Compute results"
+    whose = "nvprof's metric results" if ncu.source.format == TraceFormat.NVPROF_METRICS.value else "Nsight Compute results"
     notes = [f"joined {whose} from {ncu.source.path}: {matched} of {counted(kernels, 'kernel')} matched by name"]
     if unmatched:
         notes.append(f"{len(unmatched)} kernel(s) of the {whose} match no kernel in this run: " + "; ".join(n[:80] for n in unmatched[:5]))
@@ -367,7 +368,7 @@ def analyze(kernels: pl.DataFrame, source: Source, gpu: str | None = None, weigh
     decode steps when the launches repeat (or `step_kernels` says how many make one step)."""
     device = resolve_device(kernels, gpu)
     # nvprof's metrics come from GPUs Nsight Compute does not profile: advice to collect more names nvprof's metrics.
-    collection = NVPROF_COLLECTION if source.format == "nvprof-metrics" else NCU_COLLECTION
+    collection = NVPROF_COLLECTION if source.format == TraceFormat.NVPROF_METRICS.value else NCU_COLLECTION
     launches = with_verdicts(kernels, device, collection)
     notes = []
     failed = int(launches["launch_failed"].fill_null(False).sum()) if launches.height else 0

@@ -53,6 +53,8 @@ def before_nsight_compute(compute_capability: str | None) -> bool:
     except ValueError:
         return False
     return (major, minor) < NCU_MIN_COMPUTE_CAPABILITY
+
+
 SHORT_KIND_ADVICE = {"gemm": "tensor cores, precision", "attention": "fused attention", "convolution": "cuDNN algo, layout",
                      "normalization": "fuse", "reduction": "fuse", "elementwise": "fuse", "copy": "avoid or fuse the copy",
                      "communication": "overlap with compute", "latency": "fuse or CUDA graph",

@@ -332,11 +332,11 @@ def parse(path: str | Path, notes: list[str] | None = None) -> pl.DataFrame:
     frame = repeat_invocations(frame, invocations, path, notes, summary="nvprof's metric results",
                                hint="pass nvprof's output as it printed it")
     if notes is not None:
-        timed = sum(sources.values())
-        if timed:
+        if sources:
             notes.append("nvprof prints no durations with metrics: " + "; ".join(f"{count} of {len(kernels)} kernel(s) timed from {source}"
                                                                               for source, count in sources.items()))
-        ambiguous = list(dict.fromkeys(k.name for k in kernels if k.name in timings and _timed(k.name, timings) is None))
+        ambiguous = list(dict.fromkeys(k.name for k, row in zip(kernels, rows, strict=True)
+                                       if row["duration_ns"] is None and k.name in timings and _timed(k.name, timings) is None))
         if shared:
             notes.append(f"{len(shared)} kernel name(s) were measured in more than one nvprof run in this file: each run's is its own row, "
                          "named with the run's process id (separate runs are usually separate programs or inputs)")
