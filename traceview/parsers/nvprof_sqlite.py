@@ -125,7 +125,7 @@ def _read(path: Path, connection: sqlite3.Connection, tables: set[str]) -> NsysE
              if isinstance(key, int) and value is not None}
     version = connection.execute('SELECT version FROM "Version"').fetchone() if "Version" in tables else None
     notes: list[str] = []
-    kernels = pl.concat([_kernels(connection, table) for table in _KERNEL_TABLES if table in tables] or [pl.DataFrame(schema=NSYS_KERNELS)])
+    kernels = pl.concat([_kernels(connection, tables, table) for table in _KERNEL_TABLES] or [pl.DataFrame(schema=NSYS_KERNELS)])
     memops = pl.concat([_copies(connection, tables), _memsets(connection, tables)])
     api = _calls(connection, tables, "CUPTI_ACTIVITY_KIND_RUNTIME", RUNTIME_CALLS, "CUDA runtime call")
     if api.height == 0:
@@ -148,14 +148,16 @@ def _count(connection: sqlite3.Connection, tables: set[str], table: str) -> int:
     return int(connection.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0]) if table in tables else 0
 
 
-def _timed(connection: sqlite3.Connection, table: str) -> set[str] | None:
-    """The table's columns, or None when it lacks start and end (it cannot be placed in time)."""
+def _timed(connection: sqlite3.Connection, tables: set[str], table: str) -> set[str] | None:
+    """The table's columns, or None when the export lacks it or it lacks start and end (it cannot be placed in time)."""
+    if table not in tables:
+        return None
     columns = set(table_columns(connection, table))
     return columns if {"start", "end"} <= columns else None
 
 
-def _kernels(connection: sqlite3.Connection, table: str) -> pl.DataFrame:
-    columns = _timed(connection, table)
+def _kernels(connection: sqlite3.Connection, tables: set[str], table: str) -> pl.DataFrame:
+    columns = _timed(connection, tables, table)
     if columns is None:
         return pl.DataFrame(schema=NSYS_KERNELS)
     sql = (f'SELECT start, "end", {optional_column(columns, "deviceId", missing="0")}, {optional_column(columns, "name")}, '
@@ -165,7 +167,7 @@ def _kernels(connection: sqlite3.Connection, table: str) -> pl.DataFrame:
 
 def _copies(connection: sqlite3.Connection, tables: set[str]) -> pl.DataFrame:
     table = "CUPTI_ACTIVITY_KIND_MEMCPY"
-    columns = _timed(connection, table) if table in tables else None
+    columns = _timed(connection, tables, table)
     if columns is None:
         return pl.DataFrame(schema=NSYS_MEMOPS)
     sql = (f'SELECT start, "end", {optional_column(columns, "deviceId", missing="0")}, {optional_column(columns, "copyKind")}, '
@@ -186,7 +188,7 @@ def _copies(connection: sqlite3.Connection, tables: set[str]) -> pl.DataFrame:
 
 def _memsets(connection: sqlite3.Connection, tables: set[str]) -> pl.DataFrame:
     table = "CUPTI_ACTIVITY_KIND_MEMSET"
-    columns = _timed(connection, table) if table in tables else None
+    columns = _timed(connection, tables, table)
     if columns is None:
         return pl.DataFrame(schema=NSYS_MEMOPS)
     sql = (f'SELECT start, "end", {optional_column(columns, "deviceId", missing="0")}, {optional_column(columns, "bytes")}, '
@@ -201,7 +203,7 @@ def _memsets(connection: sqlite3.Connection, tables: set[str]) -> pl.DataFrame:
 
 def _syncs(connection: sqlite3.Connection, tables: set[str]) -> pl.DataFrame:
     table = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"
-    columns = _timed(connection, table) if table in tables else None
+    columns = _timed(connection, tables, table)
     if columns is None:
         return pl.DataFrame(schema=NSYS_SYNC)
     # Synchronizations name a context, not a device: device 0 is assumed, as for a one-GPU run.
@@ -216,7 +218,7 @@ def _syncs(connection: sqlite3.Connection, tables: set[str]) -> pl.DataFrame:
 def _calls(connection: sqlite3.Connection, tables: set[str], table: str, known: dict[int, str], other: str) -> pl.DataFrame:
     """Return the table's API calls with their names (known callback ids), and the thread id packed as nsys packs it
     (process id in bits 24-47), so that the process is found the same way."""
-    columns = _timed(connection, table) if table in tables else None
+    columns = _timed(connection, tables, table)
     if columns is None:
         return pl.DataFrame(schema=NSYS_API)
     sql = (f'SELECT start, "end", {optional_column(columns, "cbid")}, {optional_column(columns, "correlationId")}, '
