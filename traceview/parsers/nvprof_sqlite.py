@@ -10,8 +10,8 @@ NVIDIA's own pyprof reads the same tables):
 - Copies and memsets: `CUPTI_ACTIVITY_KIND_MEMCPY` (`copyKind`, `srcKind`, `dstKind`, `bytes`) and `..._MEMSET`
   (`memoryKind`). Memory kinds are CUPTI's numbering (1 pageable, 2 pinned, 3 device, ...), which is not nsys's.
 - Host calls: `CUPTI_ACTIVITY_KIND_RUNTIME` (and `..._DRIVER`): a CUPTI callback id (`cbid`) instead of a name,
-  `processId`, `threadId`. The calls traceview classes (synchronize, copy, memset, allocation, launch) are named from
-  CUPTI's callback-id enums; any other call keeps its number (`CUDA runtime call 159`).
+  `processId`, `threadId`. The calls traceview classes (synchronize, copy, memset, allocation, launch) and the common
+  set-up calls are named from CUPTI's callback-id enums; any other call keeps its number (`CUDA runtime call 159`).
 - `CUPTI_ACTIVITY_KIND_SYNCHRONIZATION` (`type`: CUPTI's, which nsys kept) and `CUPTI_ACTIVITY_KIND_DEVICE` (name as a
   StringTable id, `numMultiprocessors`, `coreClockRate` in kHz, `globalMemoryBandwidth` in kB/s).
 
