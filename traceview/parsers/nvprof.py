@@ -330,6 +330,14 @@ def trace_table(path: Path, lines: list[str], header_line: int) -> tuple[list[st
     return header, body, unit_of
 
 
+def trace_name(cells: dict[str, str]) -> tuple[str, str | None]:
+    """Return a GPU-trace row's name without the ` [112]` the console puts after it, and that correlation id (None
+    where the row has none)."""
+    name = cells.get("Name", "").strip()
+    correlation = CORRELATION.search(name)
+    return (name[:correlation.start()].rstrip(), correlation.group(1)) if correlation else (name, None)
+
+
 def _read_gpu_trace(path: Path, lines: list[str], header_line: int, result: StatsReports) -> None:
     """Read `--print-gpu-trace` from its header (line `header_line`) into cuda_gpu_trace's columns, and hand them to
     the reader of that report, so kernels and copies get the same timeline."""
@@ -340,10 +348,7 @@ def _read_gpu_trace(path: Path, lines: list[str], header_line: int, result: Stat
     devices: dict[str, int] = {}
     rows = [["Start (ns)", "Duration (ns)", "CorrId", "Bytes (MB)", "SrcMemKd", "DstMemKd", "Device", "Name"]]
     for _, cells in body:
-        name = cells.get("Name", "").strip()
-        correlation = CORRELATION.search(name)
-        if correlation:
-            name = name[:correlation.start()].rstrip()
+        name, correlation = trace_name(cells)
         unified = _UNIFIED.match(name)
         if unified:
             name = f"[CUDA Unified Memory memcpy {unified.group(1)}]"
@@ -361,7 +366,7 @@ def _read_gpu_trace(path: Path, lines: list[str], header_line: int, result: Stat
         else:
             index = devices.setdefault(device, len(devices)) if device and device != "-" else 0
         rows.append(["" if start is None else repr(start), "" if duration is None else repr(duration),
-                     correlation.group(1) if correlation else cells.get("Correlation_ID", ""),
+                     correlation or cells.get("Correlation_ID", ""),
                      "" if size is None else repr(size / 1e6), cells.get("SrcMemType", "").strip().strip("-"),
                      cells.get("DstMemType", "").strip().strip("-"), f"{device} ({index})" if device and device != "-" else "", name])
     store_per_launch(path, "cuda_gpu_trace", rows, header_line + 1, result, report_label="nvprof's GPU trace (--print-gpu-trace)")

@@ -29,6 +29,7 @@ from __future__ import annotations
 import csv
 import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,7 +38,7 @@ import polars as pl
 from traceview.errors import TraceFormatError
 from traceview.parsers.ncu_csv import short_kernel_name
 from traceview.parsers.ncu_summary import MAX_INVOCATIONS, repeat_invocations
-from traceview.parsers.nvprof import CORRELATION, HEADING, SUMMARY_ROW, TRACE_HEADER, time_ns, trace_table, trouble_note
+from traceview.parsers.nvprof import HEADING, SUMMARY_ROW, TRACE_HEADER, time_ns, trace_name, trace_table, trouble_note
 from traceview.parsers.schema import KERNELS, STALL, conform
 
 _CONSOLE_HEADER = re.compile(r"^\s*Invocations\s+Metric Name\s+Metric Description\s+Min\s+Max\s+Avg\s*$", re.MULTILINE)
@@ -106,22 +107,28 @@ def _device(text: str) -> tuple[str | None, int | None]:
     return name or None, int(index) if index is not None else None
 
 
-def _read_metrics(path: Path, lines: list[str]) -> tuple[list[_Kernel], set[str]]:
-    """Return the kernels of every metric table in the file, and the other nvprof sections seen (events)."""
-    kernels: dict[tuple[object, ...], _Kernel] = {}
-    other: set[str] = set()
+def _walk(lines: list[str]) -> Iterator[tuple[int, str, str | None, str | None]]:
+    """Yield each line with its number, the nvprof process whose output it is (the last `==PID==` above it), and its
+    section title in lower case where the line is a heading (`==PID== Metric result:`), else None."""
     process: str | None = None
-    device: tuple[str | None, int | None] = (None, None)
-    current: _Kernel | None = None
-    in_table = False
-    csv_rows = False
     for number, line in enumerate(lines, start=1):
         owner = _PID.match(line)
         if owner:
             process = owner.group("pid")
         heading = HEADING.match(line)
-        if heading:
-            title = heading.group("title").strip().lower()
+        yield number, line, process, heading.group("title").strip().lower() if heading else None
+
+
+def _read_metrics(path: Path, lines: list[str]) -> tuple[list[_Kernel], set[str]]:
+    """Return the kernels of every metric table in the file, and the other nvprof sections seen (events)."""
+    kernels: dict[tuple[object, ...], _Kernel] = {}
+    other: set[str] = set()
+    device: tuple[str | None, int | None] = (None, None)
+    current: _Kernel | None = None
+    in_table = False
+    csv_rows = False
+    for number, line, process, title in _walk(lines):
+        if title is not None:
             in_table = title == "metric result"
             csv_rows = False
             if title == "event result":
@@ -181,15 +188,9 @@ def _add(kernel: _Kernel, count: str, metric: str, average: str) -> None:
 def _timings(path: Path, lines: list[str]) -> dict[str, list[tuple[str | None, float, int]]]:
     """Return per kernel name its timings in the file's summaries and GPU traces: (process, mean duration ns, launches)."""
     found: dict[tuple[str | None, str], list[float]] = {}  # (process, name) → [total ns, launches]
-    process: str | None = None
     kind: str | None = None  # what the summary rows under this point are: "gpu activities", "api calls", ...
-    for number, line in enumerate(lines, start=1):
-        owner = _PID.match(line)
-        if owner:
-            process = owner.group("pid")
-        heading = HEADING.match(line)
-        if heading:
-            title = heading.group("title").strip().lower()
+    for number, line, process, title in _walk(lines):
+        if title is not None:
             kind = "gpu activities" if title == "profiling result" else title
             continue
         if kind == "gpu activities" and TRACE_HEADER.match(line) and "Grid" in line:
@@ -198,9 +199,7 @@ def _timings(path: Path, lines: list[str]) -> dict[str, list[tuple[str | None, f
             except TraceFormatError:
                 continue  # a damaged timing run leaves the durations unknown; the metrics are still read
             for _, cells in body:
-                name = cells.get("Name", "").strip()
-                correlation = CORRELATION.search(name)
-                name = name[:correlation.start()].rstrip() if correlation else name
+                name, _ = trace_name(cells)
                 duration = time_ns(cells.get("Duration", ""), unit_of.get("Duration"))
                 if name and not name.startswith("[") and duration:
                     total = found.setdefault((process, name), [0.0, 0])
