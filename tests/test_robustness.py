@@ -160,6 +160,78 @@ def test_a_failed_launch_is_reported_as_failed_and_json_has_no_nan(realdata_file
     assert [launch["label"] for launch in launches].count("launch failed") == 1
 
 
+def _failed_like_ncu(header: list[str], measured_row: list[str], launch_id: str) -> list[str]:
+    """A failed launch's row as ncu writes it on the raw page (muDock's full GTX 1650 export, row 190, whose capture
+    ended in `==ERROR== LaunchFailed`): block and grid (0, 0, 0), the device attributes, peak constants and launch
+    configuration still filled in, derived counts 0, every measurement nan."""
+    kept = {"Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream", "Device", "CC"}
+    row = []
+    for column, value in zip(header, measured_row, strict=True):
+        if column == "ID":
+            row.append(launch_id)
+        elif column in ("Block Size", "Grid Size"):
+            row.append("(0, 0, 0)")
+        elif column in kept or column.startswith(("device__attribute_", "launch__")) or ".peak_sustained" in column:
+            row.append(value)
+        else:
+            row.append("0" if column.startswith("derived__") else "nan")
+    return row
+
+
+def test_a_failed_launch_with_its_constants_filled_in_keeps_the_kernels_measured_time(realdata_file, tmp_path):
+    # Issue 31: ncu keeps the peak constants and launch configuration of a failed launch, so "every cell nan" never
+    # held and the kernel's whole time read as n/a ("averaged over 6 launches (no durations)").
+    import csv
+    import io
+
+    lines = realdata_file("ncu_raw/mudock_gtx1650_full_raw.csv").read_text().splitlines(keepends=True)
+    start = next(i for i, line in enumerate(lines) if line.startswith('"ID",'))
+    header = next(csv.reader([lines[start]]))
+    measured = lines[:start + 2 + 5]  # preamble, header, units and launches 0-4
+    buffer = io.StringIO()
+    csv.writer(buffer, quoting=csv.QUOTE_ALL, lineterminator="\n").writerow(_failed_like_ncu(header, next(csv.reader([lines[start + 6]])), "5"))
+    path = tmp_path / "failed.csv"
+    path.write_text("".join(measured) + buffer.getvalue())
+    durations = [float(row["gpu__time_duration.sum"].replace(",", "")) for row in csv.DictReader(measured[start:]) if row["ID"] != ""]
+    assert len(durations) == 5
+
+    data = json.loads(invoke("analyze", path, "-f", "json").stdout)
+    kernel = data["kernels"][0]
+    assert (kernel["launches"], kernel["failed_launches"]) == (6, 1)
+    assert kernel["duration_ns"] == pytest.approx(sum(durations))
+    assert data["summary"]["total_duration_ns"] == pytest.approx(sum(durations))
+    assert kernel["recoverable_ns"] is not None
+    assert "over 5 launches" in kernel["reason"] and "no durations" not in kernel["reason"]
+    assert any("failed under profiling" in note and "calc_energy" in note for note in data["notes"])
+    assert "6 (1 failed)" in invoke("analyze", path).stdout
+
+
+def test_a_failed_launch_on_the_details_page_keeps_the_kernels_measured_time(realdata_file, tmp_path):
+    # The same launch on the details page: every measured value nan, its grid 0 (2019.5 prints launch statistics as rows).
+    import csv
+    import io
+
+    lines = realdata_file("ncu_details/ncu2019.5_v100_aws_bfs_small_xplacer.log").read_text().splitlines(keepends=True)
+    start = next(i for i, line in enumerate(lines) if line.startswith('"ID",'))
+    rows = list(csv.reader(lines[start:]))
+    header, body = rows[0], rows[1:]
+    column = {name: i for i, name in enumerate(header)}
+    last_id = body[-1][0]
+    durations = [float(r[column["Metric Value"]]) for r in body if r[column["Metric Name"]] == "Duration" and r[0] != last_id]
+    for r in body:
+        if r[0] == last_id:
+            r[column["Metric Value"]] = "0" if r[column["Metric Name"]] in ("Grid Size", "Block Size") else "nan"
+    buffer = io.StringIO()
+    csv.writer(buffer, quoting=csv.QUOTE_ALL, lineterminator="\n").writerows(rows)
+    path = tmp_path / "failed_details.csv"
+    path.write_text("".join(lines[:start]) + buffer.getvalue())
+
+    data = json.loads(invoke("analyze", path, "-f", "json").stdout)
+    assert sum(k["failed_launches"] for k in data["kernels"]) == 1
+    assert data["summary"]["total_duration_ns"] == pytest.approx(sum(durations))
+    assert all(k["duration_ns"] is not None for k in data["kernels"])
+
+
 @pytest.mark.parametrize("relative", [
     "ncu_details/ncu2019.5_v100_aws_cfd_stdout_mixed_xplacer.log",
     "tegrastats/xavier_nx_jp5_nosudo_ts_tegra_burn.log",

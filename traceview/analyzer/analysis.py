@@ -371,9 +371,9 @@ def analyze(kernels: pl.DataFrame, source: Source, gpu: str | None = None, weigh
     collection = NVPROF_COLLECTION if source.format == TraceFormat.NVPROF_METRICS.value else NCU_COLLECTION
     launches = with_verdicts(kernels, device, collection)
     notes = []
-    failed = int(launches["launch_failed"].fill_null(False).sum()) if launches.height else 0
-    if failed:
-        notes.append(f"{failed} launch(es) failed under profiling (every metric nan or empty): they are counted as failed, not measured")
+    failed_note = _failed_launches_note(launches)
+    if failed_note:
+        notes.append(failed_note)
     timed = launches.filter(~pl.col("launch_failed").fill_null(False)) if launches.height else launches
     if timed.height and timed["duration_ns"].null_count() == timed.height:
         notes.append(collection.no_durations)
@@ -386,6 +386,24 @@ def analyze(kernels: pl.DataFrame, source: Source, gpu: str | None = None, weigh
         notes.append(f"--step-kernels {step_kernels}: the export has fewer launches than one step")
     return Analysis(source, device, launches, diagnose_kernels(launches, rank_kernels(launches), device.spec, collection), notes, steps=steps,
                     collection=collection)
+
+
+def _failed_launches_note(launches: pl.DataFrame) -> str | None:
+    """Return what failed under profiling and what the kernels' times are made of, or None when nothing failed."""
+    if not launches.height or not launches["launch_failed"].fill_null(False).any():
+        return None
+    per_kernel = (launches.group_by("short_name", maintain_order=True)
+                  .agg(pl.col("launch_failed").fill_null(False).sum().alias("failed"), pl.len().alias("launches"))
+                  .filter(pl.col("failed") > 0))
+    failed = int(per_kernel["failed"].sum())
+    parts = []
+    for name, count, total in per_kernel.head(3).iter_rows():
+        measured = total - count
+        parts.append(f"{name}'s time is that of its {counted(measured, 'measured launch', 'measured launches')}" if measured
+                     else f"every launch of {name} failed: it has no time")
+    more = f"; and {per_kernel.height - 3} more kernels" if per_kernel.height > 3 else ""
+    return (f"{counted(failed, 'launch', 'launches')} failed under profiling (every measurement nan or empty, as after ncu's "
+            f"`==ERROR== LaunchFailed`), counted as failed, not measured: " + "; ".join(parts) + more)
 
 
 def analyze_samples(

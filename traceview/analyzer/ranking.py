@@ -61,8 +61,8 @@ def rank_kernels(launches: pl.DataFrame) -> pl.DataFrame:
             weighted_mean("compute_pct").alias("compute_pct"),
             weighted_mean("memory_pct").alias("memory_pct"),
             weighted_mean("achieved_flop_per_s").alias("achieved_flop_per_s"),
-            pl.col("recoverable_ns").sum().alias("recoverable_ns"),
-            pl.col("recoverable_ns").null_count().alias("_missing_recoverable"),
+            pl.col("recoverable_ns").filter(measured).sum().alias("recoverable_ns"),
+            pl.col("recoverable_ns").filter(measured).null_count().alias("_missing_recoverable"),
             pl.col("main_flop").sum().alias("_flop"),
             pl.col("main_flop").null_count().alias("_missing_flop"),
             pl.col("dram_bytes").sum().alias("_dram_bytes"),
@@ -73,7 +73,7 @@ def rank_kernels(launches: pl.DataFrame) -> pl.DataFrame:
     complete = lambda name: pl.col(name) == 0  # noqa: E731
     grouped = grouped.with_columns(
         pl.when(complete("_missing_durations") & (pl.col("launches") > pl.col("failed_launches"))).then(pl.col("duration_ns")).alias("duration_ns"),
-        pl.when(complete("_missing_recoverable")).then(pl.col("recoverable_ns")).alias("recoverable_ns"),
+        pl.when(complete("_missing_recoverable") & (pl.col("launches") > pl.col("failed_launches"))).then(pl.col("recoverable_ns")).alias("recoverable_ns"),
         # Intensity of a kernel = its FLOPs over its DRAM bytes, summed over launches (ratio of sums).
         pl.when(complete("_missing_flop") & complete("_missing_bytes") & (pl.col("_dram_bytes") > 0))
         .then(pl.col("_flop") / pl.col("_dram_bytes"))

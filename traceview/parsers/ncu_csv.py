@@ -455,7 +455,7 @@ def _read_raw(path: Path, header: NcuHeader, notes: list[str] | None = None) -> 
             keyed.setdefault(key, []).append(pl.col(column) * factor)
     wide = pl.concat([data.select(launch), numbers.select(
         *[pl.coalesce(parts).alias(key) for key, parts in keyed.items()],
-        _all_cells_empty(data, numbers, numeric).alias("launch_failed"),
+        _all_cells_empty(data, numbers, [c for c in numeric if is_measurement(c)]).alias("launch_failed"),
     )], how="horizontal")
     units = pl.DataFrame(
         {"metric": unkeyed, "unit": [units_row.get(c) or "" for c in unkeyed]},
@@ -475,6 +475,19 @@ def _key_and_factor(metric: str, unit: str) -> tuple[str | None, float]:
     """Return the KERNELS key a metric with this unit feeds (None if none) and the factor into the key's base unit."""
     base, factor = unit_of(unit)
     return _ALIASES.get(f"{metric}|{base}") or _ANY_UNIT_ALIASES.get(metric), factor
+
+
+def is_measurement(metric: str) -> bool:
+    """Whether a metric is measured while the launch runs. Device attributes, peak constants, derived counts and the
+    launch configuration are not: ncu still fills them in for a launch whose every measurement is nan (a real GTX 1650
+    raw page's failed launch keeps its `dram__bytes.avg.peak_sustained` of 8 and its `device__attribute_*`)."""
+    return not (metric.startswith(("device__attribute_", "derived__", "launch__")) or ".peak_sustained" in metric)
+
+
+def _measurement_expr(metric: pl.Expr) -> pl.Expr:
+    """is_measurement as a polars expression over a column of metric names."""
+    return ~(metric.str.starts_with("device__attribute_") | metric.str.starts_with("derived__") | metric.str.starts_with("launch__")
+             | metric.str.contains(".peak_sustained", literal=True))
 
 
 def _all_cells_empty(data: pl.DataFrame, numbers: pl.DataFrame, columns: list[str]) -> pl.Series:
@@ -513,11 +526,8 @@ def _assemble(long: pl.DataFrame, identity: pl.DataFrame, rules: pl.DataFrame | 
     else:
         pivoted = identity.select(launch)
     if wide is None:
-        # Device attributes and peak constants are no measurement, and ncu still fills them in (and computes 0 for
-        # derived counts) for a launch whose every measured metric is nan: a real .ncu-rep holds such a launch.
-        measured = ~(pl.col("metric").str.starts_with("device__attribute_") | pl.col("metric").str.starts_with("derived__")
-                     | pl.col("metric").str.contains(".peak_sustained", literal=True))
-        failed = long.filter(measured).group_by(launch).agg(_empty_cell(pl.col("value")).all().alias("launch_failed"))
+        # A real .ncu-rep holds a launch whose every measured metric is nan beside filled-in constants.
+        failed = long.filter(_measurement_expr(pl.col("metric"))).group_by(launch).agg(_empty_cell(pl.col("value")).all().alias("launch_failed"))
         wide = identity.select(launch).unique(maintain_order=True).join(pivoted, on=launch, how="left").join(failed, on=launch, how="left")
     else:
         wide = wide.join(pivoted, on=launch, how="left")
@@ -534,6 +544,10 @@ def _assemble(long: pl.DataFrame, identity: pl.DataFrame, rules: pl.DataFrame | 
                      f"{', '.join(metric for level, metric in _NERSC_BYTES if level in nersc)}), ncu's roofline-chart metrics "
                      "(L2→SM, L1 writeback) not being in the export: arithmetic intensity at that level follows NERSC's convention")
     frame = _derive(frame)
+    if "grid_size" in frame.columns and "launch_failed" in frame.columns:
+        # No launch runs a grid of (0, 0, 0): ncu records one for a launch that failed under profiling.
+        empty_grid = pl.col("grid_size").cast(pl.String).str.contains(r"^\(\s*0\s*,\s*0\s*,\s*0\s*\)$|^0$").fill_null(False)
+        frame = frame.with_columns(launch_failed=pl.when(empty_grid).then(True).otherwise(pl.col("launch_failed")))
     if "device_index" in frame.columns:
         # The Device column holds the device's index (`0`); a column that holds a name instead names the GPU.
         device = pl.col("device_index").cast(pl.String).str.strip_chars()

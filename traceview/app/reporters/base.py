@@ -88,6 +88,12 @@ def kernel_records(analysis: Analysis, top: int | None = None) -> list[dict[str,
     return records
 
 
+def launches_text(kernel: dict[str, Any]) -> str:
+    """Return a kernel's launch count as shown in tables, with its failed launches: `6`, `6 (1 failed)`."""
+    failed = kernel.get("failed_launches") or 0
+    return format_count(kernel["launches"]) + (f" ({format_count(failed)} failed)" if failed else "")
+
+
 def launch_records(analysis: Analysis) -> list[dict[str, Any]]:
     """Return every launch with its verdict, as plain dicts."""
     keep = [

@@ -15,6 +15,7 @@ from traceview.app.reporters.base import (
     format_number,
     format_pct,
     kernel_records,
+    launches_text,
     provenance,
     run_records,
     steps_lines,
@@ -24,7 +25,7 @@ from traceview.app.reporters.base import (
     timeline_headline,
     timeline_lines,
 )
-from traceview.wording import counted, format_count
+from traceview.wording import counted
 
 _STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem auto; max-width: 1200px; color: #222; }
@@ -121,7 +122,7 @@ class HTMLReporter:
                    ("AI (FLOP/B)", True), ("% of roof", True), ("recoverable", True), ("why", False), ("next step", False)]
         records = kernel_records(analysis, options.top)
         rows = [[
-            str(k["rank"]), f'<span class="name" title="{_e(k["name"])}">{_e(k["short_name"])}</span>', format_count(k["launches"]),
+            str(k["rank"]), f'<span class="name" title="{_e(k["name"])}">{_e(k["short_name"])}</span>', launches_text(k),
             format_duration(k["duration_ns"]), format_pct(k["share_pct"]), f'<span class="{_e(k["bound"])}">{_e(k["bound"])}</span> · {_e(k["label"])}',
             format_number(k["arithmetic_intensity"]), format_pct(k["roof_pct"]), format_duration(k["recoverable_ns"]),
             _e(k["reason"]), _e(k["recommendation"]),

@@ -16,6 +16,7 @@ from traceview.app.reporters.base import (
     format_number,
     format_pct,
     kernel_records,
+    launches_text,
     provenance,
     run_records,
     steps_lines,
@@ -25,7 +26,7 @@ from traceview.app.reporters.base import (
     timeline_headline,
     timeline_lines,
 )
-from traceview.wording import counted, format_count
+from traceview.wording import counted
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-!|~])")
 
@@ -135,7 +136,7 @@ class MarkdownReporter:
             lines += ["", "No kernel launches in this export."]
         for k in kernels:
             lines.append(
-                f"| {k['rank']} | {escape_markdown(k['short_name'])} | {format_count(k['launches'])} | {format_duration(k['duration_ns'])} | "
+                f"| {k['rank']} | {escape_markdown(k['short_name'])} | {launches_text(k)} | {format_duration(k['duration_ns'])} | "
                 f"{format_pct(k['share_pct'])} | {k['bound']}: {escape_markdown(k['label'])} | {format_number(k['arithmetic_intensity'])} | "
                 f"{format_pct(k['roof_pct'])} | {format_duration(k['recoverable_ns'])} |"
             )

@@ -23,6 +23,7 @@ from traceview.app.reporters.base import (
     format_pct,
     format_rate,
     kernel_records,
+    launches_text,
     run_records,
     steps_lines,
     summary,
@@ -31,7 +32,7 @@ from traceview.app.reporters.base import (
     timeline_headline,
     timeline_lines,
 )
-from traceview.wording import counted, format_count
+from traceview.wording import counted
 
 # The kernels whose diagnosis the terminal prints below the table (reports show every kernel shown).
 DIAGNOSED_KERNELS = 3
@@ -148,7 +149,7 @@ class TerminalReporter:
             else:
                 verdict = safe_text(f"{k['bound']}", style=BOUND_STYLES.get(k["bound"], ""))
                 verdict.append(terminal_safe(f" · {k['label']}"), style="dim" if options.color else "")
-            cells: list[str | Text] = [str(k["rank"]), safe_text(middle_cut(terminal_safe(k["short_name"]), 56)), format_count(k["launches"]),
+            cells: list[str | Text] = [str(k["rank"]), safe_text(middle_cut(terminal_safe(k["short_name"]), 56)), launches_text(k),
                                        format_duration(k["duration_ns"]), format_pct(k["share_pct"]), verdict]
             if roofline:
                 cells += [format_number(k["arithmetic_intensity"]), format_pct(k["roof_pct"]), format_duration(k["recoverable_ns"])]
