@@ -188,17 +188,45 @@ def _readable_argument(argument: str, limit: int = 48) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-# Function names that say nothing of the kernel: cuBLAS's `internal::gemvx::kernel`, CUTLASS's `cutlass::Kernel2` and
-# `cutlass::device_kernel`. The namespace or class before them does.
-_GENERIC_FUNCTION = re.compile(r"^(?:device_)?[Kk]ernel\d*$")
+# Function names that say nothing of the kernel: cuBLAS's `internal::gemvx::kernel` and its namespace-less
+# `kernel<int, int, __half, …, cublasGemvParamsEx<…>>`, CUTLASS's `cutlass::Kernel2` and `cutlass::device_kernel`,
+# `kernel_impl`. The namespace or class before them does, else the template argument that names a type of its own.
+_GENERIC_FUNCTION = re.compile(r"^(?:device_|global_|cuda_|gpu_)?[Kk]ernel(?:_?impl)?\d*$")
+# Template arguments that name no type of their own: built-in and CUDA scalar types, numbers, booleans.
+_SCALAR_ARGUMENT = re.compile(
+    r"^(?:const\s+|volatile\s+|unsigned\s+|signed\s+)*(?:void|bool|char|short|int|long|float|double|half|__half2?|__nv_bfloat162?|"
+    r"__nv_fp8\w*|__nv_fp4\w*|nv_bfloat16|bfloat16|[cu]?int\d+_t|size_t|ptrdiff_t|true|false|-?\d[\w.]*|\(\w+\)-?\d+)"
+    r"(?:\s+(?:long|int|const))*\s*[*&]*\s*(?:const)?$")
+
+
+def _naming_argument(full_name: str, short: str) -> str | None:
+    """Return `<…cublasGemvParamsEx…>`: the first top-level template argument of `short` that names a type of its own
+    (its bare name), with ellipses for the arguments left out; None when every argument is a scalar or a number."""
+    arguments = _template_arguments(full_name, short)
+    for position, argument in enumerate(arguments):
+        text = argument.removesuffix("…").strip()
+        if not text or _SCALAR_ARGUMENT.match(text):
+            continue
+        name = re.match(r"(?:(?:const|volatile|struct|class)\s+)*((?:\w+::)*\w+)", text)
+        if name is None:
+            continue
+        bare = name.group(1).rsplit("::", 1)[-1]
+        before = "…" if position > 0 else ""
+        after = "…" if position < len(arguments) - 1 or len(text) > name.end() else ""
+        return f"<{before}{bare}{after}>"
+    return None
 
 
 def _qualified(full_name: str, short: str) -> str:
-    """Return `gemvx::kernel` for a kernel whose function name is generic (_GENERIC_FUNCTION), else the short name."""
+    """Return `gemvx::kernel` (or, with no namespace, `kernel<…cublasGemvParamsEx…>`) for a kernel whose function name
+    is generic (_GENERIC_FUNCTION), else the short name."""
     if not _GENERIC_FUNCTION.match(short):
         return short
     match = re.search(r"(\w+)::" + re.escape(short) + r"(?=[<(]|$)", _ANONYMOUS.sub("", full_name))
-    return f"{match.group(1)}::{short}" if match else short
+    if match:
+        return f"{match.group(1)}::{short}"
+    naming = _naming_argument(full_name, short)
+    return f"{short}{naming}" if naming else short
 
 
 def display_names(full_names: list[str], short_names: list[str]) -> list[str]:
@@ -227,7 +255,9 @@ def display_names(full_names: list[str], short_names: list[str]) -> list[str]:
         for index, args in zip(members, arguments, strict=True):
             label = result[index]
             if varying:
-                label = f"{label}<{', '.join(_readable_argument(closed_if_cut(value(args, p))) for p in varying)}>"
+                shown = ", ".join(_readable_argument(closed_if_cut(value(args, p))) for p in varying)
+                # A generic name already shows its naming argument (`kernel<…cublasGemvParamsEx…>`): one list, not two.
+                label = f"{label[:-1]}; {shown}>" if label.endswith(">") and label != short else f"{label}<{shown}>"
             seen[label] += 1
             result[index] = label if seen[label] == 1 else f"{label} #{seen[label]}"
     return result

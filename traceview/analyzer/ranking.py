@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from traceview.analyzer.kernel_kinds import display_names
+
 
 def _time_weighted_mode(column: str) -> pl.Expr:
     """The value of `column` that covers the most kernel time (launch count when durations are missing)."""
@@ -81,6 +83,9 @@ def rank_kernels(launches: pl.DataFrame) -> pl.DataFrame:
         .alias("arithmetic_intensity"),
     )
     grouped = grouped.with_columns(share_pct(grouped["duration_ns"], total))
+    # Names that tell apart the instantiations of one function (four cuBLAS `kernel<…>` GEMVs), in every output.
+    grouped = grouped.with_columns(pl.Series("short_name", display_names(grouped["kernel_name"].fill_null("").to_list(),
+                                                                         grouped["short_name"].fill_null("").to_list()), dtype=pl.String))
     ranked = grouped.sort(
         ["recoverable_ns", "duration_ns", "launches"], descending=True, nulls_last=True, maintain_order=True
     ).with_row_index("rank", offset=1)

@@ -289,7 +289,8 @@ def join_ncu(summary: pl.DataFrame, ncu_kernels: pl.DataFrame | None, spec: GpuS
     if ncu_kernels is not None:
         for row in ncu_kernels.iter_rows(named=True):
             ncu_rows[normalise_kernel_name(row["kernel_name"])] = row
-            ncu_short.setdefault(row["short_name"], []).append(row)
+            # By the bare function name: the ncu analysis' own short names tell its instantiations apart.
+            ncu_short.setdefault(short_kernel_name(row["kernel_name"] or ""), []).append(row)
     used: set[str] = set()
     matched = 0
     run_short = summary["short_name"].value_counts() if summary.height and "short_name" in summary.columns else None
