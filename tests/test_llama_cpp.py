@@ -611,3 +611,49 @@ def test_an_eval_that_generated_nothing_is_no_decode_row():
     runs = rows(FOUND / "llama_embedding_ci_timestamped_zero_eval.txt")
     assert [(r["test"], r["phase"]) for r in runs] == [("pp9", "prefill")]
     assert runs[0]["tokens_per_s"] == pytest.approx(9 / 0.00371)
+
+
+FOUND = Path(__file__).parent / "fixtures" / "found"
+SPECULATIVE = FOUND / "llama_speculative_issue10594_metal_summary.txt"
+
+
+def test_llama_speculative_reads_its_decode_speed_and_acceptance_not_the_targets_verification_as_prefill():
+    # Issue 31: the target's `prompt eval` (163 tokens: the prompt and every verification batch) was the only row, a
+    # "pp163 (prefill)", and the decode, printed as `decoded … speed:`, was not read at all.
+    runs = rows(SPECULATIVE)
+    assert [(r["test"], r["phase"]) for r in runs] == [("pp19", "prefill"), ("tg69", "decode")]
+    prefill, decode = runs
+    assert prefill["tokens_per_s"] == pytest.approx(102.365) and prefill["duration_ms"] == pytest.approx(186.0)
+    assert decode["tokens_per_s"] == pytest.approx(26.848) and decode["n_gen"] == 69
+    assert (decode["draft_accepted"], decode["draft_generated"]) == (44, 120)
+    assert (decode["draft_eval_ms"], decode["draft_eval_tokens"]) == (pytest.approx(182.85), 96)
+    assert (decode["verify_ms"], decode["verify_tokens"]) == (pytest.approx(2457.71), 163)
+    assert "draft_max=5" in decode["options"]
+
+    analysis = analysis_of(SPECULATIVE, bandwidth_bytes_per_s=800e9, weight_bytes=4.2e9)
+    decode = next(r for r in analysis.llm.runs.iter_rows(named=True) if r["phase"] == "decode")
+    # 69 tokens in 69 - 44 = 25 target passes: the weights are read 25 times, not 69.
+    assert decode["bytes_per_token"] == pytest.approx(4.2e9 * 25 / 69)
+    assert decode["mbu_pct"] == pytest.approx(100 * 26.848 * 4.2e9 * 25 / 69 / 800e9)
+    assert "44 of 120 drafted tokens accepted (36.7%), 2.76 tokens a target pass" in decode["note"]
+
+
+def test_speculative_numbers_are_never_inf_or_nan_and_drafting_off_is_an_ordinary_decode(tmp_path):
+    text = SPECULATIVE.read_text()
+    off = (text.replace("n_draft   = 5", "n_draft   = 0").replace("n_drafted = 120", "n_drafted = 0").replace("n_accept  = 44", "n_accept  = 0")
+           .replace("accept    = 36.667%", "accept    = nan%"))
+    path = tmp_path / "no_drafting.txt"
+    path.write_text(off)
+    decode = next(r for r in rows(path) if r["phase"] == "decode")
+    assert decode["tokens_per_s"] == pytest.approx(26.848)
+    assert decode["draft_accepted"] is None and decode["draft_generated"] is None
+    result = CliRunner().invoke(app, ["analyze", str(SPECULATIVE), "-f", "json"])
+    json.loads(result.stdout, parse_constant=lambda constant: pytest.fail(f"{constant} in the JSON"))
+    assert "inf" not in result.stdout.replace("info", "")
+
+
+def test_a_speculative_summary_cut_inside_its_draft_block_still_gives_its_decode():
+    runs = rows(FOUND / "llama_speculative_pr10455_m4pro_qwen_coder_cut.txt")
+    decode = next(r for r in runs if r["phase"] == "decode")
+    assert (decode["n_gen"], decode["tokens_per_s"], decode["draft_accepted"], decode["draft_generated"]) == (371, pytest.approx(10.781), 313, 912)
+    assert decode["verify_ms"] is None  # the copy ends before the target's block

@@ -154,9 +154,14 @@ def _verification_passes(row: dict[str, Any]) -> tuple[int | None, str | None]:
     if not accepted or not tokens or accepted >= tokens:
         return None, None
     passes = tokens - accepted
-    note = (f"speculative decoding: {accepted:,} of {generated or accepted:,} drafted tokens accepted, {tokens / passes:.2f} tokens a pass: "
-            f"the weights are read once per pass ({passes:,} for {tokens:,} tokens), so bytes/token counts {passes / tokens:.0%} of them "
-            "(the drafter's reads left out)")
+    rate = f" ({100.0 * accepted / generated:.1f}%)" if generated else ""
+    note = (f"speculative decoding: {accepted:,} of {generated or accepted:,} drafted tokens accepted{rate}, {tokens / passes:.2f} tokens a "
+            f"target pass ({passes:,} passes for {tokens:,} tokens): the most drafting can speed decode up, were it free; the weights are "
+            f"read once per pass, so bytes/token counts {passes / tokens:.0%} of them (the drafter's reads left out)")
+    if row.get("draft_eval_ms") and row.get("draft_eval_tokens"):
+        note += f"; the draft model generated {row['draft_eval_tokens']:,} tokens in {row['draft_eval_ms']:,.2f} ms"
+    if row.get("verify_ms") and row.get("verify_tokens"):
+        note += f"; the target verified {row['verify_tokens']:,} tokens (the prompt and the drafts) in {row['verify_ms']:,.2f} ms"
     return passes, note
 
 

@@ -50,6 +50,13 @@ _TIMING = re.compile(
 # Speculative decoding, after a server task's timings: `draft acceptance rate = 0.95570 (  302 accepted /   316 generated)`
 # (2025-2026), `draft acceptance = 0.89604 (  181 accepted /   202 generated), mean len =  2.45` (2026).
 _DRAFT = re.compile(r"(?:^|(?<=[\s|\]]))draft acceptance(?: rate)? = [0-9.]+ \(\s*(?P<accepted>\d+) accepted /\s*(?P<generated>\d+) generated\)")
+# llama-speculative (and -simple) print their own summary before the draft's and the target's timing blocks:
+# `encoded   19 tokens in    0.186 seconds, speed:  102.365 t/s`, `decoded   69 tokens in    2.570 seconds, speed: …`,
+# then `n_draft   = 5`, `n_predict = 69`, `n_drafted = 120`, `n_accept  = 44`, `accept    = 36.667%`, `draft:`, `target:`.
+_SPECULATIVE_SPEED = re.compile(r"(?:^|(?<=[\s|\]]))(?P<what>encoded|decoded)\s+(?P<tokens>\d+) tokens in\s+(?P<seconds>\d+(?:[.,]\d+)?) seconds"
+                                r"(?:, speed:\s+(?P<rate>\d+(?:[.,]\d+)?) t/s)?")
+_SPECULATIVE_COUNT = re.compile(r"(?:^|(?<=[\s|\]]))(?P<key>n_draft|n_predict|n_drafted|n_accept)\s*=\s*(?P<value>\d+)\s*$")
+_SPECULATIVE_BLOCK = re.compile(r"(?:^|(?<=[\s|\]]))(?P<model>draft|target):\s*$")
 # The loader's dump in a full log: `model size = 636,18 MiB (4,85 BPW)` (a comma under a European locale).
 _LOG_MODEL_SIZE = re.compile(r"\bmodel size\s*=\s*([0-9]+(?:[.,][0-9]+)?)\s*(GiB|MiB|KiB|GB|MB|B)\b")
 _SIZE = re.compile(r"^\s*([\d.]+)\s*(GiB|MiB|KiB|GB|MB|B)\s*$")
@@ -147,6 +154,9 @@ def detect(head: str) -> str | None:
     for line in head.splitlines():
         match = _TIMING.search(line)
         if match and match.group("what") in ("prompt eval", "eval") and match.group("prefix") != "llama_perf_sampler_print":
+            return "llama-timings"
+        speculative = _SPECULATIVE_SPEED.search(line)
+        if speculative and speculative.group("what") == "decoded":
             return "llama-timings"
     return None
 
@@ -446,12 +456,28 @@ def _timings(text: str) -> list[dict[str, Any]]:
         elif rows and rows[-1]["phase"] == "decode" and rows[-1]["run"] == run_index - 1 and "draft_accepted" not in rows[-1]:
             rows[-1].update(draft_accepted=accepted, draft_generated=generated)
 
+    speculative = _Speculative()
+
+    def speculative_rows() -> None:
+        nonlocal run_index
+        made = speculative.rows(run_index, model_size)
+        if made:
+            rows.extend(made)
+            run_index += 1
+        speculative.reset()
+
     model_size: float | None = None
     for number, line in enumerate(text.splitlines(), start=1):
         size = _LOG_MODEL_SIZE.search(line)
         if size:
             model_size = _size_bytes(f"{size.group(1).replace(',', '.')} {size.group(2)}")
             run["model_size"] = model_size
+        taken = speculative.take(line, number)
+        if speculative.done:
+            speculative_rows()
+            taken = taken or speculative.take(line, number)  # the next run's summary starts on this line
+        if taken:
+            continue
         speculation = _DRAFT.search(line)
         if speculation:
             draft(int(speculation.group("accepted")), int(speculation.group("generated")))
@@ -470,7 +496,94 @@ def _timings(text: str) -> list[dict[str, Any]]:
         elif what == "total":
             flush()
     flush()
+    speculative_rows()
     return rows
+
+
+def _decimal(text: str) -> float:
+    # llama.cpp prints %.3f with no thousands separator, so a comma is a decimal comma (a European locale).
+    return float(text.replace(",", "."))
+
+
+class _Speculative:
+    """The summary llama-speculative prints, and the draft's and the target's timing blocks after it.
+
+    The target's `prompt eval` counts the prompt and every verification batch, and its `eval time = 0.00 ms / 1 runs`
+    measures nothing: they are the verification cost of the run, never a prefill or decode figure. The draft's `eval`
+    is the draft model generating its tokens one at a time."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.speeds: dict[str, tuple[int, float, float | None, int]] = {}  # encoded/decoded: tokens, seconds, t/s, line
+        self.counts: dict[str, int] = {}
+        self.timings: dict[tuple[str, str], tuple[float, int]] = {}  # (draft|target, prompt eval|eval): ms, tokens
+        self.block: str | None = None
+        self.done = False
+
+    def take(self, line: str, number: int) -> bool:
+        """Read the line if it belongs to a speculative summary (True), else leave it to the other timing readers."""
+        speed = _SPECULATIVE_SPEED.search(line)
+        if speed:
+            if speed.group("what") in self.speeds or self.block is not None:
+                self.done = True  # a new run's summary: the last one ends here, and this line is read again after it
+                return False
+            rate = speed.group("rate")
+            self.speeds[speed.group("what")] = (int(speed.group("tokens")), _decimal(speed.group("seconds")),
+                                                _decimal(rate) if rate else None, number)
+            return True
+        if not self.speeds:
+            return False
+        count = _SPECULATIVE_COUNT.search(line)
+        if count:
+            self.counts[count.group("key")] = int(count.group("value"))
+            return True
+        if re.search(r"(?:^|(?<=[\s|\]]))accept\s*=", line):
+            return True  # the rate is n_accept / n_drafted, computed again from the counts (it is `nan%` with no drafts)
+        block = _SPECULATIVE_BLOCK.search(line)
+        if block:
+            self.block = block.group("model")
+            return True
+        if self.block is None:
+            return False
+        timing = _TIMING.search(line)
+        if timing:
+            what = timing.group("what")
+            if what in ("prompt eval", "eval") and timing.group("count"):
+                self.timings[(self.block, what)] = (_decimal(timing.group("ms")), int(timing.group("count")))
+            self.done = self.block == "target" and what == "total"
+            return True
+        return False
+
+    def rows(self, run: int, model_size: float | None) -> list[dict[str, Any]]:
+        """Return the run's prefill and decode rows (LLAMA_RUNS fields)."""
+        drafted, accepted, most = self.counts.get("n_drafted"), self.counts.get("n_accept"), self.counts.get("n_draft")
+        drafting = bool(drafted and most)  # `n_draft = 0`: drafting off, an ordinary decode
+        made = []
+        for what, phase in (("encoded", "prefill"), ("decoded", "decode")):
+            if what not in self.speeds:
+                continue
+            tokens, seconds, rate, number = self.speeds[what]
+            if not tokens or seconds <= 0:
+                continue
+            record: dict[str, Any] = {
+                "run": run, "table": run, "line_number": number, "phase": phase,
+                "test": f"{'pp' if phase == 'prefill' else 'tg'}{tokens}",
+                "n_prompt": tokens if phase == "prefill" else 0, "n_gen": tokens if phase == "decode" else 0,
+                "duration_ms": seconds * 1000.0,
+                "tokens_per_s": rate if rate and math.isfinite(rate) else tokens / seconds,
+                "options": "format=llama-speculative" + (f"; draft_max={most}" if most is not None else ""),
+                "model_size_bytes": model_size,
+            }
+            if phase == "decode" and drafting:
+                record.update(draft_accepted=accepted or 0, draft_generated=drafted)
+                for (model, timed), column in ((("draft", "eval"), "draft_eval"), (("target", "prompt eval"), "verify")):
+                    if (model, timed) in self.timings:
+                        ms, count = self.timings[(model, timed)]
+                        record.update({f"{column}_ms": ms, f"{column}_tokens": count})
+            made.append(record)
+        return made
 
 
 # llama-batched-bench: `|    PP |     TG |    B |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |      T s |    S t/s |`

@@ -143,6 +143,12 @@ LLAMA_RUNS = pl.Schema(
         "n_sequences": pl.Int64,  # sequences run together (llama-batched-bench B): one read of the weights serves each of them
         "draft_accepted": pl.Int64,  # speculative decoding: drafted tokens the model accepted (llama-server's `draft acceptance`)
         "draft_generated": pl.Int64,  # and drafted in all
+        # llama-speculative's draft and target timing blocks: the draft model generating its tokens, and the target
+        # verifying the prompt and every draft (its `prompt eval`).
+        "draft_eval_ms": pl.Float64,
+        "draft_eval_tokens": pl.Int64,
+        "verify_ms": pl.Float64,
+        "verify_tokens": pl.Int64,
         "duration_ms": pl.Float64,
         "tokens_per_s": pl.Float64,
         "tokens_per_s_stddev": pl.Float64,

@@ -371,6 +371,7 @@ def timeline_lines(analysis: Analysis) -> list[str]:
 
 RUN_FIELDS = (
     "run", "format", "line_number", "model", "test", "phase", "n_prompt", "n_gen", "n_depth", "n_sequences", "draft_accepted", "draft_generated",
+    "draft_eval_ms", "draft_eval_tokens", "verify_ms", "verify_tokens",
     "tokens_per_s", "tokens_per_s_stddev",
     "model_size_bytes", "model_params", "backend", "n_gpu_layers", "offload", "device", "device_bandwidth_bytes_per_s",
     "bytes_per_token", "bandwidth_bytes_per_s", "mbu_pct", "achieved_flop_per_s", "compute_pct", "note", "options", "build",
