@@ -43,3 +43,8 @@ def without_module(monkeypatch):
 
     monkeypatch.setattr(builtins, "__import__", guarded)
     return blocked.add
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--update-golden", action="store_true", default=False,
+                     help="rewrite tests/golden/ from today's answers (then say in the commit why each change is right)")
