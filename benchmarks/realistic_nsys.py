@@ -10,7 +10,7 @@ prefix of their own, so they stay distinct in the replica too (replicated as the
 the cost of millions of distinct texts). Deterministic: the same factor gives the same file. Built by doubling (INSERT … SELECT of every
 copy so far), about ten statements per table for a factor of 581.
 
-Usage: python benchmarks/realistic_nsys.py FACTOR OUT.sqlite   (581 → 2.0 M kernel launches, about 1.15 GB)
+Usage: python benchmarks/realistic_nsys.py FACTOR OUT.sqlite [--same-correlation-ids]   (581 → 2.0 M kernel launches, about 1.15 GB)
 """
 
 from __future__ import annotations
@@ -44,8 +44,9 @@ def timed_tables(connection: sqlite3.Connection) -> dict[str, list[str]]:
     return tables
 
 
-def build(factor: int, out: Path, source: Path = SOURCE) -> Path:
-    """Write the export replicated `factor` times to `out` (replaced if present) and return it."""
+def build(factor: int, out: Path, source: Path = SOURCE, shift_correlation_ids: bool = True) -> Path:
+    """Write the export replicated `factor` times to `out` (replaced if present) and return it. With
+    `shift_correlation_ids` False every copy keeps the source's correlationIds, as a merged or damaged export does."""
     if factor < 1:
         raise ValueError("factor must be at least 1")
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -72,7 +73,7 @@ def build(factor: int, out: Path, source: Path = SOURCE) -> Path:
             add = min(copies, factor - copies)  # copies [0, add) are shifted by `copies` steps
             shifted = ", ".join(
                 f'"{c}" + {copies * span}' if c in ("start", "end")
-                else f'"{c}" + {copies * correlation_step}' if c == "correlationId"
+                else f'"{c}" + {copies * correlation_step}' if c == "correlationId" and shift_correlation_ids
                 else f"""replace("{c}", 'op_id = ', 'op_id = {copies}')""" if (name, c) == ("NVTX_EVENTS", "text")
                 else f'"{c}"' for c in columns)
             names = ", ".join(f'"{c}"' for c in columns)
@@ -92,7 +93,7 @@ def counts(path: Path) -> dict[str, int]:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
+    if len(sys.argv) not in (3, 4) or (len(sys.argv) == 4 and sys.argv[3] != "--same-correlation-ids"):
         sys.exit(__doc__.rsplit("Usage: ", 1)[1])
-    built = build(int(sys.argv[1]), Path(sys.argv[2]))
+    built = build(int(sys.argv[1]), Path(sys.argv[2]), shift_correlation_ids=len(sys.argv) == 3)
     print(f"{built}: {built.stat().st_size / 1e6:.0f} MB; " + ", ".join(f"{k} {v:,}" for k, v in counts(built).items()))

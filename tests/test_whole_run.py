@@ -526,12 +526,12 @@ def test_a_clicked_kernel_on_the_timeline_shows_its_totals_and_advice(realdata_f
     assert "Event: cudaMemcpyAsync" in str(event_detail(analysis, "cudaMemcpyAsync"))  # not a kernel: its name alone
 
 
-def test_launch_records_match_process_and_correlation_id_first_call_wins():
-    # The join is a binary search over the calls ordered by (process, correlation id): the same answer as a hash
-    # join of the first call per key, including duplicates, missing ids and ids no call has.
+def test_launch_records_match_process_and_correlation_id_latest_call_before_wins():
+    # Unique ids are found by a binary search over the calls ordered by (process, correlation id). Where ids repeat (a
+    # merged or damaged export) a kernel takes the latest call with its id that started before it, never several.
     import polars as pl
 
-    from traceview.analyzer.whole_run import launch_records
+    from traceview.analyzer.whole_run import launch_records, repeated_call_numbers
 
     kernels = pl.DataFrame({
         "device_id": [0, 0, 1, 1, 0], "start_ns": [100, 200, 300, 400, 500], "end_ns": [150, 250, 350, 450, 550],
@@ -544,11 +544,15 @@ def test_launch_records_match_process_and_correlation_id_first_call_wins():
     })
     joined = launch_records(kernels, api)
     assert joined["name_id"].to_list() == [1, 2, 3]  # kernel order; no call for a missing or unknown id
-    assert joined["call_start_ns"].to_list() == [6, 5, 8]  # pid 1 id 10: the first of two calls (6, not 7)
-    assert joined["tid"].to_list() == [102, 101, 201]
+    assert joined["call_start_ns"].to_list() == [7, 5, 8]  # pid 1 id 10: the later of its two calls (7, not 6)
+    assert joined["tid"].to_list() == [103, 101, 201]
+    assert repeated_call_numbers(api) == 1
     # Without process ids in the API table, the correlation id alone decides.
     alone = launch_records(kernels, api.with_columns(pl.lit(None, dtype=pl.Int64).alias("pid")))
-    assert alone["call_start_ns"].to_list() == [6, 5, 6]
+    assert alone["call_start_ns"].to_list() == [8, 5, 8]
+    # Unique ids: the call is found whatever its start.
+    unique = api.filter(pl.col("start_ns").is_in([5, 6, 8]))
+    assert launch_records(kernels, unique)["call_start_ns"].to_list() == [6, 5, 8]
 
 
 def test_a_slow_first_launch_is_module_loading_a_slow_later_one_is_not():

@@ -67,6 +67,7 @@ from traceview.analyzer.whole_run import (
     launch_calls,
     launch_records,
     launch_statistics,
+    repeated_call_numbers,
     tiny_kernel_stretches,
 )
 from traceview.parsers.ncu_csv import short_kernel_name
@@ -590,6 +591,11 @@ def analyze_nsys(
     elif kernels.height == 0:
         notes.append("the export has no CUDA kernel activity (CUDA tracing off, or the application ended before the profiler flushed "
                      "its buffers: end it with cudaDeviceReset or cudaProfilerStop): only NVTX and API findings")
+    repeated = repeated_call_numbers(export.api)
+    if repeated:
+        notes.append(f"{counted(repeated, 'CUDA call')} repeat the process and correlation id of an earlier call (nsys numbers them "
+                     "uniquely: a merged or damaged export): each kernel and copy is matched to the latest call with its id that "
+                     "started before it")
     notes += _join_notes(ncu, matched, summary.height, unmatched)
     collection = NVPROF_COLLECTION if before_nsight_compute(device.compute_capability) else NCU_COLLECTION
     return Analysis(source, device, _without_launches(device), ranked, notes, timeline=timeline, collection=collection)

@@ -550,10 +550,39 @@ def launching_calls(work: pl.DataFrame, api: pl.DataFrame) -> tuple[pl.Series, n
     usable = np.flatnonzero(numbers >= 0)
     order = usable[np.argsort(numbers[usable], kind="stable")]
     ordered = numbers[order]
+    if len(ordered) > 1 and bool((ordered[1:] == ordered[:-1]).any()):
+        return _latest_calls_before(work, api, wanted, numbers, usable)
     index = np.searchsorted(ordered, wanted, side="left")
     found = (wanted >= 0) & (index < len(ordered))
     found[found] = ordered[index[found]] == wanted[found]
     return pl.Series(found), order[index[found]]
+
+
+def _latest_calls_before(work: pl.DataFrame, api: pl.DataFrame, wanted: np.ndarray, numbers: np.ndarray,
+                         usable: np.ndarray) -> tuple[pl.Series, np.ndarray]:
+    """launching_calls where calls repeat their (process, correlation id), as in a merged or damaged export: each row
+    of `work` is matched to the latest call with its number that started at or before it (a launch precedes its work),
+    in one as-of join per number, so no number matches more than one call and nothing grows with the repeats."""
+    calls = pl.DataFrame({"key": numbers[usable], "call_start": api["start_ns"].to_numpy()[usable], "call": usable}).drop_nulls().sort("call_start")
+    rows = pl.DataFrame({"key": wanted, "start": work["start_ns"], "row": np.arange(work.height)}).filter(
+        (pl.col("key") >= 0) & pl.col("start").is_not_null()).sort("start")
+    matched = rows.join_asof(calls, left_on="start", right_on="call_start", by="key", strategy="backward", check_sortedness=False).filter(
+        pl.col("call").is_not_null()).sort("row")
+    found = np.zeros(work.height, dtype=bool)
+    found[matched["row"].to_numpy()] = True
+    return pl.Series(found), matched["call"].to_numpy().astype(np.int64)
+
+
+def repeated_call_numbers(api: pl.DataFrame) -> int:
+    """Return how many CUDA calls share their (process, correlation id) with an earlier call: 0 in an export as nsys
+    writes it, where the ids are unique within a process."""
+    if api.height == 0 or api["correlation_id"].null_count() == api.height:
+        return 0
+    numbers = api.select(_call_number(api["pid"].null_count() < api.height)).to_series().drop_nulls().to_numpy()
+    if len(numbers) < 2:
+        return 0
+    numbers = np.sort(numbers, kind="stable")
+    return int((numbers[1:] == numbers[:-1]).sum())
 
 
 def launch_records(kernels: pl.DataFrame, api: pl.DataFrame) -> pl.DataFrame:
@@ -740,8 +769,14 @@ def api_rules(memops: pl.DataFrame, api: pl.DataFrame) -> tuple[list[dict[str, A
     copy_calls = [n for n in names if _ASYNC.search(n) or _MEMCPY_API.search(n) or _MEMSET_API.search(n)]
     calls = api.filter(pl.col("name").is_in(copy_calls)).select(
         "pid", "correlation_id", pl.col("name").cast(pl.String).alias("call"), (pl.col("end_ns") - pl.col("start_ns")).alias("call_ns"),
-        pl.col("start_ns").alias("call_start_ns"), pl.col("end_ns").alias("call_end_ns"))
-    ops = memops.join(calls, on=["pid", "correlation_id"], how="inner") if memops.height else memops
+        pl.col("start_ns").alias("call_start_ns"), pl.col("end_ns").alias("call_end_ns"), "start_ns")
+    # Each copy's own call, found as kernels find theirs: a join on the ids would multiply rows where ids repeat.
+    ops = memops
+    if memops.height and calls.height:
+        matched, call = launching_calls(memops, calls)
+        ops = memops.filter(matched).with_columns(calls.drop("pid", "correlation_id", "start_ns")[call])
+    elif memops.height:
+        ops = memops.head(0).with_columns(calls.drop("pid", "correlation_id", "start_ns").head(0))
     if ops.height:
         pageable = (pl.col("src_kind") == "Pageable") | (pl.col("dst_kind") == "Pageable")
         async_pageable = ops.filter((pl.col("operation") != "memset") & pl.col("call").str.contains(_ASYNC.pattern) & pageable.fill_null(False))
