@@ -369,3 +369,77 @@ def test_a_tegrastats_log_behind_a_prefix_keeps_its_timestamps(realdata_file, tm
     expected = json.loads(runner.invoke(app, ["analyze", str(original), "-f", "json"]).stdout)
     data = json.loads(runner.invoke(app, ["analyze", str(prefixed), "-f", "json"]).stdout)
     assert data["telemetry"]["duration_s"] == expected["telemetry"]["duration_s"] == 16.0
+
+
+# Issue 32's crash classes, each on a real file damaged the way the mutation campaign damaged it.
+
+def test_numbers_with_several_dots_in_llama_bench_cells_are_no_figure_not_a_crash(tmp_path):
+    from pathlib import Path
+
+    source = Path(__file__).parent / "fixtures" / "found" / "llama_bench_vulkan_depth_sweep.md"
+    text = source.read_text(encoding="utf-8")
+    import re
+
+    damaged = tmp_path / "dots.md"
+    # Every size, parameter count and rate cell gets a second decimal point.
+    damaged.write_text(re.sub(r"(\d+\.\d+)( GiB| B |\s*±)", r"\1.3\2", text), encoding="utf-8")
+    result = invoke("analyze", damaged, "-f", "json")
+    assert result.exit_code in (0, 1) and result.exception is None or isinstance(result.exception, SystemExit), result.output
+    if result.exit_code == 1:
+        one_line_error(result)
+
+
+def test_a_details_header_without_metric_value_is_one_clear_line(realdata_file, tmp_path):
+    lines = realdata_file(GEMV).read_text().splitlines(keepends=True)
+    damaged = tmp_path / "no_value.csv"
+    damaged.write_text(lines[0].replace('"Metric Value"', '"Metric Valu"') + "".join(lines[1:]).rstrip("\n"))
+    one_line_error(invoke("analyze", damaged), "Metric Value")
+
+
+def test_report_strings_that_are_not_valid_utf8_become_replacement_characters():
+    from traceview.parsers.ncu_csv import rule_frame
+    from traceview.parsers.ncu_rep import _valid_text
+
+    rows = _valid_text([{"launch_id": "0", "section": "SpeedOfLight", "name": "SOL\udcff", "type": "OPT",
+                         "message": "damaged \ud800 text", "speedup_type": None, "speedup_pct": None}])
+    frame = rule_frame(rows)
+    assert frame is not None and frame["rule"][0]["message"] == "damaged \ufffd text"
+
+
+def test_a_cuda_id_stored_as_text_is_left_out_not_a_crash(realdata_file, tmp_path):
+    import sqlite3
+
+    damaged = tmp_path / "nan_id.sqlite"
+    shutil.copy(realdata_file("nsys_sqlite/nsys2026.1_rtx3080_torch_zeros_nsys-ai.sqlite"), damaged)
+    with sqlite3.connect(damaged) as connection:
+        connection.execute("UPDATE TARGET_INFO_CUDA_DEVICE SET cudaId = 'NaN'")
+    result = invoke("analyze", damaged, "-f", "json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["summary"]["kernels"] == 2
+
+
+def test_row_ranges_of_a_damaged_btree_whose_max_is_below_its_min():
+    from traceview.parsers.nsys_sqlite import row_ranges
+
+    assert row_ranges(10, 3) == [(3, 10)]
+
+
+def test_a_closed_standard_output_is_one_clear_line(realdata_file):
+    import subprocess
+    import sys
+
+    result = subprocess.run(f'"{sys.executable}" -m traceview analyze "{realdata_file(GEMV)}" >&-', shell=True,
+                            capture_output=False, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "standard output is closed" in lines[0], result.stderr
+
+
+def test_a_launch_id_repeated_on_the_raw_page_is_read_once_with_a_note(realdata_file, tmp_path):
+    # 300 repeats of one row took 12 GB in the joins on the launch; 30 show the class without the blow-up.
+    lines = realdata_file("ncu_raw/mudock_gtx1650_full_raw.csv").read_text().splitlines(keepends=True)
+    damaged = tmp_path / "repeated.csv"
+    damaged.write_text("".join(lines) + lines[-1] * 30)
+    data = json.loads(invoke("analyze", damaged, "-f", "json").stdout)
+    assert data["summary"]["launches"] == 6
+    assert any("30 rows repeat the launch ID of an earlier row" in note for note in data["notes"])

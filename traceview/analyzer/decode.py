@@ -14,17 +14,22 @@ from dataclasses import dataclass
 
 from traceview.errors import UsageError
 
-_SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?\d+)?)\s*([kmgtp]?)(i?)(b|bytes?)?\s*(/s|ps)?\s*$", re.IGNORECASE)
-_COUNT = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?\d+)?)\s*([kmbt]?)\s*$", re.IGNORECASE)
+# Matched against the stripped text, with one way to split any input: digits split two ways (`[0-9]*\.?[0-9]+`) or
+# two `\s*` around optional parts take the square of the length of a long damaged value.
+_NUMBER = r"(\d+(?:\.\d*)?(?:e[+-]?\d+)?|\.\d+(?:e[+-]?\d+)?)"
+_SIZE = re.compile(rf"^{_NUMBER}\s*([kmgtp]?)(i?)(b|bytes?)?(/s|ps)?$", re.IGNORECASE)
+_COUNT = re.compile(rf"^{_NUMBER}\s*([kmbt]?)$", re.IGNORECASE)
+# No size, count or duration a user types is longer: a longer one is refused before any pattern runs.
+_MAX_VALUE_CHARS = 64
 _PREFIX = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12, "p": 1e15}
 _BINARY = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40, "p": 2**50}
 
 
 def parse_bytes(text: str, what: str = "size") -> float:
     """Return bytes from `4.2GB`, `3.56 GiB`, `4200MB`, `3.35TB/s` (decimal unless `i`), or a plain number."""
-    match = _SIZE.match(str(text))
+    match = _SIZE.match(str(text).strip()) if len(str(text)) <= _MAX_VALUE_CHARS else None
     if not match:
-        raise UsageError(f"cannot read {what} {text!r} — write it like 4.2GB, 3.56GiB or 3.35TB/s")
+        raise UsageError(f"cannot read {what} {str(text)[:_MAX_VALUE_CHARS]!r} — write it like 4.2GB, 3.56GiB or 3.35TB/s")
     number, prefix, binary, unit, _ = match.groups()
     if not prefix and not unit:
         # A large bare number is most likely bytes: show it scaled, not with a unit glued on (`960e9TB/s`).
@@ -38,24 +43,24 @@ def parse_bytes(text: str, what: str = "size") -> float:
     return float(number) * scale
 
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ns|us|µs|ms|s)\s*$", re.IGNORECASE)
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*(ns|us|µs|ms|s)$", re.IGNORECASE)
 _DURATION_NS = {"ns": 1.0, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9}
 
 
 def parse_duration_ns(text: str, what: str = "duration") -> int:
     """Return nanoseconds from `500ms`, `100us`, `2s`, `250ns`; a number without a unit is refused."""
-    match = _DURATION.match(str(text))
+    match = _DURATION.match(str(text).strip()) if len(str(text)) <= _MAX_VALUE_CHARS else None
     if not match:
-        raise UsageError(f"cannot read {what} {text!r} — give a number with a unit, like 500ms, 100us or 2s")
+        raise UsageError(f"cannot read {what} {str(text)[:_MAX_VALUE_CHARS]!r} — give a number with a unit, like 500ms, 100us or 2s")
     number, unit = match.groups()
     return int(float(number) * _DURATION_NS[unit.lower()])
 
 
 def parse_count(text: str) -> float:
     """Return a parameter count from `7B`, `6.74b`, `70B`, `1.5T`, `350M` or a plain number."""
-    match = _COUNT.match(str(text))
+    match = _COUNT.match(str(text).strip()) if len(str(text)) <= _MAX_VALUE_CHARS else None
     if not match:
-        raise UsageError(f"cannot read parameter count {text!r} — write it like 7B, 6.74B or 350M")
+        raise UsageError(f"cannot read parameter count {str(text)[:_MAX_VALUE_CHARS]!r} — write it like 7B, 6.74B or 350M")
     number, suffix = match.groups()
     return float(number) * {"": 1.0, "k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}[suffix.lower()]
 

@@ -192,11 +192,12 @@ def _readable_argument(argument: str, limit: int = 48) -> str:
 # `kernel<int, int, __half, …, cublasGemvParamsEx<…>>`, CUTLASS's `cutlass::Kernel2` and `cutlass::device_kernel`,
 # `kernel_impl`. The namespace or class before them does, else the template argument that names a type of its own.
 _GENERIC_FUNCTION = re.compile(r"^(?:device_|global_|cuda_|gpu_)?[Kk]ernel(?:_?impl)?\d*$")
-# Template arguments that name no type of their own: built-in and CUDA scalar types, numbers, booleans.
+# Template arguments that name no type of their own: built-in and CUDA scalar types, numbers, booleans; matched
+# against the argument with one space a gap.
 _SCALAR_ARGUMENT = re.compile(
-    r"^(?:const\s+|volatile\s+|unsigned\s+|signed\s+)*(?:void|bool|char|short|int|long|float|double|half|__half2?|__nv_bfloat162?|"
+    r"^(?:const |volatile |unsigned |signed )*(?:void|bool|char|short|int|long|float|double|half|__half2?|__nv_bfloat162?|"
     r"__nv_fp8\w*|__nv_fp4\w*|nv_bfloat16|bfloat16|[cu]?int\d+_t|size_t|ptrdiff_t|true|false|-?\d[\w.]*|\(\w+\)-?\d+)"
-    r"(?:\s+(?:long|int|const))*\s*[*&]*\s*(?:const)?$")
+    r"(?: (?:long|int|const))* ?[*&]* ?(?:const)?$")
 
 
 def _naming_argument(full_name: str, short: str) -> str | None:
@@ -204,7 +205,7 @@ def _naming_argument(full_name: str, short: str) -> str | None:
     (its bare name), with ellipses for the arguments left out; None when every argument is a scalar or a number."""
     arguments = _template_arguments(full_name, short)
     for position, argument in enumerate(arguments):
-        text = argument.removesuffix("…").strip()
+        text = " ".join(argument.removesuffix("…").split())  # one space a gap: the pattern then runs in linear time
         if not text or _SCALAR_ARGUMENT.match(text):
             continue
         name = re.match(r"(?:(?:const|volatile|struct|class)\s+)*((?:\w+::)*\w+)", text)

@@ -26,7 +26,9 @@ from traceview.wording import counted
 # The reader has already taken the per-call numbers out of the texts of an export (nsys_sqlite.PER_CALL_NUMBERS); a
 # name from elsewhere (an `nsys stats` report) goes through them here.
 _VOLATILE = (
-    *((re.compile(pattern), replacement) for pattern, replacement in PER_CALL_NUMBERS),
+    # Started only after a non-space: a pattern that opens with `\s*`, tried at every position of a long run of spaces,
+    # takes the square of its length in Python's backtracking engine (polars' engine, where the reader uses them, is linear).
+    *((re.compile(rf"(?:^|(?<=\S)){pattern}" if pattern.startswith(r"\s*") else pattern), replacement) for pattern, replacement in PER_CALL_NUMBERS),
     (re.compile(r"(?i)(?<![a-z])(step|iter|iteration|epoch|batch|layer|layers|token|block|blocks|rank|microbatch|h)([\s_:#=.\[-]*)\d+"), r"\1\2N"),
     (re.compile(r"(?i)(step|iter)#\d+"), r"\1#N"),
     # A module's index before its class, as PyTorch module hooks name ranges (`:40: FSDPNemotronV3Block`).

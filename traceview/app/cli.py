@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import errno
 import functools
+import io
 import json
 import os
 import re
@@ -220,6 +222,8 @@ def write_output(text: str, output: Path | None, force: bool) -> None:
         except BrokenPipeError:  # `| head`: the reader has what it wanted
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keeps the interpreter's final flush quiet
         except OSError as error:
+            if error.errno == errno.EBADF:
+                raise UsageError("standard output is closed — redirect it to a file (> report.txt) or write the report with -o FILE") from None
             raise UsageError(f"cannot write to standard output ({error.strerror or error}) — redirect it to a file with space") from None
         return
     _refuse_overwrite(output, force)  # again at the last moment: the file may have appeared during the analysis
@@ -687,8 +691,21 @@ def _give_freed_arrays_back() -> None:
         pass
 
 
+class _ClosedOutput(io.TextIOBase):
+    """Standard output of a process started with it closed (`traceview analyze F >&-`), where Python leaves it None:
+    writing fails as on a closed descriptor, so the report's writer says so in one line (-o still works)."""
+
+    def isatty(self) -> bool:
+        return False
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, "standard output is closed")
+
+
 def main() -> None:
     _give_freed_arrays_back()
+    if sys.stdout is None:
+        sys.stdout = _ClosedOutput()
     app()
 
 

@@ -70,7 +70,8 @@ _DATA_LINE = {
     TraceFormat.NCU_CONSOLE: re.compile(r"\S"),
     TraceFormat.NCU_SUMMARY_CSV: re.compile(r'^"'),
     TraceFormat.NCU_SUMMARY_CONSOLE: re.compile(r"\S"),
-    TraceFormat.NSYS_STATS: re.compile(r"\d[\d,.]*\s*[,|]|^\s*\d[\d,.]*\s+\d"),
+    # From a number's first digit only: retried at every digit of a long run, `\d[\d,.]*` is quadratic.
+    TraceFormat.NSYS_STATS: re.compile(r"(?<![\d,.])\d[\d,.]*\s*[,|]|^\s*\d[\d,.]*\s+\d"),
     TraceFormat.NVPROF: re.compile(r"%\s+[\d.]+(ns|us|\u00b5s|ms|s)\s|^\"|^\s*\d+\s+\S+B\s"),
     TraceFormat.NVPROF_METRICS: re.compile(r'^\s*\d+\s+[a-z][a-z0-9_]*\s|^"'),
     TraceFormat.TEGRASTATS: re.compile(r"\bRAM \d"),

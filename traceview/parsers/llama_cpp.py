@@ -59,18 +59,22 @@ _SPECULATIVE_COUNT = re.compile(r"(?:^|(?<=[\s|\]]))(?P<key>n_draft|n_predict|n_
 _SPECULATIVE_BLOCK = re.compile(r"(?:^|(?<=[\s|\]]))(?P<model>draft|target):\s*$")
 # The loader's dump in a full log: `model size = 636,18 MiB (4,85 BPW)` (a comma under a European locale).
 _LOG_MODEL_SIZE = re.compile(r"\bmodel size\s*=\s*([0-9]+(?:[.,][0-9]+)?)\s*(GiB|MiB|KiB|GB|MB|B)\b")
-_SIZE = re.compile(r"^\s*([\d.]+)\s*(GiB|MiB|KiB|GB|MB|B)\s*$")
-_PARAMS = re.compile(r"^\s*([\d.]+)\s*([KMBT]?)\s*$")
+# One number: digits with at most one decimal point (`1.2.3` is damage, not a size).
+_NUMBER = r"(\d+(?:\.\d*)?|\.\d+)"
+# Cells are stripped before these match: a `\s*` on each side of an optional part is quadratic on a long damaged cell.
+_SIZE = re.compile(rf"^{_NUMBER}\s*(GiB|MiB|KiB|GB|MB|B)$")
+_PARAMS = re.compile(rf"^{_NUMBER}\s*([KMBT]?)$")
 # `pp512`, `tg128`, `pp512+tg128` (-pg), each `@ d4096` when run at a context depth (-d, 2025+).
-_TEST = re.compile(r"^\s*(?:pp\s*(?P<pp>\d+))?\s*\+?\s*(?:tg\s*(?P<tg>\d+))?\s*(?:@\s*d\s*(?P<depth>\d+))?\s*$")
+# Matched with every space taken out (`pp 512` and `pp512 @ d4096` as `pp512@d4096`).
+_TEST = re.compile(r"^(?:pp(?P<pp>\d{1,9}))?\+?(?:tg(?P<tg>\d{1,9}))?(?:@d(?P<depth>\d{1,9}))?$")
 # `mean ± stddev`; a ± that a Windows console or editor mangled on the way into the file (`Â±` read as cp1252, `�`
 # from a cp1252 file read as UTF-8) or that the user typed as `+/-` is the same separator.
-_VALUE_PM = re.compile(r"^\s*([\d.]+)(?:\s*(?:±|Â±|\ufffd|\+/-|\+-)\s*([\d.]+))?\s*$")
+_VALUE_PM = re.compile(rf"^{_NUMBER}(?:\s*(?:±|Â±|\ufffd|\+/-|\+-)\s*{_NUMBER})?$")
 BENCH_CSV_MARKERS = ("model_size", "avg_ts")
 
 
 def _size_bytes(text: str) -> float | None:
-    match = _SIZE.match(text)
+    match = _SIZE.match(text.strip())
     if not match:
         return None
     number, unit = match.groups()
@@ -78,7 +82,7 @@ def _size_bytes(text: str) -> float | None:
 
 
 def _params(text: str) -> float | None:
-    match = _PARAMS.match(text)
+    match = _PARAMS.match(text.strip())
     if not match:
         return None
     return float(match.group(1)) * {"": 1, "K": 1e3, "M": 1e6, "B": 1e9, "T": 1e12}[match.group(2)]
@@ -242,10 +246,10 @@ def _bench_markdown(path: Path, text: str) -> list[dict[str, Any]]:
         if cells is None:
             continue
         values = dict(zip(header, cells, strict=True))
-        test = _TEST.match(values.get("test", ""))
+        test = _TEST.match("".join(values.get("test", "").split()))
         if test and not (test.group("pp") or test.group("tg")):
             test = None
-        rate = _VALUE_PM.match(values.get("t/s", ""))
+        rate = _VALUE_PM.match(values.get("t/s", "").strip())
         if rate is None:
             raise TraceFormatError(path, f"cannot read t/s {values.get('t/s')!r}", "expected `mean ± stddev`", line=number)
         n_prompt = int(test.group("pp")) if test and test.group("pp") else 0
@@ -592,7 +596,7 @@ class _Speculative:
 _BATCHED_HEADER = re.compile(r"^\s*\|\s*PP\s*\|\s*TG\s*\|\s*B\s*\|\s*N_KV\s*\|")
 _SWEEP_HEADER = re.compile(r"^\s*\|\s*PP\s*\|\s*TG\s*\|\s*N_KV\s*\|\s*T_PP s\s*\|")
 _BATCHED_SETTINGS = re.compile(r"^\s*\w+: (n_kv_max = \d+.*)$")
-_SETTING = re.compile(r"(\w+) = (-?\d+)")
+_SETTING = re.compile(r"(?<!\w)(\w+) = (-?\d+)")  # from a word's start only: `\w+` retried inside a long word is quadratic
 _BATCHED_COLUMNS = {"PP": "pp", "TG": "tg", "B": "pl", "N_KV": "n_kv", "T_PP s": "t_pp", "S_PP t/s": "speed_pp",
                     "T_TG s": "t_tg", "S_TG t/s": "speed_tg", "T s": "t", "S t/s": "speed"}
 

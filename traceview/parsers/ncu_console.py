@@ -41,7 +41,7 @@ PROCESS_LINE = re.compile(r"^\s*\[(?P<pid>\d+)\] (?P<process>.+)@(?P<host>\S+)\s
 # `Section: NAME` heads each section; with `--print-details body` (2025+) each body table has its own heading instead,
 # `Table Name : NAME` (and a `Table Description : ...` line).
 SECTION_LINE = re.compile(r"^\s*(?:Section:|Table Name :)\s*(?P<section>.+?)\s*$")
-_RULE_LINE = re.compile(r"^(?P<indent>\s*)(?P<type>OPT|INF|WRN|ERR)(?P<gap>\s+)(?P<text>\S.*?)\s*$")
+_RULE_LINE = re.compile(r"^(?P<indent>\s*)(?P<type>OPT|INF|WRN|ERR)(?P<gap>\s+)(?P<text>\S(?:.*\S)?)\s*$")
 _RULE_SEPARATOR = re.compile(r"^\s*-{5} -{5,}\s*$")
 _DASHES = re.compile(r"^\s*-{3,}( +-{3,})+\s*$")
 # `Est. Speedup: 29.84%` (2023.2+, `Est. Local Speedup:` too), `Estimated Speedup: 5.314%` (2023.1); tiny estimates

@@ -17,6 +17,7 @@ import polars as pl
 from traceview.errors import TraceFormatError
 from traceview.parsers.schema import KERNELS, MEMORY_LEVELS, NCU_RULE, PRECISIONS, conform
 from traceview.parsers.units import base_unit, parse_number, parse_number_columns, unit_factor, unit_of
+from traceview.wording import counted
 
 HEADER_PREFIX = b'"ID",'
 _DETAILS_REQUIRED = ("ID", "Kernel Name", "Section Name", "Metric Name", "Metric Unit", "Metric Value")
@@ -243,7 +244,6 @@ def parse(path: str | Path, header: NcuHeader | None = None, notes: list[str] | 
     header = header or find_header(path)
     if header is None:
         raise TraceFormatError(path, "no Nsight Compute CSV header (a line starting with \"ID\",\"Process ID\")", _EXPORT_HINT)
-    _check_not_truncated(path, header)
     longest = max(header.columns, key=len, default="")
     if len(longest) > _MAX_COLUMN_NAME:
         raise TraceFormatError(path, f"header column {header.columns.index(longest) + 1} is {len(longest):,} characters long: the header is damaged",
@@ -252,6 +252,8 @@ def parse(path: str | Path, header: NcuHeader | None = None, notes: list[str] | 
     if missing:
         raise TraceFormatError(path, f"the header lacks the column(s) {', '.join(repr(m) for m in missing)}",
                                "pass the CSV exactly as `ncu --csv` wrote it (a damaged or hand-edited header?)", line=header.line_index + 1)
+    # After the header checks: the cut-short test counts the fields a row needs by the header's columns.
+    _check_not_truncated(path, header)
     wide = None
     if header.page == "details":
         long, identity, rules = _read_details(path, header, notes)
@@ -417,6 +419,15 @@ def _read_raw(path: Path, header: NcuHeader, notes: list[str] | None = None) -> 
     ids = _identity_expressions(data.columns)
     data = data.with_columns(ids)
     launch = ["launch_id", "process_id"] if "Process ID" in data.columns else ["launch_id"]
+    # ncu numbers each launch of a process once: a row that repeats an ID (a damaged or concatenated export) would
+    # multiply rows in every join on the launch, with the square of its repeats. The first row of each ID is kept.
+    first = data.select(pl.struct(launch).is_first_distinct()).to_series()
+    if not first.all():
+        repeated = int((~first).sum())
+        data = data.filter(first)
+        if notes is not None:
+            notes.append(f"{counted(repeated, 'row')} repeat the launch ID of an earlier row (ncu numbers each launch once: a damaged or "
+                         "concatenated export): only the first row of each ID was read")
     strings = [pl.col(c).alias(a) for c, a in _RAW_STRING_METRICS.items() if c in data.columns]
     identity = data.select(
         *[pl.col(alias) for alias in (e.meta.output_name() for e in ids)],

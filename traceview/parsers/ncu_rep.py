@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import functools
+import math
 import multiprocessing
 import os
 import re
@@ -76,8 +77,26 @@ def parse(path: str | Path, extractor: Callable[[Path], tuple[list[dict[str, Any
                                    "export CSV instead: ncu -i report.ncu-rep --csv --page raw") from None
     if not identity_rows:
         raise TraceFormatError(path, "the report holds no profiled kernel launches", "was any kernel profiled? check the ncu filters (-k, -c)")
+    long_rows, identity_rows = _valid_text(long_rows), _valid_text(identity_rows)
+    rest = [_valid_text(rows) for rows in rest]
     long = pl.DataFrame(long_rows, schema={"launch_id": pl.String, "metric": pl.String, "unit": pl.String, "value": pl.String})
     return _assemble(long, pl.DataFrame(identity_rows, infer_schema_length=None), rule_frame(rest[0] if rest else []))
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _valid_text(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Return the rows with every string valid UTF-8: the reader hands the bytes of a damaged report's names and rule
+    texts over as lone surrogates, which no frame can hold; each becomes U+FFFD."""
+    def valid(value: Any) -> Any:
+        return _SURROGATE.sub("\ufffd", value) if isinstance(value, str) else value
+    return [{key: valid(value) for key, value in row.items()} for row in rows]
+
+
+def _whole_number(value: float | None) -> int | None:
+    """A launch dimension as an integer; None for a missing, NaN or infinite one (a damaged report)."""
+    return int(value) if value is not None and math.isfinite(value) and abs(value) < 2**53 else None
 
 
 # The reader's message types (ncu_report.MsgType_*) as the CSV and console spell them.
@@ -132,20 +151,22 @@ def _extract(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]], li
             string = functools.partial(_metric, action, names, as_string=True)
             number = functools.partial(_metric, action, names, as_string=False)
 
-            dims = [number(f"launch__{kind}_dim_{axis}") for kind in ("grid", "block") for axis in "xyz"]
+            dims = [_whole_number(number(f"launch__{kind}_dim_{axis}")) for kind in ("grid", "block") for axis in "xyz"]
+            stream = _whole_number(number("launch__stream_id"))
             identity = {
                 "launch_id": str(launch),
                 "kernel_name": action.name(ncu_report.IAction.NameBase_DEMANGLED) or action.name(),
-                "grid_size": f"({int(dims[0])}, {int(dims[1])}, {int(dims[2])})" if None not in dims[:3] else None,
-                "block_size": f"({int(dims[3])}, {int(dims[4])}, {int(dims[5])})" if None not in dims[3:] else None,
-                "device_index": str(int(number("device__attribute_device_index") or 0)),
-                "stream_id": str(int(number("launch__stream_id"))) if number("launch__stream_id") is not None else None,
+                "grid_size": f"({dims[0]}, {dims[1]}, {dims[2]})" if None not in dims[:3] else None,
+                "block_size": f"({dims[3]}, {dims[4]}, {dims[5]})" if None not in dims[3:] else None,
+                "device_index": str(_whole_number(number("device__attribute_device_index")) or 0),
+                "stream_id": str(stream) if stream is not None else None,
             }
             for metric, alias in _RAW_STRING_METRICS.items():
                 metric_obj = action.metric_by_name(metric) if metric in names else None
                 if metric_obj is not None:
                     value = metric_obj.as_string() if metric_obj.kind() == string_kind else metric_obj.as_double()
-                    identity[alias] = None if value is None else (str(int(value)) if isinstance(value, float) else str(value))
+                    identity[alias] = (None if value is None else str(_whole_number(value)) if isinstance(value, float) and _whole_number(value) is not None
+                                       else None if isinstance(value, float) else str(value))
             identity["device_name"] = string("device__attribute_display_name")
             identity_rows.append(identity)
             for metric in names:

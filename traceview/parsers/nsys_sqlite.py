@@ -37,7 +37,7 @@ MAX_API_NAME_CHARS = 256
 MAX_NVTX_TEXT_CHARS = 4096
 # The numbers PyTorch gives every op range (`aten::linear, seq = 7, op_id = 317126`), then addresses: they change on
 # every call, so the texts are kept without them, as the names the ranges are shown and grouped by.
-PER_CALL_NUMBERS = ((r"\s*,?\s*\b(?:op_id|seq|sequence_number|seq_id|fwd_seq|bwd_seq)\s*[=:]\s*-?\d+", ""), (r"0x[0-9a-fA-F]+", "0x…"))
+PER_CALL_NUMBERS = ((r"\s*(?:,\s*)?\b(?:op_id|seq|sequence_number|seq_id|fwd_seq|bwd_seq)\s*[=:]\s*-?\d+", ""), (r"0x[0-9a-fA-F]+", "0x…"))
 
 # globalPid / globalTid pack the process id as (value >> 24) & 0xFFFFFF (Nsight Systems export documentation).
 _PID = "(({column} / 16777216) % 16777216)"
@@ -411,6 +411,8 @@ def row_ranges(low: int, high: int) -> list[tuple[int, int]]:
     """Return the inclusive row-id ranges a table from `low` to `high` is read in: at most _CHUNK_ROWS each, of one
     size, and as many as keep every connection busy to the end (525 k copies read as 500 k and 25 k rows left the
     second connection idle through most of the table)."""
+    if high < low:  # a damaged b-tree's min and max: the rows between them are read, whichever is which
+        low, high = high, low
     span = high - low + 1
     if span > _MAX_ROWID_SPAN:
         # Row ids far sparser than any real export's rows: one range, not billions.
@@ -437,7 +439,7 @@ class _Reader:
         # min(rowid) and max(rowid) asked alone are one b-tree descent each, where count(*) (or both asked together)
         # scans the whole table: a second per ten million NVTX rows. Nsight Systems numbers rows densely, so the row
         # ids bound the row count well enough for progress; only a table whose ids are sparse is counted.
-        self.bounds = {table: tuple(connection.execute(f'SELECT {what} FROM "{table}"').fetchone()[0] for what in ("min(rowid)", "max(rowid)"))
+        self.bounds = {table: tuple(_as_int(connection.execute(f'SELECT {what} FROM "{table}"').fetchone()[0]) for what in ("min(rowid)", "max(rowid)"))
                        for table in tables}
         self.rows = {table: self._estimated_rows(table, low, high) for table, (low, high) in self.bounds.items()}
         self.total = sum(self.rows.values())
@@ -543,7 +545,9 @@ def _read_gpus(connection: sqlite3.Connection, tables: set[str]) -> pl.DataFrame
         cc = "computeMajor || '.' || computeMinor" if {"computeMajor", "computeMinor"} <= columns else "NULL"
         cuda_ids: dict[int, int] = {}
         if "TARGET_INFO_CUDA_DEVICE" in tables and {"gpuId", "cudaId"} <= set(table_columns(connection, "TARGET_INFO_CUDA_DEVICE")):
-            cuda_ids = {int(g): int(c) for g, c in connection.execute("SELECT gpuId, cudaId FROM TARGET_INFO_CUDA_DEVICE") if g is not None and c is not None}
+            # Through _as_int: a damaged export stores text such as 'NaN' in these integer columns.
+            cuda_ids = {g: c for gpu, cuda in connection.execute("SELECT gpuId, cudaId FROM TARGET_INFO_CUDA_DEVICE")
+                        if (g := _as_int(gpu)) is not None and (c := _as_int(cuda)) is not None}
         device = optional_column(columns, "cuDevice")
         integrated = optional_column(columns, "isDiscrete", "isDiscrete = 0")
         frame = typed_frame(connection, f"SELECT id, {device}, name, smCount, clockRate, memoryBandwidth, {cc}, {optional_column(columns, 'totalMemory')}, "

@@ -89,7 +89,8 @@ _EXECUTING = re.compile(r"^\[\d+/\d+\] Executing '(\w+)' stats report")
 # Lines that name the report printed next: `nsys profile --stats=true`'s `[5/8] Executing 'cuda_api_sum' stats report`,
 # `nsys stats`'s `Processing [x.sqlite] with [.../reports/cuda_api_sum.py]...` and its title ` ** CUDA API Summary
 # (cuda_api_sum):`. The name decides over the columns: osrt_sum has the very columns of cuda_api_sum.
-_PROCESSING = re.compile(r"^(?:Processing \[.*?\] with|Exporting) \[.*?(\w+)\.py\b")
+# The script's name from a word's start only: `(\w+)` retried at each step of the lazy path is quadratic in a long name.
+_PROCESSING = re.compile(r"^(?:Processing \[.*?\] with|Exporting) \[.*?(?<!\w)(\w+)\.py\b")
 _TITLE = re.compile(r"^\*\* .*\((\w+)\):$")
 # `nsys analyze` runs the scripts of its `rules` folder: `Processing [x.sqlite] with [.../rules/gpu_gaps.py]...`.
 _RULE_NAMED = re.compile(r"^Processing \[.*?\] with \[.*?[/\\]rules[/\\](\w+)\.py\]")

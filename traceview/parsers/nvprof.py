@@ -37,9 +37,11 @@ _SIZE = re.compile(r"^(?P<value>[\d.]+(?:e[+-]?\d+)?)(?P<unit>B|KB|MB|GB)$")
 _BYTES_PER = {"B": 1.0, "KB": 2.0**10, "MB": 2.0**20, "GB": 2.0**30}
 # A console summary row: `[Type:]  Time(%)  Time  Calls  Avg  Min  Max  Name`, times with their unit.
 _T = r"[\d.]+(?:e[+-]?\d+)?(?:ns|us|\u00b5s|ms|s)"
-SUMMARY_ROW = re.compile(rf"^\s*(?:(?P<type>[A-Za-z][A-Za-z ()/]*?):)?\s+(?P<pct>[\d.]+)%\s+(?P<time>{_T})\s+(?P<calls>\d+)\s+"
-                  rf"(?P<avg>{_T})\s+(?P<min>{_T})\s+(?P<max>{_T})\s+(?P<name>\S.*?)\s*$")
-_UM_ROW = re.compile(r"^\s*(?P<count>\d+)\s+(?P<avg>\S+)\s+(?P<min>\S+)\s+(?P<max>\S+)\s+(?P<total>\S+)\s+(?P<time>\S+)\s+(?P<name>\S.*?)\s*$")
+# One quantifier per run of spaces, and a name that ends at its last non-space: two quantifiers sharing a run, or a
+# lazy name before `\s*$`, take the square of the line's length on a long damaged line.
+SUMMARY_ROW = re.compile(rf"^(?:\s*(?P<type>[A-Za-z][A-Za-z ()/]*?):)?\s+(?P<pct>[\d.]+)%\s+(?P<time>{_T})\s+(?P<calls>\d+)\s+"
+                  rf"(?P<avg>{_T})\s+(?P<min>{_T})\s+(?P<max>{_T})\s+(?P<name>\S(?:.*\S)?)\s*$")
+_UM_ROW = re.compile(r"^\s*(?P<count>\d+)\s+(?P<avg>\S+)\s+(?P<min>\S+)\s+(?P<max>\S+)\s+(?P<total>\S+)\s+(?P<time>\S+)\s+(?P<name>\S(?:.*\S)?)\s*$")
 _RANGE = re.compile(r'^\s*(?:==\d+==|={4,})\s+Range\b')
 _DEVICE = re.compile(r'^\s*Device "(?P<name>.+) \((?P<index>\d+)\)"\s*$')
 _UNREAD_SECTIONS = {"metric result": "metric results (--metrics)", "event result": "event results (--events)"}
@@ -57,7 +59,7 @@ _UNIFIED = re.compile(r"^\[Unified Memory Memcpy (\w+)\]$", re.IGNORECASE)
 
 # What nvprof says when a run does not end cleanly: `======== Error: Application received signal 11`, `==PID== Warning:
 # Some profiling data are not recorded. ...`.
-_TROUBLE = re.compile(r"^\s*(?:==\d+==|={4,}) (?:Error: (?P<error>.+?)|Warning: (?P<warning>Some profiling data are not recorded)\b.*?)\s*$")
+_TROUBLE = re.compile(r"^\s*(?:==\d+==|={4,}) (?:Error: (?P<error>\S(?:.*\S)?)|Warning: (?P<warning>Some profiling data are not recorded)\b(?:.*\S)?)\s*$")
 
 
 def run_trouble(lines: list[str]) -> list[str]:

@@ -48,11 +48,11 @@ _PID = re.compile(r"^\s*==(?P<pid>\d+)==")
 # `Device "Tesla K20c (0)"`; copies pasted by hand can lose the index: `Device "TITAN X "`.
 _DEVICE = re.compile(r'^\s*Device "(?P<name>.*?)\s*(?:\((?P<index>\d+)\))?\s*"\s*$')
 # Inside a metric table only; one real copy has stray keystrokes before it (`LK    Kernel: ...`).
-_KERNEL = re.compile(r"^(?:.*?\s)?Kernel: (?P<name>\S.*?)\s*$")
+_KERNEL = re.compile(r"(?:^|(?<=\s))Kernel: (?P<name>\S(?:.*\S)?)\s*$")
 _LEVEL = r"(?:Idle|Low|Mid|High|Max) \(\d+\)"
 _METRIC_ROW = re.compile(rf"^\s*(?P<count>\d+)\s+(?P<metric>[a-z][a-z0-9_]*)\s+(?P<description>\S.*?)\s+"
                          rf"(?P<min>{_LEVEL}|\S+)\s+(?P<max>{_LEVEL}|\S+)\s+(?P<avg>{_LEVEL}|\S+)\s*$")
-_VALUE = re.compile(r"^(?P<number>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)(?P<unit>%|B/s|KB/s|MB/s|GB/s|TB/s)?$")
+_VALUE = re.compile(r"^(?P<number>[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)(?P<unit>%|B/s|KB/s|MB/s|GB/s|TB/s)?$")
 _BYTES_PER_S = {"B/s": 1.0, "KB/s": 2.0**10, "MB/s": 2.0**20, "GB/s": 2.0**30, "TB/s": 2.0**40}
 _DRAM_TRANSACTION_BYTES = 32.0  # nvprof's DRAM transactions are 32-byte sectors (dram_read_bytes = 32 × dram_read_transactions)
 # CUDA 6+ names, then CUDA 5's (`flops_dp` = add + mul + 2 × fma, as the real K20m output in the tests adds up).
@@ -101,10 +101,10 @@ def _value(text: str) -> float | None:
 
 def _device(text: str) -> tuple[str | None, int | None]:
     """Return (name, index) of a device cell or line body: `Tesla K20c (0)`, or a name without its index."""
-    match = re.match(r"^(?P<name>.*?)\s*(?:\((?P<index>\d+)\))?\s*$", text)
-    name = match.group("name").strip() if match else text.strip()
-    index = match.group("index") if match else None
-    return name or None, int(index) if index is not None else None
+    text = text.strip()
+    match = re.search(r"\((?P<index>\d{1,9})\)$", text)
+    name = text[:match.start()].strip() if match else text
+    return name or None, int(match.group("index")) if match else None
 
 
 def _walk(lines: list[str]) -> Iterator[tuple[int, str, str | None, str | None]]:
@@ -164,7 +164,7 @@ def _read_metrics(path: Path, lines: list[str]) -> tuple[list[_Kernel], set[str]
             device = (on_device.group("name").strip() or None, int(index) if index is not None else None)
             current = None
             continue
-        named = _KERNEL.match(line)
+        named = _KERNEL.search(line)
         if named:
             key = (process, *device, named.group("name"))
             current = kernels.setdefault(key, _Kernel(process, *device, named.group("name")))
