@@ -48,7 +48,10 @@ FOUND = Path(__file__).resolve().parent / "fixtures" / "found"
 DEADLINE_S = 30
 _NUMBER = re.compile(rb"-?\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _REPLACEMENTS = (b"nan", b"NaN", b"inf", b"-inf", b"-1", b"-5", b"0", b"0.0", b"1.8e308", b"1e400", b"1e-320", b"", b"-0", "\uff11".encode(),
-                 b"99999999999999999999999")
+                 b"99999999999999999999999", b"1.2.3", b"1..5", "\u0661\u0662\u0663".encode(), b"1" * 6000)
+# Names a hostile or broken tool could write: terminal escapes, bidirectional overrides, line separators, 1 MB.
+_HOSTILE = ("\x1b[31mred\x1b[0m", "\x07bell", "\u202eevil", "a\u2028b\u2029c", "\x00nul", "\x85next", "<script>x</script>", "|pipe|*md*",
+            "x" * 1_000_000)
 
 
 def real_files(fmt: str) -> list[Path]:
@@ -61,8 +64,18 @@ def real_files(fmt: str) -> list[Path]:
 def mutate_text(data: bytes, rng: random.Random) -> tuple[str, bytes]:
     """Return (what was done, the mutated bytes) for a text export."""
     kind = rng.choice(["truncate", "flip", "insert", "delete", "dup_line", "drop_line", "swap_lines", "encoding", "nul",
-                       "long_line", "number", "number", "number"])
+                       "long_line", "number", "number", "number", "cut_in_row", "repeat_line", "hostile_name", "digits_line"])
     if kind == "truncate":
+        return kind, data[: rng.randrange(len(data) + 1)]
+    if kind == "cut_in_row":
+        # Cut in the middle of a line that carries a number (a table row, a timestamp, a sample): the file then ends
+        # there, without a newline, as a copy cut short does.
+        rows = [m.start() for m in re.finditer(rb"(?m)^[^\n]*\d[^\n]*$", data)]
+        if rows:
+            start = rng.choice(rows)
+            end = data.find(b"\n", start)
+            end = len(data) if end < 0 else end
+            return kind, data[: start + max(1, (end - start) // 2)]
         return kind, data[: rng.randrange(len(data) + 1)]
     if kind == "flip":
         out = bytearray(data)
@@ -99,7 +112,16 @@ def mutate_text(data: bytes, rng: random.Random) -> tuple[str, bytes]:
         return kind, data[:at] + b"\x00" * rng.randint(1, 16) + data[at:]
     elif kind == "long_line":
         i = rng.randrange(len(lines))
-        lines[i] = lines[i] + b"x" * rng.choice([200_000, 2_000_000])
+        lines[i] = lines[i] + rng.choice([b"x", b"1", b" ", b"1.", b"\t", b"a "]) * rng.choice([200_000, 1_000_000])
+    elif kind == "digits_line":  # a file that ends in a run of digits, without a newline
+        return kind, data.rstrip(b"\n") + b"1" * rng.choice([60_000, 1_000_000])
+    elif kind == "repeat_line":  # one line (a launch, a row) repeated: repeated ids
+        i = rng.randrange(len(lines))
+        lines[i + 1: i + 1] = [lines[i]] * rng.choice([2, 30, 300])
+    elif kind == "hostile_name":
+        i = rng.randrange(len(lines))
+        at = rng.randrange(len(lines[i]) + 1)
+        lines[i] = lines[i][:at] + rng.choice(_HOSTILE).encode("utf-8") + lines[i][at:]
     elif kind == "number":
         matches = list(_NUMBER.finditer(data))
         if matches:

@@ -83,3 +83,56 @@ def test_a_session_idle_for_a_day_loses_its_uploads():
     assert store.labels("b") == ["shared.csv"] and store.labels("a") == ["shared.csv", "upload.csv"]
     now[0] = 3 * SESSION_IDLE_S
     assert store.labels("a") == ["shared.csv"]  # the shared runs are never evicted
+
+
+def _callback(inputs, state=(), output="..message.children..", outputs=True):
+    body = {"output": output, "inputs": list(inputs), "state": list(state), "changedPropIds": []}
+    if outputs:
+        body["outputs"] = {"id": "message", "property": "children"}
+    return json.dumps(body).encode()
+
+
+def test_callback_values_of_the_wrong_type_get_400_not_an_internal_error(served):
+    # Issue 32: `contents` an int, `filename` a list or no `outputs` reached the callbacks and ended in HTTP 500.
+    _, client, _ = served
+    bodies = [
+        _callback([{"id": "upload", "property": "contents", "value": 7}], [{"id": "upload", "property": "filename", "value": "a.csv"}]),
+        _callback([{"id": "upload", "property": "contents", "value": "data:,"}], [{"id": "upload", "property": "filename", "value": ["a"]}]),
+        _callback([{"id": "run", "property": "value", "value": "cfd.log"}], outputs=False),
+        _callback([{"id": "nowhere", "property": "value", "value": "x"}]),
+        _callback(["not an object"]),
+    ]
+    for body in bodies:
+        response = client.post("/_dash-update-component", headers={"Host": "127.0.0.1"}, data=body, content_type="application/json")
+        assert response.status_code == 400, body
+
+
+def test_a_chunked_upload_over_the_limit_is_cut_off_at_the_limit_and_the_connection_closed(realdata_file):
+    import io
+
+    store = RunStore()
+    app = create_app(store, lambda path: run_analysis(path, None), max_upload_bytes=2**20, allowed_hosts=allowed_hosts("127.0.0.1", [])).server
+
+    class Endless(io.RawIOBase):
+        """A body with no length that would never end: only the limit stops reading it."""
+
+        read_bytes = 0
+
+        def readable(self) -> bool:
+            return True
+
+        def readinto(self, buffer) -> int:
+            buffer[:] = b"x" * len(buffer)
+            Endless.read_bytes += len(buffer)
+            return len(buffer)
+
+    from werkzeug.test import EnvironBuilder, run_wsgi_app
+
+    environ = EnvironBuilder(path="/_dash-update-component", method="POST", headers={"Host": "127.0.0.1", "Transfer-Encoding": "chunked"},
+                             content_type="application/json").get_environ()
+    environ.pop("CONTENT_LENGTH", None)
+    environ.update({"wsgi.input": io.BufferedReader(Endless()), "wsgi.input_terminated": True})
+    _, status, headers = run_wsgi_app(app.wsgi_app, environ)
+    assert status.startswith("413")
+    assert headers.get("Connection") == "close"
+    assert Endless.read_bytes < 3 * 2**20  # the limit (1 MB of upload, 1.4 MB of request) and one buffer more

@@ -207,3 +207,22 @@ def test_launch_counts_in_the_ranked_table_are_thousands_separated(tmp_path, rea
         out = tmp_path / f"report.{suffix}"
         assert CliRunner().invoke(app, ["report", str(path), "-o", str(out)]).exit_code == 0
         assert cell in out.read_text()
+
+
+CONTROL_NAME = 'kern\x1b]0;owned\x07el\x1b[2J<x\x01y\x85z\u202eevil\u2028line\u2029para>(float*)'
+
+
+@pytest.mark.parametrize("fmt", ["table", "md", "html"])
+def test_control_and_separator_characters_in_names_are_inert_in_every_text_output(tmp_path, fmt):
+    # Issue 32: Markdown carried raw ESC, BEL, NUL, C1 and right-to-left overrides from kernel names, and the terminal
+    # let U+2028/U+2029 through.
+    text = ELEMENTWISE.read_text(encoding="utf-8")
+    original = text.splitlines()[1].split('","')[4]
+    path = tmp_path / "controls.csv"
+    path.write_text(text.replace(original, CONTROL_NAME), encoding="utf-8")
+    result = CliRunner().invoke(app, ["analyze", str(path), "-f", fmt])
+    assert result.exit_code == 0, result.stderr
+    # The page's inlined plotly.js holds control bytes of its own; the name reaches its scripts as escaped JSON.
+    shown = re.sub(r"(?s)<script\b.*?</script>", "", result.stdout) if fmt == "html" else result.stdout
+    raw = [c for c in shown if (ord(c) < 0x20 and c not in "\n\t") or 0x7f <= ord(c) <= 0x9f or c in "\u202e\u2028\u2029"]
+    assert raw == [], [hex(ord(c)) for c in raw]

@@ -443,3 +443,37 @@ def test_a_launch_id_repeated_on_the_raw_page_is_read_once_with_a_note(realdata_
     data = json.loads(invoke("analyze", damaged, "-f", "json").stdout)
     assert data["summary"]["launches"] == 6
     assert any("30 rows repeat the launch ID of an earlier row" in note for note in data["notes"])
+
+
+def test_a_count_of_thousands_of_digits_is_no_figure_not_a_crash(tmp_path):
+    # Python's int() refuses more than 4,300 digits: a count cell that long is damage, and its row is not read.
+    from pathlib import Path
+
+    source = Path(__file__).parent / "fixtures" / "found" / "nvprof_metrics_v100_dram_bytes_and_throughput_with_timing_excerpt.md"
+    import re
+
+    text = source.read_text(encoding="utf-8")
+    damaged = tmp_path / "digits.md"
+    damaged.write_text(re.sub(r"(?m)(%\s+\S+\s+)(\d+)(\s)", lambda m: m.group(1) + "1" * 6000 + m.group(3), text), encoding="utf-8")
+    result = invoke("analyze", damaged, "-f", "json")
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert result.exit_code in (0, 1)
+
+
+@pytest.mark.parametrize(("name", "pattern", "damage"), [
+    ("ncu2023_console_t4_tiled_matmul_estimated_speedup.txt", r"Speedup: [0-9.]+%", "Speedup: 1.2.3%"),
+    ("nvprof_nvtx_result_after_summary_nvtx3_issue.txt", r"\b\d+\.\d+ms\b", "1.2.3ms"),
+    ("nvprof_metrics_v100_dram_bytes_and_throughput_with_timing_excerpt.md", r"\b\d+\.\d+GB/s\b", "1.2.3GB/s"),
+])
+def test_numbers_with_several_dots_in_profiler_text_are_no_figure_not_a_crash(tmp_path, name, pattern, damage):
+    # Found by the issue 32 campaign: `float()` of a match that allows several dots.
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).parent / "fixtures" / "found" / name).read_text(encoding="utf-8")
+    assert re.search(pattern, text), pattern
+    damaged = tmp_path / name
+    damaged.write_text(re.sub(pattern, damage, text), encoding="utf-8")
+    result = invoke("analyze", damaged, "-f", "json")
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    assert result.exit_code in (0, 1)

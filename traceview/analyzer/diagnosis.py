@@ -32,6 +32,7 @@ from traceview.analyzer.roofline import (
     pct_text,
     waves_in_rules,
 )
+from traceview.numbers import float_or_none
 from traceview.parsers.nvprof_metrics import STALL_UNIT as NVPROF_STALL_UNIT
 from traceview.wording import counted
 
@@ -352,8 +353,9 @@ def stalls(rules: list[dict[str, Any]], totals: tuple[dict[str, float], str | No
             continue
         share = re.search(r"represents about ([0-9.]+)% of the total", rule["message"] or "")
         reason = next((name for name, pattern in _STALL_TEXT if re.search(pattern, rule["message"] or "")), None)
-        if share and reason:
-            found[reason] = max(found.get(reason, 0.0), float(share.group(1)))
+        value = float_or_none(share.group(1)) if share else None
+        if value is not None and reason:
+            found[reason] = max(found.get(reason, 0.0), value)
     entries = [{"reason": reason, "share_pct": share, "meaning": STALLS[reason][0]} for reason, share in found.items()]
     return sorted(entries, key=lambda s: -s["share_pct"]), ("ncu CPIStall rule" if entries else None)
 

@@ -19,6 +19,7 @@ from typing import Any
 import polars as pl
 
 from traceview.analyzer.devices import GpuSpec, find_by_name
+from traceview.numbers import float_or_none
 from traceview.wording import counted
 
 # Repeating layers of the Llama family by size, to tell a partial offload (`-ngl` below the layer count).
@@ -99,9 +100,10 @@ def moe_active_share(model: str | None, params: float | None) -> tuple[bool, flo
     if not model:
         return False, None
     active = _MOE_ACTIVE.search(model)
-    if active:
-        total = params or float(active.group(1)) * 1e9
-        return True, min(1.0, float(active.group(2)) * 1e9 / total)
+    total_b, active_b = (float_or_none(active.group(1)), float_or_none(active.group(2))) if active else (None, None)
+    if active and active_b is not None and (params or total_b):
+        total = params or (total_b or 0.0) * 1e9
+        return True, min(1.0, active_b * 1e9 / total) if total > 0 else None
     return bool(_MOE.search(model)), None
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import polars as pl
 
+from traceview.numbers import float_or_none
 from traceview.parsers.schema import KERNELS, MEMORY_LEVELS, PRECISIONS
 
 LATENCY_THRESHOLD_PCT = 60.0  # ncu: latency_bound_threshold
@@ -164,8 +165,8 @@ def waves_in_rules(rules: list[Mapping[str, Any]]) -> float | None:
     """Return the wave count that ncu's SOLBottleneck text quotes ("only 0.7 full waves"), or None."""
     for rule in rules:
         match = re.search(r"only ([0-9.]+) full waves", rule.get("message") or "")
-        if match:
-            return float(match.group(1))
+        if match and float_or_none(match.group(1)) is not None:
+            return float_or_none(match.group(1))
     return None
 
 

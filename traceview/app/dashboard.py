@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import re
 import secrets
 import tempfile
@@ -23,6 +24,7 @@ import dash_ag_grid as dag
 import flask
 import plotly.graph_objects as go
 import polars as pl
+import werkzeug.exceptions
 from dash import Input, Output, State, dcc, html
 
 from traceview.analyzer.analysis import Analysis
@@ -47,7 +49,7 @@ from traceview.app.reporters.base import (
 )
 from traceview.app.reporters.diff_report import diff_data
 from traceview.app.reporters.fleet_report import straggler_lines
-from traceview.errors import TraceviewError
+from traceview.errors import TraceFormatError, TraceviewError
 from traceview.wording import counted
 
 DEFAULT_MAX_UPLOAD_MB = 512
@@ -382,6 +384,36 @@ def _host_of(header: str) -> str:
     return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
 
 
+# What each callback input and state may hold, as the page sends it: a request with anything else was not made by
+# the page (a hand-made or fuzzed request), and is refused with 400 before a callback sees it.
+_OPTIONAL_TEXT = (str, type(None))
+CALLBACK_VALUE_TYPES: dict[tuple[str, str], tuple[type, ...]] = {
+    ("upload", "contents"): _OPTIONAL_TEXT, ("upload", "filename"): _OPTIONAL_TEXT,
+    ("run", "value"): _OPTIONAL_TEXT, ("compare-before", "value"): _OPTIONAL_TEXT, ("compare-after", "value"): _OPTIONAL_TEXT,
+    ("tabs", "value"): _OPTIONAL_TEXT, ("per-launch", "value"): (list, type(None)),
+    ("roofline", "clickData"): (dict, type(None)), ("timeline", "clickData"): (dict, type(None)),
+    ("timeline", "relayoutData"): (dict, type(None)), ("kernels", "selectedRows"): (list, type(None)),
+}
+
+
+def _well_formed_callback(body: object) -> bool:
+    """True for a callback request as the page sends it: an output, and inputs and states of known components
+    carrying values of their types."""
+    if not isinstance(body, dict) or not isinstance(body.get("output"), str) or "outputs" not in body:
+        return False
+    items = body.get("inputs", [])
+    states = body.get("state", [])
+    if not isinstance(items, list) or not isinstance(states, list):
+        return False
+    for item in [*items, *states]:
+        if not isinstance(item, dict) or not isinstance(item.get("id"), str) or not isinstance(item.get("property"), str):
+            return False
+        expected = CALLBACK_VALUE_TYPES.get((item["id"], item["property"]))
+        if expected is None or ("value" in item and not isinstance(item["value"], expected)):
+            return False
+    return True
+
+
 def _guard(server: flask.Flask, allowed_hosts: set[str] | None) -> None:
     """Refuse requests for other host names (DNS rebinding) and malformed callback requests; send the security
     headers and the session cookie."""
@@ -391,11 +423,20 @@ def _guard(server: flask.Flask, allowed_hosts: set[str] | None) -> None:
         if allowed_hosts is not None and _host_of(flask.request.host).lower() not in allowed_hosts:
             return flask.Response("traceview: this server answers only for " + ", ".join(sorted(allowed_hosts)) + "\n", 403, mimetype="text/plain")
         limit = server.config.get("MAX_CONTENT_LENGTH")
+        too_large = flask.Response(f"traceview: the request is larger than the {(limit or 0) // 2**20} MB limit (--max-upload-mb)\n", 413,
+                                   mimetype="text/plain", headers={"Connection": "close"})  # not left open while the rest drains in
         if limit and (flask.request.content_length or 0) > limit:  # refused before a byte of the body is read
-            return flask.Response(f"traceview: the request is larger than the {limit // 2**20} MB limit (--max-upload-mb)\n", 413, mimetype="text/plain")
+            return too_large
         if flask.request.method == "POST" and flask.request.path.endswith("_dash-update-component"):
-            body = flask.request.get_json(silent=True)
-            if not isinstance(body, dict) or not isinstance(body.get("output"), str) or not isinstance(body.get("inputs", []), list):
+            try:
+                # Read through the request's limited stream: a body without a length (chunked) stops at the limit,
+                # and one that reaches it is refused.
+                body = flask.request.get_data(cache=True)
+            except werkzeug.exceptions.RequestEntityTooLarge:
+                return too_large
+            if limit and flask.request.content_length is None and len(body) >= limit:
+                return too_large
+            if not _well_formed_callback(flask.request.get_json(silent=True)):
                 return flask.Response("traceview: malformed callback request\n", 400, mimetype="text/plain")
         return None
 
@@ -588,8 +629,11 @@ def _callbacks(app: dash.Dash, store: RunStore, analyze_file: Callable[[Path], A
 
 def analyze_upload(contents: str, filename: str, analyze_file: Callable[[Path], Analysis], max_upload_bytes: int) -> Analysis:
     """Decode a dcc.Upload payload into a temporary file, analyze it, and remove the file again."""
+    comma = contents.find(",")
     try:
-        data = base64.b64decode(contents.split(",", 1)[1], validate=False)
+        if comma < 0:
+            raise IndexError("no data URL")
+        data = base64.b64decode(contents[comma + 1:], validate=False)
     except (IndexError, binascii.Error) as error:
         raise TraceviewError(f"{filename}: the upload could not be decoded") from error
     if len(data) > max_upload_bytes:
@@ -598,12 +642,11 @@ def analyze_upload(contents: str, filename: str, analyze_file: Callable[[Path], 
     with tempfile.TemporaryDirectory(prefix="traceview-upload-") as folder:
         path = Path(folder) / f"upload{suffix}"
         path.write_bytes(data)
+        del data  # the bytes are on disk: not held while the file is analysed
         try:
             analysis = analyze_file(path)
-        except TraceviewError as error:
+        except TraceFormatError as error:
             # Name the user's file, not the temporary copy.
-            raise TraceviewError(str(error).replace(str(path), filename)) from None
-    # Show the user's file name, not the temporary path.
-    return Analysis(type(analysis.source)(filename, analysis.source.format, analysis.source.sha256, analysis.source.size_bytes,
-                                          analysis.source.profiler), analysis.device, analysis.launches, analysis.kernels,
-                    analysis.notes, analysis.telemetry, analysis.llm, analysis.timeline)
+            raise TraceFormatError(Path(filename), error.problem, error.fix, error.line) from None
+    # Show the user's file name, not the temporary path; every other field as the analysis made it.
+    return dataclasses.replace(analysis, source=dataclasses.replace(analysis.source, path=filename))

@@ -18,7 +18,7 @@ from traceview.analyzer.analysis import Analysis
 from traceview.analyzer.fleet import FleetResult
 from traceview.analyzer.lanes import span_of
 from traceview.analyzer.roofline import HIGH_THRESHOLD_PCT, LATENCY_THRESHOLD_PCT
-from traceview.app.formatting import format_duration, format_rate
+from traceview.app.formatting import format_duration, format_rate, terminal_safe
 
 BOUND_COLOURS = {"memory": "#1f77b4", "compute": "#d62728", "latency": "#ff7f0e", "unknown": "#7f7f7f"}
 LEVEL_DASH = {"dram": "solid", "l2": "dash", "l1": "dot"}
@@ -27,7 +27,7 @@ _LAYOUT = {"template": "plotly_white", "margin": {"l": 70, "r": 30, "t": 60, "b"
 
 
 def _text(value: Any) -> str:
-    return html.escape(str(value), quote=True)
+    return html.escape(terminal_safe(value, limit=100_000), quote=True)
 
 
 def _sizes(durations: list[float | None]) -> list[float]:

@@ -36,9 +36,10 @@ def format_number(value: float | None, digits: int = 3) -> str:
     return "n/a" if value is None else f"{value:.{digits}g}"
 
 
-# C0 and C1 controls (ESC starts terminal escape sequences: clear screen, window titles, hyperlinks), DEL, and the
-# bidirectional overrides that make text read in another order than it is stored.
-_UNSAFE_FOR_TERMINALS = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# C0 and C1 controls (ESC starts terminal escape sequences: clear screen, window titles, hyperlinks), DEL, the
+# bidirectional overrides that make text read in another order than it is stored, and the line and paragraph
+# separators (U+2028, U+2029) that break a line where no newline is.
+_UNSAFE_FOR_TERMINALS = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 def terminal_safe(text: object, limit: int = 2000) -> str:

@@ -62,8 +62,9 @@ class Trace:
     notes: tuple[str, ...] = ()  # what the reader noticed about the file itself (cut short, rows left out)
 
 
-# What a data line of each text format looks like: a cut inside anything else (prose after a pasted table, a shell
-# prompt) loses nothing, and a file saved without its final newline is common.
+# What a line of each text format's own looks like (data rows, table headers and titles, timestamps): a cut inside
+# anything else (prose after a pasted table, a Markdown fence, a shell prompt) loses nothing, and a file saved without
+# its final newline is common. A cut inside a header or a title loses the table after it, so they count too.
 _DATA_LINE = {
     TraceFormat.NCU_DETAILS: re.compile(r'^"'),
     TraceFormat.NCU_RAW: re.compile(r'^"'),
@@ -71,12 +72,13 @@ _DATA_LINE = {
     TraceFormat.NCU_SUMMARY_CSV: re.compile(r'^"'),
     TraceFormat.NCU_SUMMARY_CONSOLE: re.compile(r"\S"),
     # From a number's first digit only: retried at every digit of a long run, `\d[\d,.]*` is quadratic.
-    TraceFormat.NSYS_STATS: re.compile(r"(?<![\d,.])\d[\d,.]*\s*[,|]|^\s*\d[\d,.]*\s+\d"),
-    TraceFormat.NVPROF: re.compile(r"%\s+[\d.]+(ns|us|\u00b5s|ms|s)\s|^\"|^\s*\d+\s+\S+B\s"),
-    TraceFormat.NVPROF_METRICS: re.compile(r'^\s*\d+\s+[a-z][a-z0-9_]*\s|^"'),
-    TraceFormat.TEGRASTATS: re.compile(r"\bRAM \d"),
+    TraceFormat.NSYS_STATS: re.compile(r"\d|\*\* |Time|Name|Instances|-{3}|Processing \[|[,|]"),
+    TraceFormat.NVPROF: re.compile(r"\d|==\d+==|Time|Name|Type|-{3}|^\""),
+    TraceFormat.NVPROF_METRICS: re.compile(r'\d|Kernel:|Device|Metric|Invocations|^"'),
+    TraceFormat.TEGRASTATS: re.compile(r"\d"),  # a sample, or the timestamp it starts with
 }
-_LLAMA_DATA_LINE = re.compile(r"^\s*\||\btime\s*=|^[^,]*(,[^,]*){5,}|\{|\}")
+_LLAMA_DATA_LINE = re.compile(r"^\s*\||\btime\s*=|^[^,]*(,[^,]*){5,}|\{|\}|\b(?:encoded|decoded|n_draft|n_predict|n_drafted|n_accept|accept|build|Device|model size)\b"
+                              r"|^\s*(?:llama|common|ggml)\w*:")
 
 
 def _cut_short(path: Path, fmt: TraceFormat) -> int | None:
@@ -98,7 +100,8 @@ def _cut_short(path: Path, fmt: TraceFormat) -> int | None:
 
 
 def _cut_note(line: int) -> str:
-    return f"the file ends inside line {line} without a newline: it looks cut short, and that last line may be incomplete"
+    return (f"the file ends inside line {line} without a newline: it looks cut short; that last line may be incomplete, and "
+            "whatever came after it is missing")
 
 
 @dataclass(frozen=True)
@@ -123,7 +126,18 @@ def _read_nvprof_sqlite(path: Path, fmt: TraceFormat, options: ReadOptions) -> T
 
 def _read_nsys_stats(path: Path, fmt: TraceFormat, options: ReadOptions) -> Trace:
     cut = _cut_short(path, fmt)
-    return Trace(path, fmt, InputKind.NSYS_STATS, nsys_stats.parse(path), "nsys stats", notes=(_cut_note(cut),) if cut else ())
+    try:
+        stats = nsys_stats.parse(path)
+    except TraceFormatError as error:
+        if cut is None:
+            raise
+        raise TraceFormatError(path, f"the file is cut short (it ends inside line {cut} without a newline), and what is left holds no "
+                               f"report traceview reads ({error.problem})", "copy or export the whole output again", line=cut) from None
+    if cut and not any(report.height for report in stats.reports.values()) and not stats.rules:
+        # An answer of zero kernels would read as a run with none: the file is cut before any report's rows.
+        raise TraceFormatError(path, f"the file is cut short (it ends inside line {cut} without a newline) before any report's rows",
+                               "copy or export the whole output again", line=cut)
+    return Trace(path, fmt, InputKind.NSYS_STATS, stats, "nsys stats", notes=(_cut_note(cut),) if cut else ())
 
 
 def _read_nvprof(path: Path, fmt: TraceFormat, options: ReadOptions) -> Trace:
@@ -157,7 +171,9 @@ def _read_ncu_rep(path: Path, fmt: TraceFormat, options: ReadOptions) -> Trace:
 
 def _read_llama(path: Path, fmt: TraceFormat, options: ReadOptions) -> Trace:
     cut = None if fmt == TraceFormat.LLAMA_BENCH_SQLITE else _cut_short(path, fmt)
-    return Trace(path, fmt, InputKind.LLAMA_RUNS, llama_cpp.parse(path), "llama.cpp", notes=(_cut_note(cut),) if cut else ())
+    notes = [_cut_note(cut)] if cut else []
+    runs = llama_cpp.parse(path, notes)
+    return Trace(path, fmt, InputKind.LLAMA_RUNS, runs, "llama.cpp", notes=tuple(dict.fromkeys(notes)))
 
 
 def _read_ncu_console(path: Path, fmt: TraceFormat, options: ReadOptions) -> Trace:

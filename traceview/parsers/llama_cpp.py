@@ -45,17 +45,17 @@ _TIMING = re.compile(
     r"(?:(?P<prefix>llama_print_timings|llama_perf_context_print|llama_perf_sampler_print|common_perf_print)\s*:\s*"
     r"|slot print_timing: id\s+\d+\s*\|\s*task\s+-?\d+\s*\|\s*)?"
     r"(?P<what>load|sample|sampling|prompt eval|eval|total) time\s*=\s*(?P<ms>[0-9]+(?:[.,][0-9]+)?) ms"
-    r"(?:\s*/\s*(?P<count>\d+) (?P<unit>tokens|runs))?"
+    r"(?:\s*/\s*(?P<count>\d{1,18}) (?P<unit>tokens|runs))?"
 )
 # Speculative decoding, after a server task's timings: `draft acceptance rate = 0.95570 (  302 accepted /   316 generated)`
 # (2025-2026), `draft acceptance = 0.89604 (  181 accepted /   202 generated), mean len =  2.45` (2026).
-_DRAFT = re.compile(r"(?:^|(?<=[\s|\]]))draft acceptance(?: rate)? = [0-9.]+ \(\s*(?P<accepted>\d+) accepted /\s*(?P<generated>\d+) generated\)")
+_DRAFT = re.compile(r"(?:^|(?<=[\s|\]]))draft acceptance(?: rate)? = [0-9.]+ \(\s*(?P<accepted>\d{1,18}) accepted /\s*(?P<generated>\d{1,18}) generated\)")
 # llama-speculative (and -simple) print their own summary before the draft's and the target's timing blocks:
 # `encoded   19 tokens in    0.186 seconds, speed:  102.365 t/s`, `decoded   69 tokens in    2.570 seconds, speed: …`,
 # then `n_draft   = 5`, `n_predict = 69`, `n_drafted = 120`, `n_accept  = 44`, `accept    = 36.667%`, `draft:`, `target:`.
-_SPECULATIVE_SPEED = re.compile(r"(?:^|(?<=[\s|\]]))(?P<what>encoded|decoded)\s+(?P<tokens>\d+) tokens in\s+(?P<seconds>\d+(?:[.,]\d+)?) seconds"
+_SPECULATIVE_SPEED = re.compile(r"(?:^|(?<=[\s|\]]))(?P<what>encoded|decoded)\s+(?P<tokens>\d{1,18}) tokens in\s+(?P<seconds>\d+(?:[.,]\d+)?) seconds"
                                 r"(?:, speed:\s+(?P<rate>\d+(?:[.,]\d+)?) t/s)?")
-_SPECULATIVE_COUNT = re.compile(r"(?:^|(?<=[\s|\]]))(?P<key>n_draft|n_predict|n_drafted|n_accept)\s*=\s*(?P<value>\d+)\s*$")
+_SPECULATIVE_COUNT = re.compile(r"(?:^|(?<=[\s|\]]))(?P<key>n_draft|n_predict|n_drafted|n_accept)\s*=\s*(?P<value>\d{1,18})\s*$")
 _SPECULATIVE_BLOCK = re.compile(r"(?:^|(?<=[\s|\]]))(?P<model>draft|target):\s*$")
 # The loader's dump in a full log: `model size = 636,18 MiB (4,85 BPW)` (a comma under a European locale).
 _LOG_MODEL_SIZE = re.compile(r"\bmodel size\s*=\s*([0-9]+(?:[.,][0-9]+)?)\s*(GiB|MiB|KiB|GB|MB|B)\b")
@@ -165,8 +165,9 @@ def detect(head: str) -> str | None:
     return None
 
 
-def parse(path: str | Path) -> pl.DataFrame:
-    """Return one row per measurement (LLAMA_RUNS): tokens/s of prefill or decode, with model and device."""
+def parse(path: str | Path, notes: list[str] | None = None) -> pl.DataFrame:
+    """Return one row per measurement (LLAMA_RUNS): tokens/s of prefill or decode, with model and device; what looks
+    cut short (a table row without its closing `|`, a timing block without its decode) goes to `notes`."""
     path = Path(path)
     with path.open("rb") as handle:
         is_database = handle.read(16) == b"SQLite format 3\x00"
@@ -183,13 +184,13 @@ def parse(path: str | Path) -> pl.DataFrame:
     elif kind == "llama-bench-csv":
         rows = _bench_csv(path, text)
     elif kind == "llama-bench-md":
-        rows = _bench_markdown(path, text)
+        rows = _bench_markdown(path, text, notes)
     elif kind in ("llama-batched-bench", "llama-sweep-bench"):
         rows = _batched_markdown(path, text)
     elif kind in ("llama-batched-bench-jsonl", "llama-sweep-bench-jsonl"):
         rows = _batched_jsonl(path, text)
     elif kind == "llama-timings":
-        rows = _timings(text)
+        rows = _timings(text, notes)
     else:
         raise TraceFormatError(path, "no llama-bench table or llama.cpp timing lines",
                                "pass llama-bench output (md, csv or json), llama-batched-bench output, or a log with `eval time =` lines")
@@ -221,7 +222,7 @@ def _table_row(path: Path, line: str, number: int, header: list[str], tool: str)
     return cells
 
 
-def _bench_markdown(path: Path, text: str) -> list[dict[str, Any]]:
+def _bench_markdown(path: Path, text: str, notes: list[str] | None = None) -> list[dict[str, Any]]:
     context = _Context()
     header: list[str] | None = None
     table = -1
@@ -241,6 +242,11 @@ def _bench_markdown(path: Path, text: str) -> list[dict[str, Any]]:
             continue
         if header is None or not line.strip().startswith("|"):
             header = None if not line.strip() else header
+            continue
+        if not line.rstrip().endswith("|"):
+            # llama-bench closes every row with `|`: a row without it was cut, and its last cell (the rate) with it.
+            if notes is not None:
+                notes.append(f"table row {number} lacks its closing `|`: it looks cut short, and it was left out")
             continue
         cells = _table_row(path, line, number, header, "llama-bench")
         if cells is None:
@@ -417,7 +423,7 @@ def _bench_jsonl(path: Path, text: str) -> list[dict[str, Any]]:
     return rows
 
 
-def _timings(text: str) -> list[dict[str, Any]]:
+def _timings(text: str, notes: list[str] | None = None) -> list[dict[str, Any]]:
     """Group timing lines into runs (a run ends at its `total time` line) and emit prefill and decode rows."""
     rows: list[dict[str, Any]] = []
     run: dict[str, Any] = {}
@@ -499,6 +505,10 @@ def _timings(text: str) -> list[dict[str, Any]]:
             run["prefix"] = match.group("prefix")
         elif what == "total":
             flush()
+    if "prompt eval" in run and "eval" not in run and notes is not None:
+        # llama.cpp prints the decode's `eval time` right after the prompt's: a file that ends between them was cut.
+        notes.append(f"the last run's timings end after its prompt eval (line {run['prompt eval'][2]}), before its decode's `eval time`: "
+                     "the file looks cut short, and that decode is missing")
     flush()
     speculative_rows()
     return rows

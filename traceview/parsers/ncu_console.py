@@ -27,16 +27,17 @@ from pathlib import Path
 import polars as pl
 
 from traceview.errors import TraceFormatError
+from traceview.numbers import float_or_none
 from traceview.parsers.ncu_csv import DECIMAL_COMMA_NOTE, _assemble, rule_frame
 
 _KERNEL_2022 = re.compile(
-    r"^\s*(?P<name>\S.*?) \((?P<grid>\d+, \d+, \d+)\)x\((?P<block>\d+, \d+, \d+)\), Context (?P<context>\d+), Stream (?P<stream>\d+)"
-    r"(?:, Device (?P<device>\d+), CC (?P<cc>\d+\.\d+))?\s*$"
+    r"^\s*(?P<name>\S.*?) \((?P<grid>\d+, \d+, \d+)\)x\((?P<block>\d+, \d+, \d+)\), Context (?P<context>\d{1,18}), Stream (?P<stream>\d{1,18})"
+    r"(?:, Device (?P<device>\d{1,18}), CC (?P<cc>\d+\.\d+))?\s*$"
 )
 _KERNEL_OLD = re.compile(
-    r"^\s*(?P<name>\S.*?), (?P<time>\d{4}-[A-Z][a-z]{2}-\d{2} \d{2}:\d{2}:\d{2}), Context (?P<context>\d+), Stream (?P<stream>\d+)\s*$"
+    r"^\s*(?P<name>\S.*?), (?P<time>\d{4}-[A-Z][a-z]{2}-\d{2} \d{2}:\d{2}:\d{2}), Context (?P<context>\d{1,18}), Stream (?P<stream>\d{1,18})\s*$"
 )
-PROCESS_LINE = re.compile(r"^\s*\[(?P<pid>\d+)\] (?P<process>.+)@(?P<host>\S+)\s*$")
+PROCESS_LINE = re.compile(r"^\s*\[(?P<pid>\d{1,18})\] (?P<process>.+)@(?P<host>\S+)\s*$")
 # Any indentation, none included: consoles pasted from web pages and chat lose their leading spaces.
 # `Section: NAME` heads each section; with `--print-details body` (2025+) each body table has its own heading instead,
 # `Table Name : NAME` (and a `Table Description : ...` line).
@@ -191,8 +192,8 @@ def parse(path: str | Path, notes: list[str] | None = None) -> pl.DataFrame:
         if rule is not None:
             message = " ".join(rule.pop("_lines"))  # type: ignore[arg-type]
             match = _SPEEDUP.match(message)
-            if match:
-                rule["speedup_pct"] = float(match.group("pct").replace(",", "."))
+            if match and float_or_none(match.group("pct")) is not None:
+                rule["speedup_pct"] = float_or_none(match.group("pct"))
                 rule["speedup_type"] = (match.group("kind") or "global").lower()
                 message = message[match.end():].strip()
             rule["message"] = message

@@ -754,7 +754,7 @@ def _derive(frame: pl.DataFrame) -> pl.DataFrame:
 # length-prefixed identifier or `N`, qualifiers and a nested list of them; the function is the last before the
 # template arguments (`I`) or the end of the list (`E`). `St` is `std::`.
 _MANGLED_START = re.compile(r"_Z(N[rVKRO]*)?")
-_MANGLED_PART = re.compile(r"St|(\d+)")
+_MANGLED_PART = re.compile(r"St|(\d{1,9})")
 
 
 def _mangled_function_name(name: str) -> str | None:

@@ -52,12 +52,12 @@ _HINT = "pass the summary exactly as `ncu --print-summary per-kernel` printed it
 
 _SHAPE = r"\(\d+, \d+, \d+\)|\d+"
 _KERNEL_2022 = re.compile(
-    rf"^\s*(?P<name>\S.*?), Block Size (?P<block>{_SHAPE}), Grid Size (?P<grid>{_SHAPE})(?:, Device (?P<device>\d+))?, (?P<count>\d+) invocations\s*$")
+    rf"^\s*(?P<name>\S.*?), Block Size (?P<block>{_SHAPE}), Grid Size (?P<grid>{_SHAPE})(?:, Device (?P<device>\d{{1,18}}))?, (?P<count>\d{{1,18}}) invocations\s*$")
 _KERNEL_2025 = re.compile(
-    r"^\s*(?P<name>\S.*?) \((?P<grid>\d+, \d+, \d+)\)x\((?P<block>\d+, \d+, \d+)\)(?:, Device (?P<device>\d+))?(?:, CC (?P<cc>\d+\.\d+))?,"
-    r" Invocations (?P<count>\d+)\s*$")
+    r"^\s*(?P<name>\S.*?) \((?P<grid>\d+, \d+, \d+)\)x\((?P<block>\d+, \d+, \d+)\)(?:, Device (?P<device>\d{1,18}))?(?:, CC (?P<cc>\d+\.\d+))?,"
+    r" Invocations (?P<count>\d{1,18})\s*$")
 # `Device 0` (2022-2023), `Device 0, CC 9.0` (2024+), above each GPU's kernels in a per-gpu summary.
-_DEVICE = re.compile(r"^\s*Device (?P<device>\d+)(?:, CC (?P<cc>\d+\.\d+))?\s*$")
+_DEVICE = re.compile(r"^\s*Device (?P<device>\d{1,18})(?:, CC (?P<cc>\d+\.\d+))?\s*$")
 _DASHES = re.compile(r"^\s*-{3,}( +-{3,}){4,}\s*$")  # five columns
 _HEADER = re.compile(r"^\s*Metric Name\s+Metric Unit\s+Minimum\s+Maximum\s+Average\s*$")
 

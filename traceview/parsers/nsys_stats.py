@@ -572,7 +572,7 @@ def _parse_json(path: Path, text: str, result: StatsReports) -> None:
 _PER_LAUNCH = {"cuda_gpu_trace": ("Duration (ns)", "Name", "Start (ns)"),
                "cuda_kern_exec_trace": ("Kernel Dur (ns)", "Kernel Name", "Kernel Start (ns)")}
 # `NVIDIA A100-SXM4-80GB (0)` in cuda_gpu_trace's Device column; DevId in the exec trace is the number alone.
-_DEVICE_INDEX = re.compile(r"\((\d+)\)\s*$|^\s*(\d+)\s*$")
+_DEVICE_INDEX = re.compile(r"\((\d{1,18})\)\s*$|^\s*(\d{1,18})\s*$")
 _COPY_NAME = re.compile(r"^\[CUDA (memcpy|memset|Unified Memory)", re.IGNORECASE)
 
 

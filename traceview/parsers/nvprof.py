@@ -23,6 +23,7 @@ from pathlib import Path
 import polars as pl
 
 from traceview.errors import TraceFormatError
+from traceview.numbers import float_or_none
 from traceview.parsers.nsys_stats import SPACED_CELL, StatsReports, stats_frame, store_per_launch
 
 # `==12345== Profiling result:` (nvprof), `======== API calls:` (nvprof -i FILE, pgprof): a section's heading.
@@ -39,11 +40,11 @@ _BYTES_PER = {"B": 1.0, "KB": 2.0**10, "MB": 2.0**20, "GB": 2.0**30}
 _T = r"[\d.]+(?:e[+-]?\d+)?(?:ns|us|\u00b5s|ms|s)"
 # One quantifier per run of spaces, and a name that ends at its last non-space: two quantifiers sharing a run, or a
 # lazy name before `\s*$`, take the square of the line's length on a long damaged line.
-SUMMARY_ROW = re.compile(rf"^(?:\s*(?P<type>[A-Za-z][A-Za-z ()/]*?):)?\s+(?P<pct>[\d.]+)%\s+(?P<time>{_T})\s+(?P<calls>\d+)\s+"
+SUMMARY_ROW = re.compile(rf"^(?:\s*(?P<type>[A-Za-z][A-Za-z ()/]*?):)?\s+(?P<pct>[\d.]+)%\s+(?P<time>{_T})\s+(?P<calls>\d{{1,18}})\s+"
                   rf"(?P<avg>{_T})\s+(?P<min>{_T})\s+(?P<max>{_T})\s+(?P<name>\S(?:.*\S)?)\s*$")
-_UM_ROW = re.compile(r"^\s*(?P<count>\d+)\s+(?P<avg>\S+)\s+(?P<min>\S+)\s+(?P<max>\S+)\s+(?P<total>\S+)\s+(?P<time>\S+)\s+(?P<name>\S(?:.*\S)?)\s*$")
+_UM_ROW = re.compile(r"^\s*(?P<count>\d{1,18})\s+(?P<avg>\S+)\s+(?P<min>\S+)\s+(?P<max>\S+)\s+(?P<total>\S+)\s+(?P<time>\S+)\s+(?P<name>\S(?:.*\S)?)\s*$")
 _RANGE = re.compile(r'^\s*(?:==\d+==|={4,})\s+Range\b')
-_DEVICE = re.compile(r'^\s*Device "(?P<name>.+) \((?P<index>\d+)\)"\s*$')
+_DEVICE = re.compile(r'^\s*Device "(?P<name>.+) \((?P<index>\d{1,18})\)"\s*$')
 _UNREAD_SECTIONS = {"metric result": "metric results (--metrics)", "event result": "event results (--events)"}
 _UM_DIRECTIONS = {"host to device": "[CUDA Unified Memory memcpy HtoD]", "device to host": "[CUDA Unified Memory memcpy DtoH]",
                   "device to device": "[CUDA Unified Memory memcpy DtoD]"}
@@ -178,10 +179,10 @@ def parse(path: str | Path) -> StatsReports:
             _add_csv_row(path, number, section, csv_header, csv_units, cells, records)
             continue
         row = SUMMARY_ROW.match(line)
-        if row:
+        if row and float_or_none(row.group("pct")) is not None:
             if row.group("type"):
                 section = row.group("type")
-            report, record = _record(section, float(row.group("pct")), time_ns(row.group("time")), int(row.group("calls")),
+            report, record = _record(section, float_or_none(row.group("pct")) or 0.0, time_ns(row.group("time")), int(row.group("calls")),
                                      time_ns(row.group("avg")), time_ns(row.group("min")), time_ns(row.group("max")), row.group("name"))
             records.setdefault(report, []).append(record)
     if trace_at is not None:
@@ -278,7 +279,8 @@ def _scaled(text: str, pattern: re.Pattern[str], per_unit: dict[str, float], uni
     text = text.strip()
     match = pattern.match(text)
     if match:
-        return float(match.group("value")) * per_unit[match.group("unit")]
+        value = float_or_none(match.group("value"))
+        return value * per_unit[match.group("unit")] if value is not None else None
     try:
         return float(text) * per_unit[unit] if unit in per_unit else None
     except ValueError:
@@ -361,7 +363,7 @@ def _read_gpu_trace(path: Path, lines: list[str], header_line: int, result: Stat
         if size is None and unified:  # a migration's size is in the `Unified Memory` column
             size = _bytes(cells.get("Unified Memory", ""), unit_of.get("Unified Memory"))
         device = cells.get("Device", "").strip()
-        numbered = re.match(r"^(.*\S)\s+\((\d+)\)$", device)  # `Tesla T4 (0)`; older nvprof cut it to `GeForce GTX 107`
+        numbered = re.match(r"^(.*\S)\s+\((\d{1,18})\)$", device)  # `Tesla T4 (0)`; older nvprof cut it to `GeForce GTX 107`
         if numbered:
             device, index = numbered.group(1), int(numbered.group(2))
             devices.setdefault(device, index)

@@ -36,6 +36,7 @@ from pathlib import Path
 import polars as pl
 
 from traceview.errors import TraceFormatError
+from traceview.numbers import float_or_none
 from traceview.parsers.ncu_csv import short_kernel_name
 from traceview.parsers.ncu_summary import MAX_INVOCATIONS, repeat_invocations
 from traceview.parsers.nvprof import HEADING, SUMMARY_ROW, TRACE_HEADER, time_ns, trace_name, trace_table, trouble_note
@@ -44,13 +45,13 @@ from traceview.parsers.schema import KERNELS, STALL, conform
 _CONSOLE_HEADER = re.compile(r"^\s*Invocations\s+Metric Name\s+Metric Description\s+Min\s+Max\s+Avg\s*$", re.MULTILINE)
 _CSV_COLUMNS = ["Device", "Kernel", "Invocations", "Metric Name", "Metric Description", "Min", "Max", "Avg"]
 _CSV_HEADER = re.compile(r'^\s*"Device","Kernel","Invocations","Metric Name","Metric Description","Min","Max","Avg"\s*$', re.MULTILINE)
-_PID = re.compile(r"^\s*==(?P<pid>\d+)==")
+_PID = re.compile(r"^\s*==(?P<pid>\d{1,18})==")
 # `Device "Tesla K20c (0)"`; copies pasted by hand can lose the index: `Device "TITAN X "`.
-_DEVICE = re.compile(r'^\s*Device "(?P<name>.*?)\s*(?:\((?P<index>\d+)\))?\s*"\s*$')
+_DEVICE = re.compile(r'^\s*Device "(?P<name>.*?)\s*(?:\((?P<index>\d{1,18})\))?\s*"\s*$')
 # Inside a metric table only; one real copy has stray keystrokes before it (`LK    Kernel: ...`).
 _KERNEL = re.compile(r"(?:^|(?<=\s))Kernel: (?P<name>\S(?:.*\S)?)\s*$")
 _LEVEL = r"(?:Idle|Low|Mid|High|Max) \(\d+\)"
-_METRIC_ROW = re.compile(rf"^\s*(?P<count>\d+)\s+(?P<metric>[a-z][a-z0-9_]*)\s+(?P<description>\S.*?)\s+"
+_METRIC_ROW = re.compile(rf"^\s*(?P<count>\d{{1,18}})\s+(?P<metric>[a-z][a-z0-9_]*)\s+(?P<description>\S.*?)\s+"
                          rf"(?P<min>{_LEVEL}|\S+)\s+(?P<max>{_LEVEL}|\S+)\s+(?P<avg>{_LEVEL}|\S+)\s*$")
 _VALUE = re.compile(r"^(?P<number>[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)(?P<unit>%|B/s|KB/s|MB/s|GB/s|TB/s)?$")
 _BYTES_PER_S = {"B/s": 1.0, "KB/s": 2.0**10, "MB/s": 2.0**20, "GB/s": 2.0**30, "TB/s": 2.0**40}
@@ -93,7 +94,9 @@ def _value(text: str) -> float | None:
     match = _VALUE.match(text.strip())
     if match is None:
         return None
-    number = float(match.group("number"))
+    number = float_or_none(match.group("number"))
+    if number is None:
+        return None
     unit = match.group("unit")
     value = number * _BYTES_PER_S[unit] if unit and unit != "%" else number
     return value if math.isfinite(value) and value >= 0 else None

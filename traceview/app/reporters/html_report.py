@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 
 from traceview.analyzer.analysis import Analysis
 from traceview.app.figures import main_figure, timeline_figure
+from traceview.app.formatting import terminal_safe
 from traceview.app.reporters.base import (
     STAT_COLUMNS,
     ReportOptions,
@@ -40,7 +41,8 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 
 
 def _e(value: Any) -> str:
-    return html.escape("" if value is None else str(value), quote=True)
+    """HTML-escaped text, its control, bidi-override and line-separator characters shown as escapes."""
+    return html.escape("" if value is None else terminal_safe(value, limit=100_000), quote=True)
 
 
 def _table(headers: list[tuple[str, bool]], rows: list[list[str]]) -> str:

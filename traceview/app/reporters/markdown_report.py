@@ -7,6 +7,7 @@ import re
 from typing import ClassVar
 
 from traceview.analyzer.analysis import Analysis
+from traceview.app.formatting import terminal_safe
 from traceview.app.reporters.base import (
     STAT_COLUMNS,
     ReportOptions,
@@ -33,7 +34,8 @@ _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-!|~])")
 
 def escape_markdown(text: object) -> str:
     """Return text that renders literally in Markdown: HTML-escaped, punctuation and pipes backslash-escaped."""
-    escaped = html.escape(str(text), quote=False)
+    # Controls, bidi overrides and line separators as visible escapes first, as the terminal shows them.
+    escaped = html.escape(terminal_safe(text), quote=False)
     escaped = _MARKDOWN_SPECIAL.sub(r"\\\1", escaped)
     return " ".join(escaped.split())  # a newline would end a table row
 

@@ -1,0 +1,147 @@
+"""The mutation campaign of issue 32: N mutants per family of real files, each run as a whole process
+(`traceview analyze MUTANT --format json`) with a time limit and its peak memory measured, and the promise checked —
+a result, or one `Error:` line with exit 1; never a traceback, a hang, more than 4 GB, or a file cut inside one of its
+rows answered without saying so. Not run in CI (hours for thousands of mutants); the README quotes its table.
+
+    python tests/campaign.py --per-family 2000 [--family llama.cpp] [--seed 7] [--workers 2]
+
+Prints one line per new kind of failure (the mutant kept under the temporary folder), then the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import json
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fuzz_real_files import FOUND, REALDATA, mutate_sqlite, mutate_text  # noqa: E402
+
+TIME_LIMIT_S = 60
+MEMORY_LIMIT_KB = 4 * 1024 * 1024
+# Each family: the real files it mutates (realdata globs, found: globs) and whether they are binary SQLite.
+FAMILIES = {
+    "llama.cpp": (["llama_cpp/*", "found:llama_*", "found:ik_llama_*"], "text"),
+    ".ncu-rep": (["ncu_rep/*.ncu-rep", "found:*.ncu-rep"], "binary"),
+    "ncu text": (["ncu_details/*", "ncu_raw/*", "ncu_console/*", "found:ncu*.txt", "found:ncu*.csv"], "text"),
+    "nsys SQLite": (["nsys_sqlite/*.sqlite", "found:nsys*.sqlite", "found:*.nv[vp]*"], "sqlite"),
+    "nsys stats": (["nsys_stats/*", "found:nsys*.txt", "found:nsys*.csv", "found:nvprof*.txt", "found:nvprof*.md"], "text"),
+    "tegrastats": (["tegrastats/*", "found:tegrastats*"], "text"),
+}
+COLUMNS = ("ok", "clean error", "crash", "hang", "memory", "cut, no note")
+
+
+def family_files(family: str) -> list[Path]:
+    globs, _ = FAMILIES[family]
+    found: list[Path] = []
+    for pattern in globs:
+        base, pattern = (FOUND, pattern.removeprefix("found:")) if pattern.startswith("found:") else (REALDATA, pattern)
+        found += [p for p in base.glob(pattern) if p.is_file()]
+    return sorted(set(found))
+
+
+def mutate_binary(source: Path, target: Path, rng: random.Random) -> str:
+    """A damaged copy of a binary report: cut at a byte, or 64-byte runs overwritten."""
+    data = bytearray(source.read_bytes())
+    if rng.random() < 0.5:
+        target.write_bytes(bytes(data[: rng.randrange(len(data) + 1)]))
+        return "truncate"
+    for _ in range(rng.randint(1, 8)):
+        at = rng.randrange(len(data))
+        data[at: at + 64] = bytes(rng.randrange(256) for _ in range(64))
+    target.write_bytes(bytes(data))
+    return "pages"
+
+
+def make(family: str, rng: random.Random, folder: Path, index: int) -> tuple[Path, str, str]:
+    source = rng.choice(family_files(family))
+    target = folder / f"mutant{index}{''.join(source.suffixes[-2:]) or '.txt'}"
+    kind = FAMILIES[family][1]
+    if kind == "sqlite":
+        what = mutate_sqlite(source, target, rng)
+    elif kind == "binary":
+        what = mutate_binary(source, target, rng)
+    else:
+        what, data = mutate_text(source.read_bytes(), rng)
+        target.write_bytes(data)
+    return target, source.name, what
+
+
+def run(path: Path, kind: str) -> str:
+    """Return the outcome of one whole-process run: one of COLUMNS."""
+    command = [sys.executable, "-m", "traceview", "analyze", str(path), "--format", "json"]
+    timed = shutil.which("time") and Path("/usr/bin/time").exists()
+    if timed:
+        command = ["/usr/bin/time", "-f", "MAXRSS %M", *command]
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, errors="replace", timeout=TIME_LIMIT_S)
+    except subprocess.TimeoutExpired:
+        return "hang"
+    stderr = result.stderr
+    peak = re.search(r"MAXRSS (\d+)\s*$", stderr)
+    if peak:
+        # GNU time's own lines: the peak, and a line on the exit status.
+        stderr = re.sub(r"(?m)^Command (?:exited with non-zero status|terminated by signal) \d+\n?", "", stderr[: peak.start()])
+        if int(peak.group(1)) > MEMORY_LIMIT_KB:
+            return "memory"
+    if result.returncode == 0:
+        try:
+            data = json.loads(result.stdout, parse_constant=lambda constant: (_ for _ in ()).throw(ValueError(constant)))
+        except ValueError:
+            return "crash"
+        if kind == "cut_in_row" and not any("cut short" in note for note in data.get("notes", [])):
+            return "cut, no note"
+        return "ok"
+    lines = stderr.strip().splitlines()
+    if result.returncode == 1 and len(lines) == 1 and lines[0].startswith("Error: ") and "Traceback" not in stderr:
+        return "clean error"
+    return "crash"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--per-family", type=int, default=200)
+    parser.add_argument("--family", choices=sorted(FAMILIES), action="append")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args(argv)
+    table: dict[str, Counter[str]] = {}
+    keep = Path(tempfile.mkdtemp(prefix="traceview-campaign-"))
+    for family in args.family or list(FAMILIES):
+        if not family_files(family):
+            print(f"{family}: no real files (the shared/ folder beside the checkout is missing?)", file=sys.stderr)
+            continue
+        rng = random.Random(f"{args.seed}-{family}")
+        counts: Counter[str] = Counter()
+        started = time.perf_counter()
+        with tempfile.TemporaryDirectory() as folder, concurrent.futures.ThreadPoolExecutor(args.workers) as pool:
+            mutants = [make(family, rng, Path(folder), i) for i in range(args.per_family)]
+            outcomes = pool.map(lambda m: run(m[0], m[2]), mutants)
+            seen: set[tuple[str, str]] = set()
+            for (path, source, kind), outcome in zip(mutants, outcomes, strict=True):
+                counts[outcome] += 1
+                if outcome not in ("ok", "clean error") and (outcome, kind) not in seen:
+                    seen.add((outcome, kind))
+                    kept = keep / f"{family.replace(' ', '_').replace('.', '')}-{path.name}"
+                    shutil.copy(path, kept)
+                    print(f"{family}: {outcome} [{kind} of {source}; kept as {kept}]", file=sys.stderr)
+        table[family] = counts
+        print(f"{family}: {args.per_family} mutants in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+    print("| family | " + " | ".join(COLUMNS) + " |")
+    print("|---|" + "---:|" * len(COLUMNS))
+    for family, counts in table.items():
+        print(f"| {family} | " + " | ".join(f"{counts[c]:,}" for c in COLUMNS) + " |")
+    return 0 if all(counts[c] == 0 for counts in table.values() for c in COLUMNS[2:]) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
