@@ -15,7 +15,7 @@ from traceview.parsers import load_trace
 
 def run(path, gpu=None):
     trace = load_trace(path)
-    return analyze(trace.data, Source(str(path), trace.format.value, "0" * 64, 0), gpu=gpu)
+    return analyze(trace.data, Source(str(path), trace.format, "0" * 64, 0), gpu=gpu)
 
 
 def test_elementwise_kernel_is_memory_bound(realdata_file):

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from traceview.app.cli import app
-from traceview.parsers import _DATA_LINE, _LLAMA_DATA_LINE, detect_format
+from traceview.parsers import FORMATS_BY_NAME, detect_format
 
 FOUND = Path(__file__).resolve().parent / "fixtures" / "found"
 REALDATA = Path(__file__).resolve().parent.parent.parent / "shared" / "realdata"
@@ -47,8 +47,8 @@ def test_a_cut_inside_a_line_of_the_format_is_noted_or_refused(tmp_path, path, f
     if cut is None:
         pytest.skip("the cut falls on an empty line")
     text, line = cut
-    pattern = _DATA_LINE.get(fmt, _LLAMA_DATA_LINE)
-    if not pattern.search(line[: len(line) // 2]):
+    pattern = FORMATS_BY_NAME[fmt].data_line
+    if pattern is None or not pattern.search(line[: len(line) // 2]):
         pytest.skip("the cut falls inside prose, which no answer depends on")
     damaged = tmp_path / path.name
     damaged.write_text(text, encoding="utf-8")

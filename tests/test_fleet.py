@@ -143,12 +143,12 @@ def test_fleet_diff_compares_two_sets_and_gates_ci(ranks_dir, tmp_path):
 
 
 def test_a_saved_fleet_result_opens_in_the_dashboard(ranks_dir, tmp_path):
-    from traceview.app.cli import _open_for_dashboard
+    from traceview.app.cli import run_analysis
     from traceview.app.dashboard import RunStore, create_app, figure_for, side_panel, summary_line
 
     saved = tmp_path / "fleet.json"
     assert CliRunner().invoke(app, ["fleet", str(ranks_dir), "-o", str(saved)]).exit_code == 0
-    analysis = _open_for_dashboard(saved, None)
+    analysis = run_analysis(saved, None)
     assert summary_line(analysis) == "fleet: 4 files over 4 ranks, 1 straggler, 1 failed"
     heatmap = figure_for(analysis, None, False)
     assert heatmap.data[0].type == "heatmap" and list(heatmap.data[0].y) == ["rank 0", "rank 1", "rank 2", "rank 3"]
@@ -158,14 +158,14 @@ def test_a_saved_fleet_result_opens_in_the_dashboard(ranks_dir, tmp_path):
     assert "rank 2 is a straggler" in panel and "job_rank4.sqlite" in panel
     store = RunStore()
     store.add(analysis, saved.name)
-    client = create_app(store, lambda path: _open_for_dashboard(path, None), 2**20).server.test_client()
+    client = create_app(store, lambda path: run_analysis(path, None), 2**20).server.test_client()
     assert client.get("/", headers={"Host": "127.0.0.1:8050"}).status_code == 200
     damaged = tmp_path / "damaged.json"
     damaged.write_text('{"fleet": {"ranks": []}}')
     from traceview.errors import TraceFormatError
 
     with pytest.raises(TraceFormatError, match="fleet result with missing or damaged fields"):
-        _open_for_dashboard(damaged, None)
+        run_analysis(damaged, None)
 
 
 def test_ncu_verdicts_are_joined_once_onto_the_fleet_kernels(realdata_file, tmp_path):

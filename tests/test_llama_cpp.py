@@ -28,7 +28,7 @@ FILES = {
 
 def analysis_of(path, **kwargs):
     trace = load_trace(path)
-    return analyze_llama(trace.data, Source(str(path), trace.format.value, "", 0), **kwargs)
+    return analyze_llama(trace.data, Source(str(path), trace.format, "", 0), **kwargs)
 
 
 def rows(path):
@@ -39,7 +39,7 @@ def rows(path):
 def test_every_file_parses(realdata_file, name):
     path = realdata_file(f"llama_cpp/{name}")
     fmt, count = FILES[name]
-    assert detect_format(path) is fmt
+    assert detect_format(path) == fmt
     runs = load_trace(path).data
     assert dict(runs.schema) == dict(LLAMA_RUNS)
     assert runs.height == count
@@ -147,11 +147,11 @@ def _three_forms(tmp_path, csv_path):
 def test_the_bench_forms_of_one_run_agree(tmp_path, realdata_file):
     csv_path = realdata_file("llama_cpp/llama_bench_readme_rtx3090ti_i9-13900k.csv")
     md_path, json_path = _three_forms(tmp_path, csv_path)
-    assert detect_format(json_path) is TraceFormat.LLAMA_BENCH_JSON
+    assert detect_format(json_path) == TraceFormat.LLAMA_BENCH_JSON
     jsonl_path, sql_path, sqlite_path = (tmp_path / name for name in ("bench.jsonl", "bench.sql", "bench.sqlite"))
-    assert detect_format(jsonl_path) is TraceFormat.LLAMA_BENCH_JSONL
-    assert detect_format(sql_path) is TraceFormat.LLAMA_BENCH_SQL
-    assert detect_format(sqlite_path) is TraceFormat.LLAMA_BENCH_SQLITE
+    assert detect_format(jsonl_path) == TraceFormat.LLAMA_BENCH_JSONL
+    assert detect_format(sql_path) == TraceFormat.LLAMA_BENCH_SQL
+    assert detect_format(sqlite_path) == TraceFormat.LLAMA_BENCH_SQLITE
     results = [analysis_of(p).llm.runs for p in (csv_path, md_path, json_path, jsonl_path, sql_path, sqlite_path)]
     for runs in results:
         assert runs["test"].to_list() == ["pp512", "tg128"]
@@ -293,7 +293,7 @@ FOUND = Path(__file__).parent / "fixtures" / "found"
 def test_batched_bench_reads_prefill_and_decode_of_each_batch_size():
     # llama.cpp's batched-bench README sample (LLaMA 7B F16, tests/fixtures/found/PROVENANCE.md): 12 rows, B 1 to 32.
     path = FOUND / "llama_batched_bench_readme_llama7b_f16.md"
-    assert detect_format(path) is TraceFormat.LLAMA_BATCHED_BENCH
+    assert detect_format(path) == TraceFormat.LLAMA_BATCHED_BENCH
     runs = load_trace(path).data
     assert runs.height == 24 and runs["phase"].to_list() == ["prefill", "decode"] * 12
     decode = runs.filter(runs["phase"] == "decode")
@@ -327,7 +327,7 @@ def test_batched_bench_jsonl_and_its_log_lines(tmp_path):
         '"n_threads_batch": 8, "pp": 128, "tg": 128, "pl": 2, "n_kv": 512, "t_pp": 0.422602, "speed_pp": 605.770935, "t_tg": 11.106112, '
         '"speed_tg": 23.050371, "t": 11.528713, "speed": 44.410854}\n'
         "llama_perf_context_print:        load time =    1000.00 ms\n")
-    assert detect_format(path) is TraceFormat.LLAMA_BATCHED_BENCH_JSONL
+    assert detect_format(path) == TraceFormat.LLAMA_BATCHED_BENCH_JSONL
     runs = load_trace(path).data
     assert runs["test"].to_list() == ["pp128 B=1", "tg128@d128 B=1", "pp128 B=2", "tg128@d128 B=2"]
     assert runs["tokens_per_s"].to_list() == [547.453064, 36.532974, 605.770935, 23.050371]
@@ -343,7 +343,7 @@ def test_a_batched_bench_log_is_not_read_as_its_timing_lines(tmp_path):
                     "\nllama_perf_context_print:        load time =    2019.19 ms\n"
                     "llama_perf_context_print: prompt eval time =  103224.39 ms / 57984 tokens (    1.78 ms per token,   561.72 tokens per second)\n"
                     "llama_perf_context_print:        eval time =       0.00 ms /     1 runs   (    0.00 ms per token,      inf tokens per second)\n")
-    assert detect_format(path) is TraceFormat.LLAMA_BATCHED_BENCH
+    assert detect_format(path) == TraceFormat.LLAMA_BATCHED_BENCH
     runs = load_trace(path).data
     prefill = runs.filter(runs["phase"] == "prefill")
     assert prefill["n_sequences"].unique().to_list() == [1]  # is_pp_shared = 1: one prompt serves every sequence
@@ -355,7 +355,7 @@ def test_a_batched_bench_log_is_not_read_as_its_timing_lines(tmp_path):
 def test_sweep_bench_reads_each_row_at_its_depth(name, tables, rows_per_table):
     # ik_llama.cpp's llama-sweep-bench: one sequence, PP and TG measured at depth N_KV (PROVENANCE.md).
     path = FOUND / name
-    assert detect_format(path) is TraceFormat.LLAMA_SWEEP_BENCH
+    assert detect_format(path) == TraceFormat.LLAMA_SWEEP_BENCH
     runs = load_trace(path).data
     assert runs.height == 2 * tables * rows_per_table
     assert runs["table"].unique().sort().to_list() == list(range(tables))
@@ -376,7 +376,7 @@ def test_sweep_bench_jsonl_line_of_its_readme(tmp_path):
     line = next(x for x in (FOUND / "ik_llama_sweep_bench_readme.md").read_text().splitlines() if x.startswith('{"n_kv_max"'))
     path = tmp_path / "sweep.jsonl"
     path.write_text(line + "\n")
-    assert detect_format(path) is TraceFormat.LLAMA_SWEEP_BENCH_JSONL
+    assert detect_format(path) == TraceFormat.LLAMA_SWEEP_BENCH_JSONL
     runs = load_trace(path).data
     assert runs["test"].to_list() == ["pp512", "tg128"] and runs["tokens_per_s"].to_list() == [468.086884, 71.897514]
     assert runs["n_gpu_layers"].to_list() == [-1, -1]
@@ -524,7 +524,7 @@ def test_a_dgx_spark_is_named_by_its_device_line_and_gets_its_bandwidth():
 ])
 def test_2026_timing_lines_behind_any_log_decoration(name, expected):
     path = FOUND / name
-    assert detect_format(path) is TraceFormat.LLAMA_TIMINGS
+    assert detect_format(path) == TraceFormat.LLAMA_TIMINGS
     runs = rows(path)
     assert [(r["test"], round(r["tokens_per_s"], 2)) for r in runs] == expected
 

@@ -22,7 +22,7 @@ A100 = "ncu_console/ncu2022_a100_80gb_pytorch_layernorm_x17_nvfuser_x13_liqiangx
 
 def test_both_generations_are_detected_by_content(realdata_file):
     for relative in (L4, A100):
-        assert detect_format(realdata_file(relative)) is TraceFormat.NCU_CONSOLE
+        assert detect_format(realdata_file(relative)) == TraceFormat.NCU_CONSOLE
 
 
 def test_l4_capture_gives_its_three_kernels_with_sections_and_rules(realdata_file):
@@ -135,7 +135,7 @@ def test_results_after_a_long_profiling_preamble_are_found(realdata_file, tmp_pa
     path = tmp_path / "long.txt"
     path.write_text(preamble + "==PROF== Disconnected from process 1\n" + realdata_file(L4).read_text())
     assert path.stat().st_size > 200_000
-    assert detect_format(path) is TraceFormat.NCU_CONSOLE
+    assert detect_format(path) == TraceFormat.NCU_CONSOLE
     assert load_trace(path).data.height == 3
 
 
@@ -158,7 +158,7 @@ def test_a_section_of_rule_results_alone_gives_the_kernel_and_ncus_estimates():
     from pathlib import Path
 
     path = Path(__file__).parent / "fixtures" / "found" / "ncu2026.1_console_rtx3080_mwa_tables_rules_only.txt"
-    assert detect_format(path) is TraceFormat.NCU_CONSOLE
+    assert detect_format(path) == TraceFormat.NCU_CONSOLE
     trace = load_trace(path)
     kernel = trace.data.row(0, named=True)
     assert trace.data.height == 1 and kernel["kernel_name"].startswith("swe2d_flux_kernel(int, const int *")
@@ -166,7 +166,7 @@ def test_a_section_of_rule_results_alone_gives_the_kernel_and_ncus_estimates():
     rules = sorted(kernel["ncu_rules"], key=lambda r: -(r["speedup_pct"] or 0))
     assert [r["speedup_pct"] for r in rules] == [29.84, 7.493, 4.94, 3.126, 1.193e-05, None]
     assert rules[0]["type"] == "OPT" and "accesses local memory" in rules[0]["message"]
-    analysis = analyze(trace.data, Source(str(path), trace.format.value, "", 0))
+    analysis = analyze(trace.data, Source(str(path), trace.format, "", 0))
     diagnosis = analysis.kernels.row(0, named=True)
     assert diagnosis["advice"][0].startswith("ncu MemoryWorkloadAnalysis_Tables: est. 30% speedup — This workload accesses local memory")
     assert "re-profile with `ncu --section SpeedOfLight`" in diagnosis["advice"][-1]
@@ -182,7 +182,7 @@ def test_the_2023_estimated_speedup_form_of_a_rule_is_read():
     trace = load_trace(path)
     speedups = {rule["name"]: rule["speedup_pct"] for rule in trace.data.row(0, named=True)["ncu_rules"] if rule["speedup_pct"]}
     assert speedups["IssueSlotUtilization"] == 76.25 and speedups["CPIStall"] == 51.86
-    analysis = analyze(trace.data, Source(str(path), trace.format.value, "", 0))
+    analysis = analyze(trace.data, Source(str(path), trace.format, "", 0))
     kernel = analysis.kernels.row(0, named=True)
     assert kernel["duration_ns"] == pytest.approx(46.31e6) and kernel["recoverable_ns"] == pytest.approx(46.31e6 * 0.7625)
     # No name in the output: CC 7.5 fits six table GPUs, and 93.57 GB/s at 29.27% of peak (319.7 GB/s) the T4 (320).
@@ -199,7 +199,7 @@ def test_recoverable_time_follows_ncus_global_estimates_not_a_local_one():
 
     path = Path(__file__).parent / "fixtures" / "found" / "ncu2025_console_rtx4090_cublas_sgemm_full_set.txt"
     trace = load_trace(path)
-    analysis = analyze(trace.data, Source(str(path), trace.format.value, "", 0))
+    analysis = analyze(trace.data, Source(str(path), trace.format, "", 0))
     kernel = analysis.kernels.row(0, named=True)
     assert kernel["recoverable_source"] == "ncu estimated speedup"
     assert kernel["recoverable_ns"] == pytest.approx(2.63e6 * 0.2629)
@@ -232,7 +232,7 @@ def test_body_tables_without_section_lines_and_interleaved_application_output():
     from pathlib import Path
 
     path = Path(__file__).parent / "fixtures" / "found" / "ncu_console_body_tables_cc100_fp4_gemv_excerpt.txt"
-    assert detect_format(path) is TraceFormat.NCU_CONSOLE
+    assert detect_format(path) == TraceFormat.NCU_CONSOLE
     launches = load_trace(path).data
     assert launches.height == 2 and launches["compute_capability"].to_list() == ["10.0", "10.0"]
     assert launches["memory_throughput_pct"].to_list() == [4.37, 19.25] and launches["sm_throughput_pct"].to_list() == [10.09, 43.08]

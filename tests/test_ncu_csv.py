@@ -28,7 +28,7 @@ def test_details_pages_match_the_files(realdata_file, relative):
     truth = details_truth(path)
     trace = load_trace(path)
     frame = trace.data
-    assert trace.format is TraceFormat.NCU_DETAILS
+    assert trace.format == TraceFormat.NCU_DETAILS
     assert frame.schema == KERNELS
     assert frame.height == truth["launches"]
     assert dict(frame.group_by("kernel_name").len().iter_rows()) == dict(truth["names"])
@@ -41,7 +41,7 @@ def test_raw_page_matches_the_file(realdata_file):
     truth = raw_truth(path)
     trace = load_trace(path)
     frame = trace.data
-    assert trace.format is TraceFormat.NCU_RAW
+    assert trace.format == TraceFormat.NCU_RAW
     assert frame.height == truth["launches"] == 6
     assert dict(frame.group_by("kernel_name").len().iter_rows()) == dict(truth["names"])
     assert {str(k): v for k, v in frame.select("launch_id", "duration_ns").iter_rows()} == truth["durations"]
@@ -238,12 +238,12 @@ def test_a_cc_10_csv_in_base_units_from_a_benchmark_harness():
     from traceview.analyzer.analysis import Source, analyze
 
     path = Path(__file__).parent / "fixtures" / "found" / "ncu_csv_cc100_cublaslt_fp8_gemm_superbench.csv"
-    assert detect_format(path) is TraceFormat.NCU_DETAILS
+    assert detect_format(path) == TraceFormat.NCU_DETAILS
     trace = load_trace(path)
     launch = trace.data.row(0, named=True)
     assert launch["duration_ns"] == 406240 and launch["sm_clock_hz"] == pytest.approx(1239496049.13)
     assert launch["sm_count"] == 152 and launch["registers_per_thread"] == 168 and launch["shared_bytes_per_block"] == 205696
-    analysis = analyze(trace.data, Source(str(path), trace.format.value, "", 0))
+    analysis = analyze(trace.data, Source(str(path), trace.format, "", 0))
     kernel = analysis.kernels.row(0, named=True)
     assert kernel["bound"] == "latency" and kernel["recoverable_ns"] == pytest.approx(406240 * 0.5)  # the global tail-effect estimate
     assert kernel["occupancy"]["tail"]["full_waves"] == 1

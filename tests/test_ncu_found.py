@@ -55,7 +55,7 @@ def test_a_decimal_comma_locale_with_dots_grouping_thousands():
 @pytest.mark.parametrize(("path", "fmt"), [(PER_KERNEL, TraceFormat.NCU_SUMMARY_CONSOLE), (PER_GPU, TraceFormat.NCU_SUMMARY_CONSOLE),
                                            (THOR_CONSOLE, TraceFormat.NCU_SUMMARY_CONSOLE), (THOR_CSV, TraceFormat.NCU_SUMMARY_CSV)])
 def test_summaries_are_detected_by_content(path, fmt):
-    assert detect_format(path) is fmt
+    assert detect_format(path) == fmt
 
 
 def test_a_2023_per_kernel_summary_reads_its_raw_metric_averages():

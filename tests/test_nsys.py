@@ -55,7 +55,7 @@ def analyze_json(*args):
 @pytest.mark.parametrize("name", SQLITE)
 def test_kernel_counts_and_time_per_device_match_sql(realdata_file, name):
     path = realdata_file(f"nsys_sqlite/{name}")
-    assert detect_format(path) is TraceFormat.NSYS_SQLITE
+    assert detect_format(path) == TraceFormat.NSYS_SQLITE
     tables = {row[0].decode() for row in sql(path, "SELECT name FROM sqlite_master WHERE type='table'")}
     expected = {}
     if "CUPTI_ACTIVITY_KIND_KERNEL" in tables:
@@ -180,7 +180,7 @@ STATS = {
 @pytest.mark.parametrize("name", sorted(STATS))
 def test_stats_reports(realdata_file, name):
     path = realdata_file(f"nsys_stats/{name}")
-    assert detect_format(path) is TraceFormat.NSYS_STATS
+    assert detect_format(path) == TraceFormat.NSYS_STATS
     data = analyze_json(path)
     assert len(data["kernels"]) == STATS[name]
 
@@ -255,7 +255,7 @@ def test_stats_written_as_tsv_or_fully_quoted_read_as_the_csv(realdata_file, tmp
     path = tmp_path / "kern_sum.txt"
     with path.open("w", newline="") as stream:
         csv.writer(stream, **dialect).writerows(csv.reader(source.open()))
-    assert detect_format(path) is TraceFormat.NSYS_STATS
+    assert detect_format(path) == TraceFormat.NSYS_STATS
     assert analyze_json(path)["kernels"] == analyze_json(source)["kernels"]
 
 
@@ -283,7 +283,7 @@ def test_stats_written_as_json_read_as_the_csv(realdata_file, tmp_path, name, in
     source = realdata_file(f"nsys_stats/{name}")
     path = tmp_path / "report_cuda_gpu_kern_sum.json"
     path.write_text(_as_stats_json(source, indent))
-    assert detect_format(path) is TraceFormat.NSYS_STATS
+    assert detect_format(path) == TraceFormat.NSYS_STATS
     assert analyze_json(path)["kernels"] == analyze_json(source)["kernels"]
 
 
@@ -408,7 +408,7 @@ def test_per_launch_traces_total_kernels_and_copies_apart(realdata_file, tmp_pat
     truth = analyze_json(export)
     kernel_totals = lambda run: sorted((k["short_name"], k["launches"], k["duration_ns"]) for k in run["kernels"])  # noqa: E731
     for path in (gpu_trace, exec_trace):
-        assert detect_format(path) is TraceFormat.NSYS_STATS
+        assert detect_format(path) == TraceFormat.NSYS_STATS
         assert kernel_totals(analyze_json(path)) == kernel_totals(truth)
     # The exec trace's launch calls give the export's launch latency (call start → kernel start) and call time.
     launch = analyze_json(exec_trace)["timeline"]["launch"]
@@ -646,7 +646,7 @@ def test_ncu_rep_reports(realdata_file):
 
     for name, expected in (("CuVectorAddDrv.ncu-rep", 1), ("manual_nvtx.ncu-rep", 3)):
         path = realdata_file(f"ncu_rep/{name}")
-        assert detect_format(path) is TraceFormat.NCU_REP
+        assert detect_format(path) == TraceFormat.NCU_REP
         context = ncu_report.load_report(str(path))
         actions = [context.range_by_idx(0).action_by_idx(i) for i in range(context.range_by_idx(0).num_actions())]
         truth = {a.name(ncu_report.IAction.NameBase_DEMANGLED): a.metric_by_name("gpu__time_duration.sum").as_double() for a in actions}
@@ -951,7 +951,7 @@ def test_nsys_analyze_rules_after_the_stats_reports_are_read_as_evidence():
 def test_nsys_analyze_output_alone(tmp_path):
     # The same run's `nsys analyze` output by itself was "not a supported trace".
     path = FOUND_STATS / "nsys_2025.3_analyze_console.txt"
-    assert detect_format(path) is TraceFormat.NSYS_STATS
+    assert detect_format(path) == TraceFormat.NSYS_STATS
     result = analyze_json(path)
     rules = [f["rule"] for f in result["timeline"]["findings"]]
     assert rules == ["cuda_api_sync", "cuda_memcpy_sync", "gpu_time_util"]

@@ -23,7 +23,7 @@ def analyze_json(path):
 
 def test_cuda_9_and_later_layout_with_its_type_column():
     path = FOUND / "nvprof_new_layout_vectoradd_streams_pinned.txt"
-    assert detect_format(path) is TraceFormat.NVPROF
+    assert detect_format(path) == TraceFormat.NVPROF
     stats = load_trace(path).data
     kernels, copies, api = (stats.reports[k] for k in ("cuda_gpu_kern_sum", "cuda_gpu_mem_time_sum", "cuda_api_sum"))
     assert kernels.row(0, named=True)["name"] == "vectorAddOnDevice(float*, float*, float*, int)"

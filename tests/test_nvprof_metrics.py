@@ -36,13 +36,13 @@ def by_short_name(frame):
 
 @pytest.mark.parametrize("path", [GTX1050, V100, GTX1070, GTX1080, K20C])
 def test_metric_results_are_their_own_format_whatever_else_the_file_holds(path):
-    assert detect_format(path) is TraceFormat.NVPROF_METRICS
+    assert detect_format(path) == TraceFormat.NVPROF_METRICS
     trace = load_trace(path)
-    assert trace.kind.value == "kernels" and trace.data.schema == KERNELS
+    assert trace.kind == "kernels" and trace.data.schema == KERNELS
 
 
 def test_an_nvprof_summary_without_metrics_stays_a_summary():
-    assert detect_format(FOUND / "nvprof_new_layout_vectoradd_streams_pinned.txt") is TraceFormat.NVPROF
+    assert detect_format(FOUND / "nvprof_new_layout_vectoradd_streams_pinned.txt") == TraceFormat.NVPROF
 
 
 def test_fp64_matmul_on_a_geforce_is_against_its_one_thirty_second_rate_fp64_roof():
@@ -157,7 +157,7 @@ def test_cuda_5_names_tab_indented_kernels_and_names_cut_to_30_characters(tmp_pa
     # nvprof of CUDA 5.x on a Tesla K20m: `flops_dp` (add + mul + 2 x fma: 356.4 M + 300.3 M + 2 x 886.0 M), the stall
     # reason `stall_data_request` that later versions call memory_dependency, `\tKernel:` lines.
     path = FOUND / "nvprof_cuda5_metrics_k20m_harm_flops_dp_truncated_names_excerpt.txt"
-    assert detect_format(path) is TraceFormat.NVPROF_METRICS
+    assert detect_format(path) == TraceFormat.NVPROF_METRICS
     fixup = by_short_name(load_trace(path).data)["fixup"]
     assert fixup["fp64_flop"] == 2_428_783_027 == pytest.approx(356_411_600 + 300_348_978 + 2 * 886_011_224, abs=1)
     assert fixup["duration_ns"] == pytest.approx((2_863_305 + 2_599_131) * 32 / ((6.5924 + 5.9863) * 2**30) * 1e9)

@@ -25,8 +25,8 @@ def analyze_json(*args):
 
 
 def test_an_nvprof_export_is_told_from_an_nsys_export():
-    assert detect_format(TITAN) is TraceFormat.NVPROF_SQLITE
-    assert detect_format(FOUND / "nsys2022.1_rtx3070_managed_memory_prefetched.sqlite") is TraceFormat.NSYS_SQLITE
+    assert detect_format(TITAN) == TraceFormat.NVPROF_SQLITE
+    assert detect_format(FOUND / "nsys2022.1_rtx3070_managed_memory_prefetched.sqlite") == TraceFormat.NSYS_SQLITE
     export = load_trace(TITAN).data
     assert export.kernels.height == 1 and export.names[export.kernels["name_id"][0]] == "_Z15squareMatrixGpuPdS_"
     # CUPTI's memory kinds (1 pageable, 3 device), not nsys's numbering, which would call them pinned and array.

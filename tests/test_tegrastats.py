@@ -39,7 +39,7 @@ def load(realdata_file, name):
 def test_every_log_parses_with_every_line_accounted_for(realdata_file, name):
     samples, skipped = load(realdata_file, name)
     count, stray, blank = COUNTS[name]
-    assert detect_format(realdata_file(f"tegrastats/{name}")) is TraceFormat.TEGRASTATS
+    assert detect_format(realdata_file(f"tegrastats/{name}")) == TraceFormat.TEGRASTATS
     assert dict(samples.schema) == dict(TELEMETRY)  # Schema == compares categorical dtypes by identity
     assert samples.height == count
     assert (skipped.stray_lines, skipped.blank_lines) == (stray, blank)

@@ -74,7 +74,6 @@ from traceview.parsers.ncu_csv import short_kernel_name
 from traceview.parsers.nsys_sqlite import NSYS_API, NSYS_GRAPHS, NSYS_MEMOPS, NSYS_NVTX, NsysExport
 from traceview.parsers.nsys_stats import EXPERT_RULES, STATS_LAUNCHES, StatsReports
 from traceview.parsers.schema import KERNELS, MEMORY_LEVELS, PRECISIONS
-from traceview.parsers.sniff import TraceFormat
 from traceview.wording import counted
 
 PEAK_KEYS = tuple(f"peak_{p}_flop_per_s" for p in PRECISIONS) + tuple(f"peak_{m}_bytes_per_s" for m in MEMORY_LEVELS)
@@ -107,20 +106,52 @@ class Source:
 
 
 @dataclass(frozen=True)
+class KernelSteps:
+    """The repeating decode steps found in an Nsight Compute export (analyzer.ncu_steps): the record it made."""
+
+    record: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class Analysis:
-    """Everything the reporters show; `kernels` is ranked (rank 1 = most recoverable time)."""
+    """The one envelope of every input's analysis: what the reporters, the dashboard, diff and fleet read.
+
+    Every kind has its source, device, launches and ranked kernels (empty where the input has none: rank 1 = most
+    recoverable time) and notes; `kind` names the input's kind (analyzer.kinds.ANALYSES) and `detail` holds what only
+    that kind has: Telemetry (tegrastats), LlmAnalysis (llama.cpp), Timeline (Nsight Systems), KernelSteps (Nsight
+    Compute decode steps), FleetResult (a saved fleet), or None."""
 
     source: Source
     device: Device
     launches: pl.DataFrame  # one row per launch, KERNELS + verdict columns
     kernels: pl.DataFrame  # one row per kernel name, ranked
     notes: list[str] = field(default_factory=list)
-    telemetry: Telemetry | None = None  # tegrastats logs
-    llm: LlmAnalysis | None = None  # llama.cpp outputs
-    timeline: Timeline | None = None  # Nsight Systems exports
-    steps: dict[str, Any] | None = None  # decode steps found in an Nsight Compute export (analyzer.ncu_steps)
-    fleet: Any = None  # analyzer.fleet.FleetResult when the input is a saved `traceview fleet` result
+    kind: str = "kernels"
+    detail: object = None
     collection: Collection = NCU_COLLECTION  # how to collect what the verdicts lack, in the input profiler's words
+
+    @property
+    def telemetry(self) -> Telemetry | None:
+        return self.detail if isinstance(self.detail, Telemetry) else None
+
+    @property
+    def llm(self) -> LlmAnalysis | None:
+        return self.detail if isinstance(self.detail, LlmAnalysis) else None
+
+    @property
+    def timeline(self) -> Timeline | None:
+        return self.detail if isinstance(self.detail, Timeline) else None
+
+    @property
+    def steps(self) -> dict[str, Any] | None:
+        return self.detail.record if isinstance(self.detail, KernelSteps) else None
+
+    @property
+    def fleet(self) -> Any:
+        """The analyzer.fleet.FleetResult of a saved `traceview fleet` result, else None."""
+        from traceview.analyzer.fleet import FleetResult  # analyzer.fleet builds on this module
+
+        return self.detail if isinstance(self.detail, FleetResult) else None
 
     @property
     def total_duration_ns(self) -> float | None:
@@ -275,7 +306,7 @@ def _with_ncu_peaks(peaks: dict[str, Peak], ncu: Analysis | None) -> dict[str, P
 def _join_notes(ncu: Analysis | None, matched: int, kernels: int, unmatched: list[str]) -> list[str]:
     if ncu is None:
         return []
-    whose = "nvprof's metric results" if ncu.source.format == TraceFormat.NVPROF_METRICS.value else "Nsight Compute results"
+    whose = "nvprof's metric results" if ncu.source.format == "nvprof-metrics" else "Nsight Compute results"
     notes = [f"joined {whose} from {ncu.source.path}: {matched} of {counted(kernels, 'kernel')} matched by name"]
     if unmatched:
         notes.append(f"{len(unmatched)} kernel(s) of the {whose} match no kernel in this run: " + "; ".join(n[:80] for n in unmatched[:5]))
@@ -369,7 +400,7 @@ def analyze(kernels: pl.DataFrame, source: Source, gpu: str | None = None, weigh
     decode steps when the launches repeat (or `step_kernels` says how many make one step)."""
     device = resolve_device(kernels, gpu)
     # nvprof's metrics come from GPUs Nsight Compute does not profile: advice to collect more names nvprof's metrics.
-    collection = NVPROF_COLLECTION if source.format == TraceFormat.NVPROF_METRICS.value else NCU_COLLECTION
+    collection = NVPROF_COLLECTION if source.format == "nvprof-metrics" else NCU_COLLECTION
     launches = with_verdicts(kernels, device, collection)
     notes = []
     failed_note = _failed_launches_note(launches)
@@ -385,8 +416,8 @@ def analyze(kernels: pl.DataFrame, source: Source, gpu: str | None = None, weigh
     steps = decode_steps(launches, weight_bytes, device.peaks["peak_dram_bytes_per_s"].value, step_kernels) if launches.height else None
     if step_kernels and steps is None:
         notes.append(f"--step-kernels {step_kernels}: the export has fewer launches than one step")
-    return Analysis(source, device, launches, diagnose_kernels(launches, rank_kernels(launches), device.spec, collection), notes, steps=steps,
-                    collection=collection)
+    return Analysis(source, device, launches, diagnose_kernels(launches, rank_kernels(launches), device.spec, collection), notes, kind="kernels",
+                    detail=KernelSteps(steps) if steps is not None else None, collection=collection)
 
 
 def _failed_launches_note(launches: pl.DataFrame) -> str | None:
@@ -430,7 +461,7 @@ def analyze_samples(
     notes = []
     if skipped_lines:
         notes.append(f"skipped {skipped_lines} line(s) that are not tegrastats samples")
-    return Analysis(source, device, launches, rank_kernels(launches), notes, telemetry)
+    return Analysis(source, device, launches, rank_kernels(launches), notes, kind="telemetry", detail=telemetry)
 
 
 def analyze_llama(
@@ -464,7 +495,7 @@ def analyze_llama(
         peaks["peak_dram_bytes_per_s"] = Peak(bandwidth_bytes_per_s, "--bandwidth")
     device = Device(spec.name if spec else (names[0] if names else None), spec.compute_capability if spec else None, spec, how, peaks)
     launches = _without_launches(device)
-    return Analysis(source, device, launches, rank_kernels(launches), [], llm=llm)
+    return Analysis(source, device, launches, rank_kernels(launches), [], kind="llama-runs", detail=llm)
 
 
 def analyze_nsys(
@@ -598,7 +629,7 @@ def analyze_nsys(
                      "started before it")
     notes += _join_notes(ncu, matched, summary.height, unmatched)
     collection = NVPROF_COLLECTION if before_nsight_compute(device.compute_capability) else NCU_COLLECTION
-    return Analysis(source, device, _without_launches(device), ranked, notes, timeline=timeline, collection=collection)
+    return Analysis(source, device, _without_launches(device), ranked, notes, kind="nsys-export", detail=timeline, collection=collection)
 
 
 def _decode_from_steps(steps: dict[str, Any], weight_bytes: float, peak_bytes_per_s: float | None) -> dict[str, Any]:
@@ -785,4 +816,4 @@ def analyze_stats(stats: StatsReports, source: Source, gpu: str | None = None, n
     all_notes = [*(notes or []), *(whole.notes if whole is not None else []), *outcomes, last]
     all_notes += _join_notes(ncu, matched, summary.height, unmatched)
     collection = NVPROF_COLLECTION if before_nsight_compute(device.compute_capability) else NCU_COLLECTION
-    return Analysis(source, device, _without_launches(device), ranked, all_notes, timeline=timeline, collection=collection)
+    return Analysis(source, device, _without_launches(device), ranked, all_notes, kind="nsys-stats", detail=timeline, collection=collection)

@@ -233,7 +233,7 @@ def fleet_analysis(result: FleetResult, source: Source) -> Analysis:
     gpus = sorted({g for g in result.files["gpu"].to_list() if g}) if "gpu" in result.files.columns else []
     device = Device(", ".join(gpus) or None, None, None, "from the fleet's files", {key: Peak(None, None) for key in PEAK_KEYS})
     launches = _without_launches(device)
-    return Analysis(source, device, launches, rank_kernels(launches), [], fleet=result)
+    return Analysis(source, device, launches, rank_kernels(launches), [], kind="fleet", detail=result)
 
 
 def join_ncu_verdicts(result: FleetResult, ncu: Analysis) -> tuple[FleetResult, int]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ctypes
-import dataclasses
 import errno
 import functools
 import io
@@ -13,34 +12,30 @@ import re
 import shlex
 import sys
 import tempfile
-import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
-import polars as pl
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from traceview import __version__
-from traceview.analyzer.analysis import Analysis, Source
+from traceview.analyzer.analysis import Analysis
 from traceview.analyzer.decode import decode_ceiling, kv_cache_bytes, parse_bytes, parse_count
 from traceview.analyzer.devices import GPUS, find_by_name, lookup_gpu
 from traceview.analyzer.diff import compare
 from traceview.analyzer.jetson import BOARDS, Board, find_board
-from traceview.app.fleet import sha256_of
+from traceview.analyzer.kinds import AnalysisOptions
+from traceview.analyzer.pipeline import _joined_ncu, analyze_file
 from traceview.app.formatting import format_rate, terminal_safe
-from traceview.app.inputs import AnalysisOptions, analyze_trace, check_options
 from traceview.app.reporters import REPORTERS, ReportOptions
 from traceview.app.reporters.decode_report import decode_record, render_decode_text
 from traceview.app.reporters.diff_report import render_diff
-from traceview.errors import TraceFormatError, TraceviewError, UsageError
-from traceview.parsers import TraceFormat, load_trace
+from traceview.errors import TraceviewError, UsageError
 from traceview.wording import counted
 
 app = typer.Typer(
@@ -105,11 +100,6 @@ class _ProgressBar:
             self.progress.stop()
 
 
-# Per-kernel metrics that --ncu joins onto a whole-run trace: Nsight Compute's, or nvprof's on GPUs ncu does not profile.
-NCU_FORMATS = {TraceFormat.NCU_DETAILS.value, TraceFormat.NCU_RAW.value, TraceFormat.NCU_REP.value, TraceFormat.NCU_CONSOLE.value,
-               TraceFormat.NCU_SUMMARY_CSV.value, TraceFormat.NCU_SUMMARY_CONSOLE.value, TraceFormat.NVPROF_METRICS.value}
-
-
 def run_analysis(
     path: Path,
     gpu: str | None,
@@ -121,64 +111,14 @@ def run_analysis(
     gap_threshold: str | None = None,
     step_kernels: int | None = None,
 ) -> Analysis:
-    """Parse and analyze one trace file (the main job, shared by every command that reads a trace)."""
+    """Parse and analyze one trace file with a progress bar on stderr for large inputs (analyze_file, as every command
+    that reads a trace runs it)."""
     bar = _ProgressBar()
     try:
-        return _load_and_analyze(path, gpu, interval_s, tokens, weights, bandwidth, ncu, gap_threshold, step_kernels, bar)
+        options = AnalysisOptions(gpu, interval_s, tokens, weights, bandwidth, None, gap_threshold, step_kernels, bar.phase, bar.rows)
+        return analyze_file(path, options, ncu)
     finally:
         bar.close()
-
-
-def _load_and_analyze(
-    path: Path,
-    gpu: str | None,
-    interval_s: float,
-    tokens: int | None,
-    weights: str | None,
-    bandwidth: str | None,
-    ncu: list[Path] | None,
-    gap_threshold: str | None,
-    step_kernels: int | None,
-    bar: _ProgressBar,
-) -> Analysis:
-    # The file's hash (for the report's provenance) is taken on a thread while the file is read and analysed:
-    # hashlib releases the GIL, and a gigabyte export takes a second to hash. A file that fails stops the hash. Only a
-    # regular file is opened before the reader has looked at it (opening a FIFO would wait for a writer).
-    stop = threading.Event()
-    pool = ThreadPoolExecutor(max_workers=1)
-    try:
-        digest = pool.submit(sha256_of, path, stop) if path.is_file() else None
-        trace = load_trace(path, interval_s=interval_s, progress=bar.rows)
-        check_options(trace, {name for name, given in (("ncu", bool(ncu)), ("gap_threshold", gap_threshold is not None),
-                                                       ("step_kernels", step_kernels is not None)) if given})
-        source = Source(str(path), trace.format.value, "", path.stat().st_size, trace.profiler)
-        options = AnalysisOptions(gpu, interval_s, tokens, weights, bandwidth, _joined_ncu(ncu, gpu) if ncu else None, gap_threshold,
-                                  step_kernels, bar.phase)
-        analysis = analyze_trace(trace, source, options)
-        sha256 = digest.result() if digest is not None else sha256_of(path)
-        analysis = dataclasses.replace(analysis, source=dataclasses.replace(analysis.source, sha256=sha256))
-    finally:
-        stop.set()
-        pool.shutdown(wait=False)
-    # What the reader noticed about the file itself (cut short, rows left out) comes first among the notes.
-    return dataclasses.replace(analysis, notes=[*trace.notes, *analysis.notes]) if trace.notes else analysis
-
-
-def _joined_ncu(paths: list[Path], gpu: str | None) -> Analysis:
-    """Analyze every --ncu export (people export one file per kernel) and return them as one analysis to join."""
-    analyses = []
-    for path in paths:
-        analysis = run_analysis(path, gpu)
-        if analysis.source.format not in NCU_FORMATS:
-            raise UsageError(f"--ncu {path} is a {analysis.source.format} input, not per-kernel metrics (an Nsight Compute export, CSV or "
-                             ".ncu-rep, or nvprof --metrics output)")
-        analyses.append(analysis)
-    if len(analyses) == 1:
-        return analyses[0]
-    first = analyses[0]
-    kernels = pl.concat([a.kernels for a in analyses], how="diagonal_relaxed")
-    source = dataclasses.replace(first.source, path=", ".join(a.source.path for a in analyses))
-    return dataclasses.replace(first, source=source, kernels=kernels)
 
 
 def _weights_from(weights: str | None, params: str | None, bits: float | None) -> str | None:
@@ -425,27 +365,6 @@ def allowed_hosts(bound: str, extra: list[str]) -> set[str] | None:
     return names | LOOPBACK_NAMES if bound in LOOPBACK_NAMES else names
 
 
-def _open_for_dashboard(path: Path, gpu: str | None) -> Analysis:
-    """Return the analysis of an export, or of a saved `traceview fleet --format json` result."""
-    from traceview.analyzer.fleet import fleet_analysis, result_from_record
-
-    with path.open("rb") as handle:
-        head = handle.read(64).lstrip()
-    if head.startswith(b"{"):
-        try:
-            record = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-            record = None
-        if isinstance(record, dict) and isinstance(record.get("fleet"), dict) and "ranks" in record["fleet"]:
-            try:
-                result = result_from_record(record)
-            except (KeyError, TypeError, pl.exceptions.PolarsError) as error:
-                raise TraceFormatError(path, f"a fleet result with missing or damaged fields ({type(error).__name__}: {error})",
-                                       "save it again with traceview fleet --format json -o fleet.json") from None
-            return fleet_analysis(result, Source(str(path), "traceview-fleet", sha256_of(path), path.stat().st_size, "traceview fleet"))
-    return run_analysis(path, gpu)
-
-
 @app.command("serve")
 @user_errors
 def serve_command(
@@ -464,8 +383,8 @@ def serve_command(
         raise UsageError("no file given and no bundled sample found — pass an export: traceview serve run.csv")
     store = RunStore()
     for path in paths:
-        store.add(_open_for_dashboard(path, gpu), path.name)
-    dashboard = create_app(store, lambda path: _open_for_dashboard(path, gpu), max_upload_mb * 2**20, allowed_hosts(host, allow_host or []))
+        store.add(run_analysis(path, gpu), path.name)
+    dashboard = create_app(store, lambda path: run_analysis(path, gpu), max_upload_mb * 2**20, allowed_hosts(host, allow_host or []))
     typer.echo(f"traceview dashboard: http://{host}:{port}/  (Ctrl+C to stop)")
     dashboard.run(host=host, port=port, debug=False)
 

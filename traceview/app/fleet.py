@@ -10,7 +10,6 @@ from __future__ import annotations
 import glob
 import hashlib
 import os
-import threading
 import traceback
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -21,10 +20,11 @@ from typing import Any
 import polars as pl
 
 from traceview import __version__
-from traceview.analyzer.analysis import Source
 from traceview.analyzer.fleet import TABLES, FleetResult, rank_from_name, reduce_fleet
+from traceview.analyzer.kinds import AnalysisOptions
+from traceview.analyzer.pipeline import analyze_file, sha256_of
 from traceview.errors import TraceFormatError
-from traceview.parsers import detect_format, load_trace
+from traceview.parsers import detect_format
 
 _MAX_LIST_LINES = 100_000
 
@@ -39,17 +39,6 @@ class MapOptions:
     def cache_key(self) -> str:
         """Options that change a summary, with the traceview version: a cache entry is reused only when all match."""
         return hashlib.sha256(f"{__version__}|{self.gpu}".encode()).hexdigest()[:12]
-
-
-def sha256_of(path: Path, stop: threading.Event | None = None) -> str:
-    """Return the file's sha256 (hex), read in 1 MiB blocks; "" when `stop` is set before the end."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            if stop is not None and stop.is_set():
-                return ""
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _is_path_list(path: Path) -> list[Path] | None:
@@ -93,13 +82,10 @@ def expand_inputs(inputs: Iterable[str]) -> list[Path]:
 def summarize_file(path: str, sha256: str, options: MapOptions) -> dict[str, Any]:
     """Map step, run where the data is: parse and analyse one file, return its summary tables, or its failure."""
     from traceview.analyzer.fleet import summarize
-    from traceview.app.inputs import AnalysisOptions, analyze_trace  # the same choice of analysis as `analyze`
 
-    file = Path(path)
     try:
-        trace = load_trace(file)
-        source = Source(path, trace.format.value, sha256, file.stat().st_size, trace.profiler)
-        analysis = analyze_trace(trace, source, AnalysisOptions(gpu=options.gpu))
+        # The same pipeline as `analyze`: the reader's notes (a file cut short) reach the fleet too.
+        analysis = analyze_file(path, AnalysisOptions(gpu=options.gpu))
         return {"path": path, "tables": summarize(analysis, rank_from_name(path, options.rank_from))}
     except TraceFormatError as error:
         where = f"line {error.line}: " if error.line is not None else ""

@@ -19,6 +19,7 @@ import json
 import math
 import re
 import sqlite3
+from collections.abc import Callable
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,8 +28,9 @@ from typing import Any
 import polars as pl
 
 from traceview.errors import TraceFormatError
+from traceview.parsers.base import SNIFF_BYTES, Format, Head, Parsed, ReadOptions, cut_notes
 from traceview.parsers.schema import LLAMA_RUNS, conform
-from traceview.parsers.sqlite_files import open_read_only
+from traceview.parsers.sqlite_files import open_read_only, sqlite_tables
 
 _MD_HEADER = re.compile(r"^\s*\|\s*model\s*\|.*\|\s*test\s*\|\s*t/s\s*\|\s*$")
 # The backends' device lines: CUDA and ROCm `Device 0: NAME, compute capability 8.6, ...`; Vulkan
@@ -697,3 +699,40 @@ def _batched_jsonl(path: Path, text: str) -> list[dict[str, Any]]:
         # sweep-bench's objects have no `pl`: one sequence, at depth n_kv.
         rows += _batched_records(values, settings, "pl" not in item, number, len(rows), 0, context, None)
     return rows
+
+
+def _read(path: Path, found: object, options: ReadOptions) -> Parsed:
+    notes = cut_notes(options)
+    runs = parse(path, notes)
+    return Parsed(runs, "llama.cpp", tuple(dict.fromkeys(notes)))
+
+
+def _detected(name: str) -> Callable[[Head], bool]:
+    return lambda head: head.is_text and head.once("llama_detect", lambda: detect(head.text)) == name
+
+
+def _sqlite(head: Head) -> bool:
+    """`llama-bench -o sql` piped into sqlite3: a `llama_bench` table, and no profiler tables."""
+    tables = sqlite_tables(head)
+    return tables is not None and "llama_bench" in tables and not any(name.startswith(("CUPTI_", "NVTX_", "TARGET_INFO")) for name in tables)
+
+
+def _timings_at_the_end(head: Head) -> bool:
+    """A full llama.cpp log prints its timing lines last, after the model dump and the generated text."""
+    if not head.is_text:
+        return False
+    with head.path.open("rb") as handle:
+        handle.seek(max(0, head.path.stat().st_size - SNIFF_BYTES))
+        tail = handle.read()
+    return b"\x00" not in tail and detect(tail.decode("utf-8", errors="replace")) == "llama-timings"
+
+
+_DATA_LINE = re.compile(r"^\s*\||\btime\s*=|^[^,]*(,[^,]*){5,}|\{|\}|\b(?:encoded|decoded|n_draft|n_predict|n_drafted|n_accept|accept|build|Device|"
+                        r"model size)\b|^\s*(?:llama|common|ggml)\w*:")
+_TEXT_FORMATS = ("llama-bench-md", "llama-bench-csv", "llama-bench-json", "llama-bench-jsonl", "llama-batched-bench", "llama-batched-bench-jsonl",
+                 "llama-sweep-bench", "llama-sweep-bench-jsonl", "llama-bench-sql")
+FORMATS = (
+    Format("llama-bench-sqlite", "llama-runs", _read, _sqlite, order=1),
+    *(Format(name, "llama-runs", _read, _detected(name), order=20, data_line=_DATA_LINE) for name in _TEXT_FORMATS),
+    Format("llama-timings", "llama-runs", _read, _detected("llama-timings"), order=20, late_sniff=_timings_at_the_end, data_line=_DATA_LINE),
+)

@@ -28,6 +28,7 @@ import polars as pl
 
 from traceview.errors import TraceFormatError
 from traceview.numbers import float_or_none
+from traceview.parsers.base import SNIFF_BYTES, Format, Head, Parsed, ReadOptions, cut_notes
 from traceview.parsers.ncu_csv import DECIMAL_COMMA_NOTE, _assemble, rule_frame
 
 _KERNEL_2022 = re.compile(
@@ -316,3 +317,41 @@ def profiler_hint(path: str | Path) -> str:
     else:
         era = "2019-2022"
     return f"Nsight Compute {era}, console output"
+
+
+def _read(path: Path, found: object, options: ReadOptions) -> Parsed:
+    notes = cut_notes(options)
+    kernels = parse(path, notes)
+    return Parsed(kernels, profiler_hint(path), tuple(notes))
+
+
+FORMATS = (
+    Format("ncu-console", "kernels", _read, lambda head: head.is_text and looks_like_console(head.text), order=30,
+           late_sniff=lambda head: console_further_in(head) == "ncu-console", data_line=re.compile(r"\S"), joinable=True),
+)
+
+
+# ncu prints one `==PROF== Profiling …` line per launch before any result: with thousands of launches the first kernel
+# block comes megabytes in.
+_CONSOLE_SNIFF_BYTES = 16 * 1024 * 1024
+
+
+def console_further_in(head: Head) -> str | None:
+    """Return the console format (`ncu-console` or `ncu-console-summary`) when Nsight Compute console results start
+    after the first 64 KB (a long `==PROF==` preamble), else None; looked at once per file."""
+
+    def find() -> str | None:
+        if not head.is_text or "==PROF==" not in head.text:
+            return None
+        with head.path.open("rb") as handle:
+            text = handle.read(_CONSOLE_SNIFF_BYTES).decode("utf-8", errors="replace")
+        start = max(0, text.rfind("==PROF==") - 1)
+        results = text[start:start + SNIFF_BYTES * 4]
+        if looks_like_console(results):
+            return "ncu-console"
+        from traceview.parsers.ncu_summary import looks_like_summary_console  # ncu_summary builds on this module
+
+        return "ncu-console-summary" if looks_like_summary_console(results) else None
+
+    found: str | None = head.once("ncu_console_further_in", find)
+    return found

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import csv
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
 
 from traceview.errors import TraceFormatError
+from traceview.parsers.base import Format, Head, Parsed, ReadOptions
 from traceview.parsers.schema import KERNELS, MEMORY_LEVELS, NCU_RULE, PRECISIONS, conform
 from traceview.parsers.units import base_unit, parse_number, parse_number_columns, unit_factor, unit_of
 from traceview.wording import counted
@@ -859,3 +861,23 @@ def profiler_hint(header: NcuHeader) -> str:
     else:
         era = "2022 or newer"
     return f"Nsight Compute {era}, {header.page} page"
+
+
+def _read(path: Path, header: NcuHeader, options: ReadOptions) -> Parsed:
+    notes: list[str] = []
+    kernels = parse(path, header, notes, cut_at_line=options.cut_line)
+    return Parsed(kernels, profiler_hint(header), tuple(notes))
+
+
+def _header_of(page: str) -> Callable[[Head], NcuHeader | None]:
+    def sniff(head: Head) -> NcuHeader | None:
+        header: NcuHeader | None = head.once("ncu_csv_header", lambda: find_header(head.path)) if head.is_text else None
+        return header if header is not None and (header.page == "raw") == (page == "raw") else None
+    return sniff
+
+
+_CSV_ROW = re.compile(r'^"')
+FORMATS = (
+    Format("ncu-csv-details", "kernels", _read, _header_of("details"), order=80, data_line=_CSV_ROW, joinable=True),
+    Format("ncu-csv-raw", "kernels", _read, _header_of("raw"), order=80, data_line=_CSV_ROW, joinable=True),
+)

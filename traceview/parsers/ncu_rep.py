@@ -21,6 +21,7 @@ from typing import Any
 import polars as pl
 
 from traceview.errors import TraceFormatError
+from traceview.parsers.base import Format, Parsed, ReadOptions
 from traceview.parsers.ncu_csv import _RAW_STRING_METRICS, _assemble, is_wanted_metric, rule_frame
 
 INSTALL_HINT = (
@@ -181,3 +182,10 @@ def _extract(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]], li
             rule_rows += _rule_rows(action, launch)
             launch += 1
     return long_rows, identity_rows, rule_rows
+
+
+def _read(path: Path, found: object, options: ReadOptions) -> Parsed:
+    return Parsed(parse(path), "Nsight Compute report (.ncu-rep, read with ncu-report)")
+
+
+FORMATS = (Format("ncu-rep", "kernels", _read, lambda head: head.raw.startswith(b"NVR\x00"), order=4, joinable=True),)

@@ -26,10 +26,12 @@ import numpy as np
 import polars as pl
 
 from traceview.errors import TraceFormatError
+from traceview.parsers.base import Format, Parsed, ReadOptions, cut_notes
 from traceview.parsers.ncu_console import (
     PROCESS_LINE,
     SECTION_LINE,
     clean_value,
+    console_further_in,
     lines_use_decimal_comma,
     row_columns,
     table_columns,
@@ -227,3 +229,23 @@ def profiler_hint(path: str | Path, csv: bool) -> str:
         head = handle.read(1 << 20).decode("utf-8", errors="replace")
     era = "2024 or newer" if re.search(r", Invocations \d+", head) else "2022-2023"
     return f"Nsight Compute {era}, --print-summary console output"
+
+
+def _read_csv(path: Path, found: object, options: ReadOptions) -> Parsed:
+    notes = cut_notes(options)
+    kernels = parse_csv(path, notes)
+    return Parsed(kernels, profiler_hint(path, True), tuple(notes))
+
+
+def _read_console(path: Path, found: object, options: ReadOptions) -> Parsed:
+    notes = cut_notes(options)
+    kernels = parse_console(path, notes)
+    return Parsed(kernels, profiler_hint(path, False), tuple(notes))
+
+
+FORMATS = (
+    Format("ncu-console-summary", "kernels", _read_console, lambda head: head.is_text and looks_like_summary_console(head.text), order=40,
+           late_sniff=lambda head: console_further_in(head) == "ncu-console-summary", data_line=re.compile(r"\S"), joinable=True),
+    Format("ncu-csv-summary", "kernels", _read_csv, lambda head: head.is_text and find_summary_header(head.path) is not None, order=90,
+           data_line=re.compile(r'^"'), joinable=True),
+)

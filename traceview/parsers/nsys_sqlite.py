@@ -22,7 +22,8 @@ from pathlib import Path
 import polars as pl
 
 from traceview.errors import TraceFormatError
-from traceview.parsers.sqlite_files import open_read_only, read_only_uri
+from traceview.parsers.base import Format, Parsed, ReadOptions
+from traceview.parsers.sqlite_files import SQLITE_MAGIC, open_read_only, read_only_uri
 from traceview.wording import counted
 
 KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
@@ -571,3 +572,13 @@ def _read_gpus(connection: sqlite3.Connection, tables: set[str]) -> pl.DataFrame
                                    "NULL, NULL FROM TARGET_INFO_CUDA_GPU", NSYS_GPUS)
         return frame.with_columns(pl.col("name").str.strip_chars())
     return pl.DataFrame(schema=NSYS_GPUS)
+
+
+def _read_format(path: Path, found: object, options: ReadOptions) -> Parsed:
+    export = parse(path, options.progress)
+    version = " ".join(v for v in (export.product_version, f"(schema {export.schema_version})" if export.schema_version else None) if v)
+    return Parsed(export, f"Nsight Systems {version}".strip())
+
+
+# Any SQLite file the formats before it did not claim: a damaged database too, whose reader says what is wrong with it.
+FORMATS = (Format("nsys-sqlite", "nsys-export", _read_format, lambda head: head.raw.startswith(SQLITE_MAGIC), order=3),)

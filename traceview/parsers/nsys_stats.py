@@ -29,6 +29,7 @@ from pathlib import Path
 import polars as pl
 
 from traceview.errors import TraceFormatError
+from traceview.parsers.base import Format, Parsed, ReadOptions, cut_notes
 from traceview.parsers.nsys_sqlite import COPY_KINDS, NSYS_MEMOPS
 
 STATS = pl.Schema({
@@ -780,3 +781,25 @@ def _widen(spans: list[tuple[int, int]], line: str) -> list[tuple[int, int]]:
         begin = 0 if position == 0 else spans[position - 1][1]
         slices.append((begin, end if position + 1 < len(spans) else max(len(line), end)))
     return slices
+
+
+def _read(path: Path, found: object, options: ReadOptions) -> Parsed:
+    cut = options.cut_line
+    try:
+        stats = parse(path)
+    except TraceFormatError as error:
+        if cut is None:
+            raise
+        raise TraceFormatError(path, f"the file is cut short (it ends inside line {cut} without a newline), and what is left holds no "
+                               f"report traceview reads ({error.problem})", "copy or export the whole output again", line=cut) from None
+    if cut and not any(report.height for report in stats.reports.values()) and not stats.rules:
+        # An answer of zero kernels would read as a run with none: the file is cut before any report's rows.
+        raise TraceFormatError(path, f"the file is cut short (it ends inside line {cut} without a newline) before any report's rows",
+                               "copy or export the whole output again", line=cut)
+    return Parsed(stats, "nsys stats", tuple(cut_notes(options)))
+
+
+FORMATS = (
+    Format("nsys-stats", "nsys-stats", _read, lambda head: head.is_text and looks_like_stats(head.text), order=50,
+           data_line=re.compile(r"\d|\*\* |Time|Name|Instances|-{3}|Processing \[|[,|]")),
+)

@@ -24,6 +24,7 @@ import polars as pl
 
 from traceview.errors import TraceFormatError
 from traceview.numbers import float_or_none
+from traceview.parsers.base import Format, Parsed, ReadOptions, cut_notes
 from traceview.parsers.nsys_stats import SPACED_CELL, StatsReports, stats_frame, store_per_launch
 
 # `==12345== Profiling result:` (nvprof), `======== API calls:` (nvprof -i FILE, pgprof): a section's heading.
@@ -377,3 +378,13 @@ def _read_gpu_trace(path: Path, lines: list[str], header_line: int, result: Stat
     result.whole_timeline = True
     if len(devices) > 1:
         result.notes.append(f"nvprof's GPU trace names {len(devices)} devices; each is its own GPU in the timeline")
+
+
+def _read(path: Path, found: object, options: ReadOptions) -> Parsed:
+    return Parsed(parse(path), "nvprof", tuple(cut_notes(options)))
+
+
+FORMATS = (
+    Format("nvprof", "nsys-stats", _read, lambda head: head.is_text and looks_like_nvprof(head.text), order=70,
+           data_line=re.compile(r"\d|==\d+==|Time|Name|Type|-{3}|^\"")),
+)

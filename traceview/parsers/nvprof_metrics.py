@@ -37,6 +37,7 @@ import polars as pl
 
 from traceview.errors import TraceFormatError
 from traceview.numbers import float_or_none
+from traceview.parsers.base import Format, Parsed, ReadOptions, cut_notes
 from traceview.parsers.ncu_csv import short_kernel_name
 from traceview.parsers.ncu_summary import MAX_INVOCATIONS, repeat_invocations
 from traceview.parsers.nvprof import HEADING, SUMMARY_ROW, TRACE_HEADER, time_ns, trace_name, trace_table, trouble_note
@@ -354,3 +355,16 @@ def parse(path: str | Path, notes: list[str] | None = None) -> pl.DataFrame:
         if trouble:
             notes.append(trouble)
     return frame
+
+
+def _read(path: Path, found: object, options: ReadOptions) -> Parsed:
+    notes = cut_notes(options)
+    kernels = parse(path, notes)
+    return Parsed(kernels, "nvprof (--metrics)", tuple(notes))
+
+
+# Before nvprof's summary: a file that holds metric results and a timing run's summary is read for the metrics.
+FORMATS = (
+    Format("nvprof-metrics", "kernels", _read, lambda head: head.is_text and looks_like_nvprof_metrics(head.text), order=60,
+           data_line=re.compile(r'\d|Kernel:|Device|Metric|Invocations|^"'), joinable=True),
+)

@@ -26,6 +26,7 @@ from pathlib import Path
 import polars as pl
 
 from traceview.errors import TraceFormatError
+from traceview.parsers.base import Format, Head, Parsed, ReadOptions
 from traceview.parsers.nsys_sqlite import (
     COPY_KINDS,
     MAX_NAME_CHARS,
@@ -41,7 +42,7 @@ from traceview.parsers.nsys_sqlite import (
     table_columns,
     typed_frame,
 )
-from traceview.parsers.sqlite_files import open_read_only
+from traceview.parsers.sqlite_files import open_read_only, sqlite_tables
 
 _KERNEL_TABLES = ("CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL", "CUPTI_ACTIVITY_KIND_KERNEL")
 # CUpti_ActivityMemoryKind.
@@ -254,3 +255,16 @@ def _gpus(connection: sqlite3.Connection, tables: set[str], names: dict[int, str
         "device_id", pl.col("name_id").replace_strict(gpu_names, default=None, return_dtype=pl.String).alias("name"),
         "sm_count", "clock_hz", "memory_bandwidth_bytes_per_s", "compute_capability", "memory_bytes", pl.lit(None, dtype=pl.Boolean).alias("integrated"),
     ).unique("device_id", keep="first", maintain_order=True)
+
+
+def _read_format(path: Path, found: object, options: ReadOptions) -> Parsed:
+    export = parse(path)
+    return Parsed(export, f"{export.product_version}, SQLite export (nvprof -o)")
+
+
+def _sniff(head: Head) -> bool:
+    tables = sqlite_tables(head)
+    return tables is not None and looks_like_nvprof_export(set(tables))
+
+
+FORMATS = (Format("nvprof-sqlite", "nsys-export", _read_format, _sniff, order=2),)

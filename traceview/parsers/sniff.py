@@ -1,33 +1,23 @@
-"""detect_format(path) → TraceFormat, from the file's content (never its name)."""
+"""Which Format a file is, from its content (never its name): every format's sniff in order, then the late sniffs,
+then the profiler outputs traceview refuses with a reason of their own (a Git LFS pointer, an .nsys-rep, ncu's
+listings, an nsys JSON export, nvprof's report of a failed run)."""
 
 from __future__ import annotations
 
 import re
-import sqlite3
-from contextlib import closing
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 
 from traceview.errors import TraceFormatError, UnknownFormatError
-from traceview.parsers.llama_cpp import detect as detect_llama
-from traceview.parsers.ncu_console import looks_like_console
-from traceview.parsers.ncu_csv import find_header
-from traceview.parsers.ncu_summary import find_summary_header, looks_like_summary_console
-from traceview.parsers.nsys_stats import looks_like_stats
-from traceview.parsers.nvprof import looks_like_nvprof
-from traceview.parsers.nvprof_metrics import looks_like_nvprof_metrics
-from traceview.parsers.nvprof_sqlite import looks_like_nvprof_export
-from traceview.parsers.sqlite_files import open_read_only
-from traceview.parsers.tegrastats import looks_like_tegrastats
+from traceview.parsers.base import SNIFF_BYTES, Format, Head
 
-_SNIFF_BYTES = 64 * 1024
 _LFS_POINTER = b"version https://git-lfs.github.com/spec/"
-# ncu prints one `==PROF== Profiling …` line per launch before any result: with thousands of launches the first kernel
-# block comes megabytes in.
-_CONSOLE_SNIFF_BYTES = 16 * 1024 * 1024
 
 
-class TraceFormat(str, Enum):
+class TraceFormat(StrEnum):
+    """The names of the formats read today, for code and tests that name one (parsers.FORMATS is the registry: a new
+    format needs no member here)."""
+
     NCU_DETAILS = "ncu-csv-details"
     NCU_RAW = "ncu-csv-raw"
     NCU_CONSOLE = "ncu-console"
@@ -69,38 +59,6 @@ def check_readable(path: Path) -> None:
         raise TraceFormatError(path, f"cannot be read ({error.strerror})", "check its permissions") from error
     if size == 0:
         raise TraceFormatError(path, "the file is empty", "re-export the profile; the capture may have failed")
-
-
-def _tail_has_llama_timings(path: Path) -> bool:
-    with path.open("rb") as handle:
-        handle.seek(max(0, path.stat().st_size - _SNIFF_BYTES))
-        tail = handle.read()
-    return b"\x00" not in tail and detect_llama(tail.decode("utf-8", errors="replace")) == TraceFormat.LLAMA_TIMINGS.value
-
-
-def _sqlite_format(path: Path) -> TraceFormat:
-    """Return which tool wrote a SQLite database: `llama-bench -o sql` piped into sqlite3 (a `llama_bench` table, no
-    profiler tables), nvprof's export (CUPTI tables named through a StringTable), else Nsight Systems."""
-    try:
-        with closing(open_read_only(path)) as connection:
-            names = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    except (sqlite3.DatabaseError, UnicodeDecodeError):
-        return TraceFormat.NSYS_SQLITE  # a damaged database (its schema page too): the nsys reader says what is wrong with it
-    if "llama_bench" in names and not any(name.startswith(("CUPTI_", "NVTX_", "TARGET_INFO")) for name in names):
-        return TraceFormat.LLAMA_BENCH_SQLITE
-    return TraceFormat.NVPROF_SQLITE if looks_like_nvprof_export(names) else TraceFormat.NSYS_SQLITE
-
-
-def _console_further_in(path: Path) -> TraceFormat | None:
-    """Return the console format when Nsight Compute console results start after the first 64 KB (a long
-    `==PROF==` preamble), else None."""
-    with path.open("rb") as handle:
-        text = handle.read(_CONSOLE_SNIFF_BYTES).decode("utf-8", errors="replace")
-    start = max(0, text.rfind("==PROF==") - 1)
-    results = text[start:start + _SNIFF_BYTES * 4]
-    if looks_like_console(results):
-        return TraceFormat.NCU_CONSOLE
-    return TraceFormat.NCU_SUMMARY_CONSOLE if looks_like_summary_console(results) else None
 
 
 # What ncu prints when asked what it can measure rather than to measure: people save it beside their results.
@@ -150,51 +108,25 @@ def _unread_profiler_output(text: str) -> tuple[str, str] | None:
     return (f"this is {_QUERY_METRICS}, not profiling results", _PROFILE_FIX) if len(_QUERY_METRIC_ROW.findall(text)) >= 20 else None
 
 
-def detect_format(path: str | Path) -> TraceFormat:
-    """Return the format of a trace file, judged from its first bytes and its header line."""
-    path = Path(path)
+def detected(path: Path, formats: tuple[Format, ...]) -> tuple[Format, object]:
+    """Return the format of a trace file and what its sniff found (the reader's starting point), trying `formats` by
+    their order, then their late sniffs; raise UnknownFormatError with what to pass instead."""
     check_readable(path)
     with path.open("rb") as handle:
-        head = handle.read(_SNIFF_BYTES)
-    if head.startswith(_LFS_POINTER):
+        head = Head(path, handle.read(SNIFF_BYTES))
+    if head.raw.startswith(_LFS_POINTER):
         # A repository cloned without Git LFS holds these few lines in place of each large file.
-        size = re.search(rb"^size (\d+)", head, re.MULTILINE)
+        size = re.search(rb"^size (\d{1,18})", head.raw, re.MULTILINE)
         raise UnknownFormatError(path, "a Git LFS pointer, not the file itself" + (f" (the file is {int(size.group(1)):,} bytes)" if size else ""),
                                  "fetch the file with `git lfs pull` (or download it from the repository's web page) and pass that")
-    if head.startswith(b"SQLite format 3\x00"):
-        return _sqlite_format(path)
-    if head.startswith(b"NVR\x00"):
-        return TraceFormat.NCU_REP
-    if b"\x00" not in head:
-        if looks_like_tegrastats(head):
-            return TraceFormat.TEGRASTATS
-        text = head.decode("utf-8", errors="replace")
-        llama = detect_llama(text)
-        if llama is not None:
-            return TraceFormat(llama)
-        if looks_like_console(text):
-            return TraceFormat.NCU_CONSOLE
-        if looks_like_summary_console(text):
-            return TraceFormat.NCU_SUMMARY_CONSOLE
-        if looks_like_stats(text):
-            return TraceFormat.NSYS_STATS
-        # Metric results first: a file that holds them and a timing run's summary is read for the metrics.
-        if looks_like_nvprof_metrics(text):
-            return TraceFormat.NVPROF_METRICS
-        if looks_like_nvprof(text):
-            return TraceFormat.NVPROF
-        header = find_header(path)
-        if header is not None:
-            return TraceFormat.NCU_RAW if header.page == "raw" else TraceFormat.NCU_DETAILS
-        if find_summary_header(path) is not None:
-            return TraceFormat.NCU_SUMMARY_CSV
-        console = _console_further_in(path) if "==PROF==" in text else None
-        if console is not None:
-            return console
-        # A full llama.cpp log prints its timing lines last, after the model dump and the generated text.
-        if _tail_has_llama_timings(path):
-            return TraceFormat.LLAMA_TIMINGS
-        listing = _unread_profiler_output(text)
+    ordered = sorted(formats, key=lambda f: f.order)  # stable: formats of one order keep their registry order
+    for sniffs in ([(f, f.sniff) for f in ordered], [(f, f.late_sniff) for f in ordered]):
+        for fmt, sniff in sniffs:
+            found = sniff(head) if sniff is not None else None
+            if found:
+                return fmt, found
+    if head.is_text:
+        listing = _unread_profiler_output(head.text)
         if listing is not None:
             raise UnknownFormatError(path, *listing)
         raise UnknownFormatError(

@@ -9,6 +9,7 @@ skipped and counted. Tokens are found by anchored regexes, never by position.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import re
 from collections import deque
@@ -21,6 +22,7 @@ from pathlib import Path
 import polars as pl
 
 from traceview.errors import TraceFormatError
+from traceview.parsers.base import Format, Parsed, ReadOptions, cut_note
 from traceview.parsers.schema import TELEMETRY, conform
 from traceview.wording import counted
 
@@ -191,3 +193,21 @@ def looks_like_tegrastats(head: bytes) -> bool:
     """Return True when the first bytes of a file hold a tegrastats sample line."""
     return bool(SAMPLE_MARKER.search(head)) and (b"CPU [" in head or b"cpu [" in head)
 
+
+def _read(path: Path, found: object, options: ReadOptions) -> Parsed:
+    log = parse(path, options.interval_s)
+    cut = options.cut_line
+    notes: tuple[str, ...] = ()
+    if cut and log.samples.height and log.samples["line_number"][-1] == cut:
+        # A sample cut mid-line would report its missing fields (EMC, rails) as absent: it is left out.
+        log = dataclasses.replace(log, samples=log.samples.head(log.samples.height - 1))
+        notes = (f"the log ends inside line {cut} without a newline: it looks cut short, and that partial sample was left out",)
+    elif cut:
+        notes = (cut_note(cut),)
+    return Parsed(log, "tegrastats", notes)
+
+
+FORMATS = (
+    Format("tegrastats", "telemetry", _read, lambda head: head.is_text and looks_like_tegrastats(head.raw), order=10,
+           data_line=re.compile(r"\d")),  # a sample, or the timestamp it starts with
+)

@@ -1,0 +1,125 @@
+"""The analysis registry: one Kind per kind of input (a parser's Format names its kind), each with the function that
+analyses it and the input-specific options it takes. A new kind is its analysis module and one line in ANALYSES."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from traceview.analyzer.analysis import (
+    Analysis,
+    Source,
+    analyze,
+    analyze_llama,
+    analyze_nsys,
+    analyze_samples,
+    analyze_stats,
+)
+from traceview.analyzer.decode import parse_bytes, parse_duration_ns
+from traceview.analyzer.jetson import find_board
+from traceview.analyzer.whole_run import DEFAULT_GAP_THRESHOLD_NS
+from traceview.errors import TraceFormatError, UsageError
+
+
+@dataclass(frozen=True)
+class AnalysisOptions:
+    """Everything an analysis may be given besides the file, as the user gave it (sizes and durations still text:
+    each analysis reads its own). `ncu` holds Nsight Compute results to join, already analysed; `phase(name)` and
+    `progress(done, total)` report on long inputs (a progress display)."""
+
+    gpu: str | None = None
+    interval_s: float = 1.0
+    tokens: int | None = None
+    weights: str | None = None
+    bandwidth: str | None = None
+    ncu: Analysis | None = None
+    gap_threshold: str | None = None
+    step_kernels: int | None = None
+    phase: Callable[[str], None] | None = None
+    progress: Callable[[int, int], None] | None = None
+
+
+# The options that only some kinds take, and what each is for: said when one is given to a kind that does not take it.
+OPTION_USE = {
+    "ncu": "--ncu joins Nsight Compute results onto an Nsight Systems input (.sqlite or nsys stats CSV); this input is not one",
+    "gap_threshold": "--gap-threshold applies to Nsight Systems SQLite exports; this input has no timeline",
+    "step_kernels": "--step-kernels applies to Nsight Compute exports (kernels profiled one by one); this input is not one",
+}
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One kind of input: its name (a Format's `kind`), its analysis of the parser's data, and the OPTION_USE options
+    it takes."""
+
+    name: str
+    analyze: Callable[[Any, Source, AnalysisOptions], Analysis]
+    options: frozenset[str] = frozenset()
+
+
+def _weight_bytes(options: AnalysisOptions) -> float | None:
+    return parse_bytes(options.weights, "weights") if options.weights else None
+
+
+def _nsys_export(export: Any, source: Source, options: AnalysisOptions) -> Analysis:
+    gap = parse_duration_ns(options.gap_threshold, "--gap-threshold") if options.gap_threshold else DEFAULT_GAP_THRESHOLD_NS
+    return analyze_nsys(export, source, options.gpu, options.ncu, gap, _weight_bytes(options), options.phase)
+
+
+def _nsys_stats(stats: Any, source: Source, options: AnalysisOptions) -> Analysis:
+    return analyze_stats(stats, source, options.gpu, options.ncu)
+
+
+def _telemetry(log: Any, source: Source, options: AnalysisOptions) -> Analysis:
+    board = find_board(options.gpu) if options.gpu else None
+    return analyze_samples(log.samples, source, board, options.interval_s, options.tokens, log.report.stray_lines, log.report.stray_examples)
+
+
+def _llama_runs(runs: Any, source: Source, options: AnalysisOptions) -> Analysis:
+    bandwidth = parse_bytes(options.bandwidth, "bandwidth") if options.bandwidth else None
+    return analyze_llama(runs, source, options.gpu, bandwidth, _weight_bytes(options))
+
+
+def _kernels(kernels: Any, source: Source, options: AnalysisOptions) -> Analysis:
+    return analyze(kernels, source, gpu=options.gpu, weight_bytes=_weight_bytes(options), step_kernels=options.step_kernels)
+
+
+def _fleet(record: Any, source: Source, options: AnalysisOptions) -> Analysis:
+    import polars as pl
+
+    from traceview.analyzer.fleet import (  # analyzer.fleet builds on analyzer.analysis
+        fleet_analysis,
+        result_from_record,
+    )
+
+    try:
+        result = result_from_record(record)
+    except (KeyError, TypeError, pl.exceptions.PolarsError) as error:
+        raise TraceFormatError(Path(source.path), f"a fleet result with missing or damaged fields ({type(error).__name__}: {error})",
+                               "save it again with traceview fleet --format json -o fleet.json") from None
+    return fleet_analysis(result, source)
+
+
+# One line per kind.
+ANALYSES: dict[str, Kind] = {kind.name: kind for kind in (
+    Kind("kernels", _kernels, frozenset({"step_kernels"})),
+    Kind("nsys-export", _nsys_export, frozenset({"ncu", "gap_threshold"})),
+    Kind("nsys-stats", _nsys_stats, frozenset({"ncu"})),
+    Kind("telemetry", _telemetry),
+    Kind("llama-runs", _llama_runs),
+    Kind("fleet", _fleet),
+)}
+
+
+def check_options(kind: str, given: set[str]) -> None:
+    """Raise UsageError for the first given input-specific option (an OPTION_USE key) that this kind does not take."""
+    for name in OPTION_USE:
+        if name in given and name not in ANALYSES[kind].options:
+            raise UsageError(OPTION_USE[name])
+
+
+def option_names() -> set[str]:
+    """The fields of AnalysisOptions: every Kind's options must be among them (a test holds the registry to it)."""
+    return {f.name for f in fields(AnalysisOptions)}
