@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import errno
 import functools
 import io
@@ -241,7 +242,7 @@ def analyze_command(
     _refuse_overwrite(output, force)
     analysis = run_analysis(file, gpu, interval, tokens, _weights_from(weights, params, bits), bandwidth, ncu, gap_threshold, step_kernels)
     color = fmt is OutputFormat.table and output is None and sys.stdout.isatty()
-    write_output(REPORTERS[fmt.value]().render(analysis, _options(top, color, per_launch)), output, force)
+    write_output(render_analysis(analysis, fmt.value, _options(top, color, per_launch)), output, force)
 
 
 @app.command("report")
@@ -274,12 +275,20 @@ def report_command(
         _refuse_overwrite(png_path, force)
         _require_kaleido()
     analysis = run_analysis(file, gpu, interval, tokens, _weights_from(weights, params, bits), bandwidth, ncu, gap_threshold, step_kernels)
-    text = REPORTERS[fmt.value]().render(analysis, _options(top))
+    text = render_analysis(analysis, fmt.value, _options(top))
     if png and fmt is OutputFormat.md:
         text += f"\n![main figure]({png_path.name})\n"
     write_output(text, output, force)
     if png:
         write_png(analysis, png_path)
+
+
+def render_analysis(analysis: Analysis, fmt: str, options: ReportOptions) -> str:
+    """Return the analysis rendered by the `fmt` reporter: its view's document (brief for the terminal) and record."""
+    from traceview.app.views import report_of
+
+    reporter = REPORTERS[fmt]()
+    return reporter.render(report_of(analysis, dataclasses.replace(options, brief=reporter.brief)), options)
 
 
 def _require_kaleido() -> None:
@@ -291,11 +300,11 @@ def _require_kaleido() -> None:
 
 def write_png(analysis: Analysis, path: Path) -> None:
     """Write the main figure as PNG through Plotly's kaleido export (it drives a system Chromium)."""
-    from traceview.app.figures import main_figure
+    from traceview.app.views import view_for
 
     _require_kaleido()
     try:
-        main_figure(analysis).write_image(str(path), format="png", width=1200, height=600)
+        view_for(analysis).figure(analysis).write_image(str(path), format="png", width=1200, height=600)
     except Exception as error:  # kaleido raises several types when no browser can start
         raise UsageError(f"could not render the PNG ({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}) — "
                          "install Chromium (apt install chromium) or drop --png") from None

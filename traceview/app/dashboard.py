@@ -23,18 +23,13 @@ import dash
 import dash_ag_grid as dag
 import flask
 import plotly.graph_objects as go
-import polars as pl
 import werkzeug.exceptions
 from dash import Input, Output, State, dcc, html
 
 from traceview.analyzer.analysis import Analysis
 from traceview.analyzer.diff import compare
+from traceview.app.document import Bullets, Document, FigureRef, Heading, Paragraph, Table, plain
 from traceview.app.figures import (
-    fleet_breakdown_figure,
-    fleet_heatmap_figure,
-    has_roofline_points,
-    main_figure,
-    roofline_figure,
     telemetry_figure,
     timeline_figure,
 )
@@ -42,13 +37,9 @@ from traceview.app.formatting import format_change, format_duration, format_pct,
 from traceview.app.reporters.base import (
     diagnosis_lines,
     kernel_records,
-    run_records,
-    telemetry_record,
-    timeline_headline,
-    timeline_lines,
 )
 from traceview.app.reporters.diff_report import diff_data
-from traceview.app.reporters.fleet_report import straggler_lines
+from traceview.app.views import view_for
 from traceview.errors import TraceFormatError, TraceviewError
 from traceview.wording import counted
 
@@ -172,32 +163,44 @@ def detail_panel(analysis: Analysis, kernel_name: str | None) -> list[Any]:
 
 
 def side_panel(analysis: Analysis) -> list[Any]:
-    """Return what the input has besides kernels: timeline findings, telemetry findings, llama.cpp runs, or a fleet's
-    stragglers, per-rank breakdown and failed files."""
+    """Return what the input has besides kernels (its view's side document): timeline findings, telemetry findings,
+    llama.cpp runs, or a fleet's stragglers, per-rank breakdown and failed files."""
+    return dash_blocks(view_for(analysis).side(analysis))
+
+
+def _grid_value(text: str, numeric: bool) -> Any:
+    if numeric:
+        try:
+            return float(text.replace(",", ""))
+        except ValueError:
+            return text
+    return text
+
+
+def dash_blocks(document: Document) -> list[Any]:
+    """A document as Dash components: headings, paragraphs (strong ones as verdicts), lists, sortable grids, graphs,
+    and the notes last."""
     parts: list[Any] = []
-    if analysis.fleet is not None:
-        fleet = analysis.fleet
-        parts += [html.H3("Fleet"), html.Ul([html.Li(line, className="verdict") for line in straggler_lines(fleet)] or [html.Li("no straggler")]),
-                  dcc.Graph(id="fleet-ranks", figure=fleet_breakdown_figure(fleet), config={"displaylogo": False}),
-                  *([html.H3("Failed files"), html.Ul([html.Li(f"{f['path']}: {f['error']}") for f in fleet.failures])] if fleet.failures else [])]
-    if analysis.timeline is not None:
-        headline = timeline_headline(analysis)
-        parts += [html.H3("Whole run"), *(html.P(line, className="verdict") for line in headline if not line.startswith("- ")),
-                  html.Ul([html.Li(line[2:]) for line in headline if line.startswith("- ")]),
-                  html.H3("Details"), html.Ul([html.Li(line[2:].strip()) for line in timeline_lines(analysis) if line.startswith("- ")])]
-    if analysis.telemetry is not None:
-        t = telemetry_record(analysis) or {}
-        parts += [html.H3("Telemetry findings"), html.Ul([html.Li(f["message"]) for f in t.get("findings", [])] or [html.Li("none")])]
-    if analysis.llm is not None:
-        rows = run_records(analysis)
-        columns = ("run", "model", "test", "n_gpu_layers", "tokens_per_s", "mbu_pct", "note")
-        parts += [html.H3("llama.cpp runs"), dag.AgGrid(
-            id="runs-table", columnDefs=[{"field": c} for c in columns], rowData=[{c: _round(r[c]) for c in columns} for r in rows],
-            defaultColDef={"sortable": True, "filter": True, "resizable": True, "minWidth": 80},
-            columnSize="autoSize", style={"height": "320px"},  # a narrow side column scrolls sideways instead of squeezing
-        )]
-    for note in analysis.notes:
-        parts.append(html.P(f"Note: {note}", className="hint"))
+    for index, block in enumerate(document.blocks):
+        if isinstance(block, Heading):
+            parts.append(html.H3(block.text))
+        elif isinstance(block, Paragraph):
+            parts.append(html.P(plain(block.spans), className="verdict" if any(s.style == "strong" for s in block.spans) else None))
+        elif isinstance(block, Bullets):
+            parts.append(html.Ul([html.Li(plain(item.spans), style={"marginLeft": f"{item.depth}rem"} if item.depth else None) for item in block.items]))
+        elif isinstance(block, Table):
+            fields = [f"c{i}" for i in range(len(block.columns))]
+            parts.append(dag.AgGrid(
+                id=f"side-table-{index}" if index else "runs-table",
+                columnDefs=[{"field": f, "headerName": c.title, **({"type": "numericColumn"} if c.unit == "number" else {})}
+                            for f, c in zip(fields, block.columns, strict=True)],
+                rowData=[{f: _grid_value(plain(cell), c.unit == "number") for f, c, cell in zip(fields, block.columns, row, strict=True)} for row in block.rows],
+                defaultColDef={"sortable": True, "filter": True, "resizable": True, "minWidth": 80},
+                columnSize="autoSize", style={"height": "320px"},  # a narrow side column scrolls sideways instead of squeezing
+            ))
+        elif isinstance(block, FigureRef):
+            parts.append(dcc.Graph(id=block.key, figure=block.build(), config={"displaylogo": False}))
+    parts += [html.P(f"Note: {note}", className="hint") for note in document.notes]
     return parts
 
 
@@ -219,22 +222,8 @@ def _metric_text(key: str, value: Any) -> str:
 
 
 def summary_line(analysis: Analysis) -> str:
-    device = analysis.device
-    if analysis.llm is not None:
-        decode = analysis.llm.runs.filter(pl.col("phase") == "decode").height
-        return f"{analysis.llm.runs.height} llama.cpp measurements ({decode} decode) — {device.name or 'unknown device'} ({device.how_identified})"
-    if analysis.timeline is not None and analysis.timeline.verdict:
-        return f"{analysis.timeline.verdict['message']} — {counted(analysis.kernels.height, 'kernel')}, {device.name or 'unknown device'}"
-    if analysis.fleet is not None:
-        fleet = analysis.fleet
-        return f"fleet: {counted(fleet.files.height, 'file')} over {counted(fleet.ranks.height, 'rank')}, {counted(len(fleet.stragglers), 'straggler')}, {len(fleet.failures)} failed"
-    if analysis.telemetry is not None:
-        t = analysis.telemetry
-        return f"{t.samples} tegrastats samples over {t.duration_s:.0f} s — {device.name or 'unknown board'} ({device.how_identified})"
-    total = analysis.total_duration_ns
-    recoverable = analysis.kernels["recoverable_ns"].sum() if analysis.kernels.height and "recoverable_ns" in analysis.kernels.columns else None
-    return (f"{counted(analysis.kernels.height, 'kernel')}, GPU time {format_duration(total)}, recoverable ≈ {format_duration(recoverable or None)} — "
-            f"{device.name or 'unknown device'} ({device.how_identified})")
+    """The run's one-line summary above the figures (its view's)."""
+    return view_for(analysis).summary(analysis)
 
 
 def compare_panel(before: Analysis | None, after: Analysis | None) -> list[Any]:
@@ -342,13 +331,9 @@ def _sent(analysis: Analysis, key: tuple[Any, ...], figure: Callable[[], go.Figu
 
 
 def _build_figure(analysis: Analysis, highlight: str | None, per_launch: bool) -> go.Figure:
-    if analysis.fleet is not None:
-        return fleet_heatmap_figure(analysis.fleet)
-    if analysis.telemetry is not None:
-        return telemetry_figure(analysis)
-    if analysis.llm is not None or (analysis.timeline is not None and analysis.timeline.devices and not has_roofline_points(analysis)):
-        return main_figure(analysis)
-    return roofline_figure(analysis, highlight, per_launch)
+    """The view's main figure (a roofline marks the highlighted kernel, and every launch when asked)."""
+    figure: go.Figure = view_for(analysis).figure(analysis, highlight, per_launch)
+    return figure
 
 
 _CSS = """

@@ -8,6 +8,7 @@ from typing import Any, ClassVar, Protocol
 
 from traceview import __version__
 from traceview.analyzer.analysis import Analysis
+from traceview.app.document import Report
 from traceview.app.formatting import format_duration, format_number, format_pct, format_rate
 from traceview.wording import counted, format_count
 
@@ -57,6 +58,7 @@ KERNEL_FIELDS = (
 @dataclass(frozen=True)
 class ReportOptions:
     top: int | None = None  # None: every kernel
+    brief: bool = False  # the terminal's short form: three kernels explained, short advice
     per_launch: bool = False
     color: bool = False
     width: int = 160
@@ -65,10 +67,13 @@ class ReportOptions:
 
 
 class Reporter(Protocol):
+    """Renders a report (a document and its machine record) in one output format."""
+
     name: ClassVar[str]  # value for --format
     file_extension: ClassVar[str]  # lets -o infer the format
+    brief: ClassVar[bool]  # whether the document is the short form (the terminal's)
 
-    def render(self, analysis: Analysis, options: ReportOptions) -> str: ...
+    def render(self, report: Report, options: ReportOptions) -> str: ...
 
 
 def _clean(value: Any) -> Any:
@@ -405,7 +410,7 @@ def provenance(analysis: Analysis, options: ReportOptions) -> dict[str, Any]:
 
 
 def report_data(analysis: Analysis, options: ReportOptions) -> dict[str, Any]:
-    """Return the whole JSON contract as plain data."""
+    """Return the JSON contract's fields every kind has (a view adds its kind's own)."""
     data: dict[str, Any] = {
         "traceview_version": __version__,
         "source": source_record(analysis),
@@ -414,17 +419,6 @@ def report_data(analysis: Analysis, options: ReportOptions) -> dict[str, Any]:
         "kernels": kernel_records(analysis, options.top),
         "notes": list(analysis.notes),
     }
-    telemetry = telemetry_record(analysis)
-    if telemetry is not None:
-        data["telemetry"] = telemetry
-    timeline = timeline_record(analysis)
-    if timeline is not None:
-        data["timeline"] = timeline
-    if analysis.steps is not None:
-        data["steps"] = json_safe(analysis.steps)
-    if analysis.llm is not None:
-        data["runs"] = run_records(analysis)
-        data["findings"] = analysis.llm.findings
     if options.per_launch:
         data["launches"] = launch_records(analysis)
     return data

@@ -78,7 +78,7 @@ def render_table(result: FleetResult, top: int = 15, width: int = 160) -> str:
     for title in ("rank", "files", "GPUs", "kernel time", "step (median)", "compute %", "comm %", "copy %", "UM %", "idle %", "verdict"):
         per_rank.add_column(title, justify="left" if title == "verdict" else "right")
     for r in ranks.iter_rows(named=True):
-        pct = lambda v: "n/a" if v is None else f"{v:.1f}"  # noqa: E731
+        pct = lambda v: "n/a" if v is None else f"{v:.1f}"
         per_rank.add_row(str(r["rank"]), str(r["files"]), str(r.get("gpus") or "n/a"), format_duration(r["kernel_ns"]),
                          format_duration(r["step_median_ns"]), pct(r.get("compute_pct")), pct(r.get("communication_pct")),
                          pct(r.get("copy_pct")), pct(r.get("unified_memory_pct")), pct(r.get("idle_pct")), terminal_safe(r.get("verdict") or ""))
@@ -99,7 +99,7 @@ def render_markdown(result: FleetResult, top: int = 15) -> str:
     lines += ["", "| rank | kernel time | step (median) | compute % | comm % | copy % | unified memory % | idle % |",
               "|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in result.ranks.iter_rows(named=True):
-        pct = lambda v: "n/a" if v is None else f"{v:.1f}"  # noqa: E731
+        pct = lambda v: "n/a" if v is None else f"{v:.1f}"
         lines.append(f"| {r['rank']} | {format_duration(r['kernel_ns'])} | {format_duration(r['step_median_ns'])} | {pct(r.get('compute_pct'))} | "
                      f"{pct(r.get('communication_pct'))} | {pct(r.get('copy_pct'))} | {pct(r.get('unified_memory_pct'))} | {pct(r.get('idle_pct'))} |")
     if result.failures:

@@ -1,20 +1,22 @@
-"""JSON reporter: the machine contract of `analyze --format json` (see README)."""
+"""JSON reporter: a report's machine record (the `--format json` contract, docs/json.md) with its provenance."""
 
 from __future__ import annotations
 
 import json
 from typing import ClassVar
 
-from traceview.analyzer.analysis import Analysis
-from traceview.app.reporters.base import ReportOptions, json_safe, provenance, report_data
+from traceview.app.document import Report
+from traceview.app.reporters.base import ReportOptions, json_safe
 
 
 class JSONReporter:
     name: ClassVar[str] = "json"
     file_extension: ClassVar[str] = ".json"
+    brief: ClassVar[bool] = False
 
-    def render(self, analysis: Analysis, options: ReportOptions) -> str:
-        data = report_data(analysis, options)
-        data["provenance"] = provenance(analysis, options)
+    def render(self, report: Report, options: ReportOptions) -> str:
+        data = dict(report.record)
+        if report.provenance:
+            data["provenance"] = report.provenance
         # NaN and infinity have no JSON spelling: every one, wherever it comes from, is null.
         return json.dumps(json_safe(data), indent=2, allow_nan=False) + "\n"

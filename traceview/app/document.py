@@ -1,0 +1,144 @@
+"""The document a view writes and every reporter renders: paragraphs of styled spans, bullet lists, tables with
+unit-typed columns, figure references, notes. Nothing here knows which kind of input it came from, so a reporter that
+renders documents never asks.
+
+A document is data (frozen dataclasses); the figures it refers to are built only by the reporters that draw them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+# How a span is shown: emphasis, de-emphasis, or the colour of a roofline verdict.
+Style = Literal["", "strong", "dim", "memory", "compute", "latency", "unknown"]
+# What a column holds: a kernel or other long name (cut in the middle, the full text kept for hover), free text, or a
+# number already formatted with its unit (right-aligned).
+ColumnUnit = Literal["name", "text", "number"]
+# The longest name a table shows before cutting it in the middle; a name in a paragraph gets more room.
+NAME_CELL_CHARS = 56
+NAME_TEXT_CHARS = 80
+
+
+@dataclass(frozen=True)
+class Span:
+    """A run of text with one style. A `name` span (a kernel's name) is cut in the middle by every reporter when it is
+    too long; `hover` (the full name, or the text itself when empty) is shown where the output can show it on hover."""
+
+    text: str
+    style: Style = ""
+    name: bool = False
+    hover: str = ""
+
+
+@dataclass(frozen=True)
+class Paragraph:
+    spans: tuple[Span, ...]
+
+
+@dataclass(frozen=True)
+class Heading:
+    """A section title (Markdown and HTML show it as a heading; the terminal prints it bold)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Item:
+    """A list item; depth 0 is the outer list, each level one step in."""
+
+    spans: tuple[Span, ...]
+    depth: int = 0
+
+
+@dataclass(frozen=True)
+class Bullets:
+    """A list. `under_previous` lists belong to the paragraph before them (a numbered explanation's details)."""
+
+    items: tuple[Item, ...]
+    under_previous: bool = False
+
+
+@dataclass(frozen=True)
+class Column:
+    """A table column: its title, what it holds, and the narrowest the terminal may make it (characters).
+    `wrap` lets a text column run onto more lines instead of being cut with an ellipsis."""
+
+    title: str
+    unit: ColumnUnit = "text"
+    min_width: int = 0
+    wrap: bool = False
+
+
+Cell = tuple[Span, ...]
+
+
+@dataclass(frozen=True)
+class Table:
+    columns: tuple[Column, ...]
+    rows: tuple[tuple[Cell, ...], ...]
+    title: str = ""
+
+
+@dataclass(frozen=True)
+class FigureRef:
+    """A figure the reporters that can draw draw here: `build()` returns a plotly Figure, made only when drawn."""
+
+    key: str
+    build: Callable[[], Any]
+
+
+Block = Paragraph | Heading | Bullets | Table | FigureRef
+
+
+@dataclass(frozen=True)
+class Document:
+    """What a report says, in order: a title, blocks, and notes about the input (shown last, de-emphasised)."""
+
+    title: str
+    blocks: tuple[Block, ...]
+    notes: tuple[str, ...] = ()
+    banner: str = ""  # the terminal's first line (the input and its format); the title when empty
+
+
+@dataclass(frozen=True)
+class Report:
+    """A document and the machine record of the same answer (the JSON contract, plain data); `provenance` says where
+    it came from, shown by the human-readable reporters and merged into the JSON."""
+
+    document: Document
+    record: dict[str, Any]
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+
+def span(text: object, style: Style = "") -> Span:
+    return Span("" if text is None else str(text), style)
+
+
+def name_span(text: object, hover: object = None, style: Style = "") -> Span:
+    """A span holding a name (a kernel's display name; `hover` its full name): every reporter cuts it in the middle
+    when it is too long."""
+    return Span("" if text is None else str(text), style, name=True, hover="" if hover is None else str(hover))
+
+
+def para(*parts: Span | str, style: Style = "") -> Paragraph:
+    """A paragraph of plain strings (in `style`) and spans."""
+    return Paragraph(tuple(p if isinstance(p, Span) else Span(p, style) for p in parts))
+
+
+def cell(*parts: Span | str) -> Cell:
+    return tuple(p if isinstance(p, Span) else Span(p) for p in parts)
+
+
+def bullets(texts: Sequence[str | Span | tuple[Span, ...]], under_previous: bool = False) -> Bullets:
+    items = []
+    for text in texts:
+        spans = text if isinstance(text, tuple) else (text if isinstance(text, Span) else Span(text),)
+        items.append(Item(spans))
+    return Bullets(tuple(items), under_previous)
+
+
+def plain(spans: Sequence[Span]) -> str:
+    """The text of spans, uncut."""
+    return "".join(s.text for s in spans)
