@@ -7,14 +7,13 @@ import dataclasses
 import errno
 import functools
 import io
-import json
 import os
 import re
 import shlex
 import sys
 import tempfile
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -34,8 +33,8 @@ from traceview.analyzer.kinds import AnalysisOptions
 from traceview.analyzer.pipeline import _joined_ncu, analyze_file
 from traceview.app.formatting import format_rate, terminal_safe
 from traceview.app.reporters import REPORTERS, ReportOptions
-from traceview.app.reporters.decode_report import decode_record, render_decode_text
-from traceview.app.reporters.diff_report import render_diff
+from traceview.app.reporters.decode_report import decode_record, decode_report
+from traceview.app.reporters.diff_report import diff_report
 from traceview.errors import TraceviewError, UsageError
 from traceview.wording import counted
 
@@ -212,7 +211,7 @@ def _options(top: int | None, color: bool = False, per_launch: bool = False) -> 
     return ReportOptions(
         top=top, per_launch=per_launch, color=color, width=Console().width if color else 160,
         command_line=shlex.join(["traceview", *sys.argv[1:]]),
-        generated_at=datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
+        generated_at=datetime.now(UTC).replace(microsecond=0).isoformat(),
     )
 
 
@@ -315,6 +314,7 @@ class DiffFormat(str, Enum):
     table = "table"
     json = "json"
     md = "md"
+    html = "html"
 
 
 REGRESSION_EXIT_CODE = 3
@@ -326,7 +326,7 @@ def diff_command(
     before: Annotated[Path, typer.Argument(help="The baseline run (any input analyze reads).")],
     after: Annotated[Path, typer.Argument(help="The run to compare with it (same kind of input).")],
     gpu: GpuOption = None,
-    output_format: Annotated[DiffFormat, typer.Option("--format", "-f", help="table, md or json.")] = DiffFormat.table,
+    output_format: Annotated[DiffFormat, typer.Option("--format", "-f", help="table, json, md or html.")] = DiffFormat.table,
     fail_on_regression: Annotated[float | None, typer.Option("--fail-on-regression", min=0.0, help=f"Exit {REGRESSION_EXIT_CODE} when total GPU time, a kernel with at least --min-share of it, or a llama.cpp test's tokens/s regresses by more than PCT %.")] = None,
     min_share: Annotated[float, typer.Option("--min-share", min=0.0, help="Kernels below this share of GPU time (%) never fail the gate.")] = 1.0,
     top: Annotated[int | None, typer.Option("--top", min=1, help="Kernels to list (default all in json, 15 otherwise).")] = None,
@@ -338,7 +338,9 @@ def diff_command(
     first = run_analysis(before, gpu, interval, None, weights, bandwidth)
     second = run_analysis(after, gpu, interval, None, weights, bandwidth)
     result = compare(first, second, fail_on_regression, min_share)
-    write_output(render_diff(result, output_format.value, top, color=output_format is DiffFormat.table and sys.stdout.isatty()), None, False)
+    reporter = REPORTERS[output_format.value]()
+    color = output_format is DiffFormat.table and sys.stdout.isatty()
+    write_output(reporter.render(diff_report(result, top, reporter.brief), _options(top, color)), None, False)
     for warning in result.warnings:
         stderr.print(f"warning: {terminal_safe(warning)}", markup=False)
     if result.regressions:
@@ -476,7 +478,7 @@ def fleet_command(
     `traceview fleet diff BASE NEW` compares two sets (each a directory, glob or list), kernel by kernel."""
     from traceview.analyzer.fleet import compare_fleets, join_ncu_verdicts
     from traceview.app.fleet import MapOptions, expand_inputs, run_fleet
-    from traceview.app.reporters.fleet_report import render_fleet, render_fleet_diff
+    from traceview.app.reporters.fleet_report import fleet_diff_report, fleet_report
 
     fmt = _infer_format(output, output_format)
     _refuse_overwrite(output, force)
@@ -522,7 +524,8 @@ def fleet_command(
             stderr.print(f"{run.read} file(s) read, {run.cached} from the cache ({cache})", markup=False, highlight=False)
     if diffing:
         compared = compare_fleets(runs[0].result, runs[1].result, fail_on_regression, min_share)
-        write_output(render_fleet_diff(compared, fmt.value, top), output, force)
+        reporter = REPORTERS[fmt.value]()
+        write_output(reporter.render(fleet_diff_report(compared, top, reporter.brief), _options(top)), output, force)
         for failure in runs[0].result.failures + runs[1].result.failures:
             stderr.print(f"failed: {terminal_safe(failure['path'])}: {terminal_safe(failure['error'])}", markup=False, highlight=False)
         if compared.regressions:
@@ -536,7 +539,8 @@ def fleet_command(
         # Once for the fleet, on the driver: the verdicts do not depend on the rank.
         result, matched = join_ncu_verdicts(result, _joined_ncu(ncu, gpu))
         stderr.print(f"Nsight Compute verdicts joined onto {matched} of {counted(result.kernels.height, 'kernel')}", markup=False, highlight=False)
-    write_output(render_fleet(result, fmt.value, top), output, force)
+    reporter = REPORTERS[fmt.value]()
+    write_output(reporter.render(fleet_report(result, top, reporter.brief), _options(top)), output, force)
     slow = [s for s in result.stragglers if fail_on_straggler is not None and (s["excess_pct"] or 0) > fail_on_straggler]
     if slow:
         for s in slow:
@@ -560,7 +564,7 @@ def decode_command(
     bandwidth: Annotated[str | None, typer.Option("--bandwidth", help="Memory bandwidth, e.g. 3.35TB/s (overrides --gpu).")] = None,
     measured: Annotated[float | None, typer.Option("--measured", min=0.0, help="Measured decode tokens/s (aggregate) for MBU.")] = None,
     tegrastats_log: Annotated[Path | None, typer.Option("--tegrastats", help="tegrastats log of the same run: measured EMC bandwidth.")] = None,
-    output_format: Annotated[OutputFormat, typer.Option("--format", "-f", help="table or json.")] = OutputFormat.table,
+    output_format: Annotated[OutputFormat, typer.Option("--format", "-f", help="table, json, md or html.")] = OutputFormat.table,
 ) -> None:
     """Decode tokens/s ceiling from bytes per token and memory bandwidth; MBU of a measured run."""
     if weights is not None:
@@ -582,10 +586,7 @@ def decode_command(
     peak, peak_source = _bandwidth_for(gpu, bandwidth, telemetry.board if telemetry else None)
     result = decode_ceiling(weight_bytes, peak, kv, batch, measured)
     data = decode_record(result, peak_source, telemetry)
-    if output_format is OutputFormat.json:
-        write_output(json.dumps(data, indent=2, allow_nan=False) + "\n", None, False)
-    else:
-        write_output(render_decode_text(data), None, False)
+    write_output(REPORTERS[output_format.value]().render(decode_report(data), _options(None)), None, False)
 
 
 def _print_version(value: bool) -> None:

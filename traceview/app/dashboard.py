@@ -191,7 +191,7 @@ def dash_blocks(document: Document) -> list[Any]:
         elif isinstance(block, Table):
             fields = [f"c{i}" for i in range(len(block.columns))]
             parts.append(dag.AgGrid(
-                id=f"side-table-{index}" if index else "runs-table",
+                id=f"side-table-{index}",
                 columnDefs=[{"field": f, "headerName": c.title, **({"type": "numericColumn"} if c.unit == "number" else {})}
                             for f, c in zip(fields, block.columns, strict=True)],
                 rowData=[{f: _grid_value(plain(cell), c.unit == "number") for f, c, cell in zip(fields, block.columns, row, strict=True)} for row in block.rows],

@@ -83,7 +83,8 @@ class Table:
 
 @dataclass(frozen=True)
 class FigureRef:
-    """A figure the reporters that can draw draw here: `build()` returns a plotly Figure, made only when drawn."""
+    """A figure the reporters that can draw draw here: `build()` returns a plotly Figure, made only when drawn; `key`
+    is its element id (fixed, so the same input gives the same page)."""
 
     key: str
     build: Callable[[], Any]

@@ -1,4 +1,4 @@
-"""Decode-ceiling output: plain data (the JSON contract of `traceview decode`) and its text rendering."""
+"""Decode-ceiling output: plain data (the JSON contract of `traceview decode`) and the report every reporter renders."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from typing import Any
 
 from traceview.analyzer.decode import DecodeCeiling
 from traceview.analyzer.jetson import Telemetry, active_bandwidth
+from traceview.app.document import Document, Report, para
 from traceview.wording import counted
 
 
@@ -53,7 +54,14 @@ def _gb(value: float | None) -> str:
     return "n/a" if value is None else f"{value / 1e9:.2f} GB"
 
 
-def render_decode_text(data: dict[str, Any]) -> str:
+def decode_report(data: dict[str, Any]) -> Report:
+    """The decode ceiling as a report: one aligned line per quantity, the record as its JSON."""
+    return Report(Document("traceview decode: the memory-bandwidth ceiling of LLM decode", tuple(para(line) for line in decode_lines(data)),
+                           banner="decode ceiling"), data)
+
+
+def decode_lines(data: dict[str, Any]) -> list[str]:
+    """The decode ceiling as aligned `quantity : value` lines (bytes per step and token, bandwidth, ceiling, MBU)."""
     lines = [
         f"bytes per decode step : {_gb(data['bytes_per_step'])} (weights {_gb(data['weight_bytes'])}"
         + (f" + {data['batch']} × KV {_gb(data['kv_bytes_per_sequence'])}" if data["kv_bytes_per_sequence"] else "")
@@ -80,4 +88,4 @@ def render_decode_text(data: dict[str, Any]) -> str:
             )
         else:
             lines.append(f"tegrastats            : {teg.get('note')}")
-    return "\n".join(lines) + "\n"
+    return lines

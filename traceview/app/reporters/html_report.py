@@ -72,9 +72,7 @@ def _bullets(block: Bullets) -> str:
 
 
 def _figure_html(figure: FigureRef, first: bool) -> str:
-    # The main figure keeps the id pages and tests have always found it by.
-    div_id = "traceview-main-figure" if figure.key == "main" else f"traceview-{figure.key}"
-    return str(figure.build().to_html(full_html=False, include_plotlyjs=first, div_id=div_id, config={"displaylogo": False, "responsive": True}))
+    return str(figure.build().to_html(full_html=False, include_plotlyjs=first, div_id=figure.key, config={"displaylogo": False, "responsive": True}))
 
 
 def document_html(document: Document, provenance: dict[str, Any]) -> str:

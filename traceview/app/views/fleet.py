@@ -30,7 +30,7 @@ def document(analysis: Analysis, options: ReportOptions) -> Document:
     result = _result(analysis)
     blocks: list[Block] = [para(f"{counted(result.files.height, 'file')} over {counted(result.ranks.height, 'rank')}, "
                                 f"{len(result.failures)} failed"),
-                           bullets(straggler_lines(result) or ["no straggler"]), FigureRef("main", lambda: figure(analysis))]
+                           bullets(straggler_lines(result) or ["no straggler"]), FigureRef("traceview-main-figure", lambda: figure(analysis))]
     blocks += kernels.kernel_blocks(analysis, options)
     return Document(title(analysis), tuple(blocks), tuple(analysis.notes), banner(analysis))
 

@@ -13,7 +13,7 @@ from traceview.app.views.common import banner, title
 
 
 def document(analysis: Analysis, options: ReportOptions) -> Document:
-    blocks = [*kernels.headline_blocks(analysis), FigureRef("main", lambda: figure(analysis)), *kernels.kernel_blocks(analysis, options)]
+    blocks = [*kernels.headline_blocks(analysis), FigureRef("traceview-main-figure", lambda: figure(analysis)), *kernels.kernel_blocks(analysis, options)]
     return Document(title(analysis), tuple(blocks), tuple(analysis.notes), banner(analysis))
 
 

@@ -148,11 +148,11 @@ def kernel_blocks(analysis: Analysis, options: ReportOptions) -> list[Block]:
 
 
 def document(analysis: Analysis, options: ReportOptions) -> Document:
-    blocks = [*headline_blocks(analysis), FigureRef("main", lambda: figure(analysis))]
+    blocks = [*headline_blocks(analysis), FigureRef("traceview-main-figure", lambda: figure(analysis))]
     if analysis.timeline is not None and analysis.timeline.export is not None:
         from traceview.app.figures import timeline_figure
 
-        blocks.append(FigureRef("timeline", lambda: timeline_figure(analysis)))
+        blocks.append(FigureRef("traceview-timeline", lambda: timeline_figure(analysis)))
     blocks += kernel_blocks(analysis, options)
     blocks += blocks_from_lines(timeline_lines(analysis))
     return Document(title(analysis), tuple(blocks), tuple(analysis.notes), banner(analysis))

@@ -34,7 +34,7 @@ def document(analysis: Analysis, options: ReportOptions) -> Document:
             cell("" if run["compute_pct"] is None else format_pct(run["compute_pct"])),
             cell(run["note"] or ""),
         ))
-    blocks: list[Block] = [para(device_text(analysis)), FigureRef("main", lambda: figure(analysis)), Table(_COLUMNS, tuple(rows))]
+    blocks: list[Block] = [para(device_text(analysis)), FigureRef("traceview-main-figure", lambda: figure(analysis)), Table(_COLUMNS, tuple(rows))]
     findings = _findings(analysis)
     if findings:
         blocks.append(bullets(findings))

@@ -34,7 +34,7 @@ def document(analysis: Analysis, options: ReportOptions) -> Document:
     if t["skipped_lines"]:
         samples += f"; {t['skipped_lines']} non-sample line(s) skipped"
     blocks: list[Block] = [para(f"Board: {t['board_name'] or 'unknown'} — {t['board_identified']}"), para(samples),
-                           FigureRef("main", lambda: figure(analysis))]
+                           FigureRef("traceview-main-figure", lambda: figure(analysis))]
     rows = telemetry_stat_rows(t)
     if rows:
         columns = (Column("", "text", wrap=True), *(Column(c, "number", wrap=True) for c in STAT_COLUMNS))
