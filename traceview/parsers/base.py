@@ -59,7 +59,8 @@ class Format:
     `sniff(head)` returns something truthy for this format (what it found, e.g. the CSV header, reaches `read`);
     formats are tried by `order`, and `late_sniff`s (a look past the first 64 KiB) only after every sniff failed.
     `data_line` says what a line of a text format's own looks like (a cut inside anything else loses nothing); None
-    for a binary format. `joinable`: per-kernel metrics that --ncu may join onto a whole-run trace."""
+    for a format read as one whole (`whole`: a database, or JSON that a cut makes invalid). `joinable`: per-kernel
+    metrics that --ncu may join onto a whole-run trace."""
 
     name: str
     kind: str
@@ -69,6 +70,7 @@ class Format:
     late_sniff: Callable[[Head], Any] | None = None
     data_line: re.Pattern[str] | None = None
     joinable: bool = False
+    whole: bool = False
 
 
 @dataclass(frozen=True)

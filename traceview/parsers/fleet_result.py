@@ -25,4 +25,4 @@ def _read(path: Path, found: object, options: ReadOptions) -> Parsed:
     return Parsed(record, "traceview fleet")
 
 
-FORMATS = (Format("traceview-fleet", "fleet", _read, _sniff, order=5),)
+FORMATS = (Format("traceview-fleet", "fleet", _read, _sniff, order=5, whole=True),)

@@ -732,7 +732,7 @@ _DATA_LINE = re.compile(r"^\s*\||\btime\s*=|^[^,]*(,[^,]*){5,}|\{|\}|\b(?:encode
 _TEXT_FORMATS = ("llama-bench-md", "llama-bench-csv", "llama-bench-json", "llama-bench-jsonl", "llama-batched-bench", "llama-batched-bench-jsonl",
                  "llama-sweep-bench", "llama-sweep-bench-jsonl", "llama-bench-sql")
 FORMATS = (
-    Format("llama-bench-sqlite", "llama-runs", _read, _sqlite, order=1),
+    Format("llama-bench-sqlite", "llama-runs", _read, _sqlite, order=1, whole=True),
     *(Format(name, "llama-runs", _read, _detected(name), order=20, data_line=_DATA_LINE) for name in _TEXT_FORMATS),
     Format("llama-timings", "llama-runs", _read, _detected("llama-timings"), order=20, late_sniff=_timings_at_the_end, data_line=_DATA_LINE),
 )

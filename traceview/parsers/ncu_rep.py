@@ -188,4 +188,4 @@ def _read(path: Path, found: object, options: ReadOptions) -> Parsed:
     return Parsed(parse(path), "Nsight Compute report (.ncu-rep, read with ncu-report)")
 
 
-FORMATS = (Format("ncu-rep", "kernels", _read, lambda head: head.raw.startswith(b"NVR\x00"), order=4, joinable=True),)
+FORMATS = (Format("ncu-rep", "kernels", _read, lambda head: head.raw.startswith(b"NVR\x00"), order=4, joinable=True, whole=True),)

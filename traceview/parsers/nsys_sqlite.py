@@ -581,4 +581,4 @@ def _read_format(path: Path, found: object, options: ReadOptions) -> Parsed:
 
 
 # Any SQLite file the formats before it did not claim: a damaged database too, whose reader says what is wrong with it.
-FORMATS = (Format("nsys-sqlite", "nsys-export", _read_format, lambda head: head.raw.startswith(SQLITE_MAGIC), order=3),)
+FORMATS = (Format("nsys-sqlite", "nsys-export", _read_format, lambda head: head.raw.startswith(SQLITE_MAGIC), order=3, whole=True),)

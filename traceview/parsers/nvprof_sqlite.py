@@ -267,4 +267,4 @@ def _sniff(head: Head) -> bool:
     return tables is not None and looks_like_nvprof_export(set(tables))
 
 
-FORMATS = (Format("nvprof-sqlite", "nsys-export", _read_format, _sniff, order=2),)
+FORMATS = (Format("nvprof-sqlite", "nsys-export", _read_format, _sniff, order=2, whole=True),)
