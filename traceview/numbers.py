@@ -14,3 +14,11 @@ def float_or_none(text: str | None) -> float | None:
     except ValueError:
         return None
     return value if math.isfinite(value) else None
+
+
+def reduced(value: object) -> float | None:
+    """Return a reduction of a numeric column (polars types `.max()`, `.median()`, `.sum()` as any scalar) as a float,
+    None when the column was empty, all null, or not numeric."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)

@@ -521,8 +521,9 @@ def analyze_nsys(
     untimed = export.kernels.height + export.memops.height
     # Filtered only where a row fails: the caller still holds the export, so a filtered copy of millions of valid
     # kernels would be held twice.
-    export = dataclasses.replace(export, **{name: frame.filter(timed) for name, frame in (("kernels", export.kernels), ("memops", export.memops))
-                                            if frame.height and not frame.select(timed.all()).item()})
+    filtered: dict[str, Any] = {name: frame.filter(timed) for name, frame in (("kernels", export.kernels), ("memops", export.memops))
+                                if frame.height and not frame.select(timed.all()).item()}
+    export = dataclasses.replace(export, **filtered)
     untimed -= export.kernels.height + export.memops.height
     kernels, gpus = export.kernels, export.gpus
     summary = kernel_summary(kernels, export.names)
@@ -542,7 +543,8 @@ def analyze_nsys(
     module_notes = list(dict.fromkeys(note for _, note in found.values() if note))
     if spec is None and names_seen:
         spec = specs[active[0]]
-    recorded_cc = gpus.filter(pl.col("device_id").is_in(active))["compute_capability"].drop_nulls().first() if gpus.height else None
+    first_recorded = gpus.filter(pl.col("device_id").is_in(active))["compute_capability"].drop_nulls().first() if gpus.height else None
+    recorded_cc = None if first_recorded is None else str(first_recorded)
     ranked, unmatched, matched = join_ncu(summary, ncu.kernels if ncu is not None else None, spec, recorded_cc)
     links: dict[int, tuple[float | None, str | None]] = {}
     for device in device_ids:
@@ -583,7 +585,8 @@ def analyze_nsys(
     if steps is not None and weight_bytes:
         steps["decode"] = _decode_from_steps(steps, weight_bytes, peaks["peak_dram_bytes_per_s"].value)
     display = (f"{len(names_seen)}× GPUs: " + ", ".join(names_seen)) if len(names_seen) > 1 else (names_seen[0] if names_seen else (spec.name if spec else None))
-    cc = gpus["compute_capability"].drop_nulls().first() if gpus.height else None
+    first_cc = gpus["compute_capability"].drop_nulls().first() if gpus.height else None
+    cc = None if first_cc is None else str(first_cc)
     device = Device(display, cc or (spec.compute_capability if spec else None), spec, how, peaks)
     findings = sorted([*run.findings, *filter(None, [fp32_fma_finding(ranked, spec), dequantize_finding(ranked)])], key=lambda f: -f["cost_ns"])
     timeline = Timeline(run.devices, run.copies, findings, nvtx_groups, run.verdict, run.gaps, run.idle_by_cause, run.launch,
@@ -667,7 +670,7 @@ def _whole_run_of_trace(stats: StatsReports, specs: dict[int, GpuSpec | None]) -
         "start_ns", "end_ns", "device_id",
         pl.col("name").replace_strict({name: i for i, name in names.items()}, return_dtype=pl.Int64).alias("name_id"),
         pl.lit(None, pl.Int64).alias("correlation_id"), pl.lit(None, pl.Int64).alias("pid"), "graph_node_id")
-    links = {device: link for device, spec in specs.items() if (link := host_link(spec)) is not None}
+    links: dict[int, tuple[float | None, str | None]] = {device: link for device, spec in specs.items() if (link := host_link(spec)) is not None}
     return analyze_whole_run(kernels, names, copies, pl.DataFrame(schema=NSYS_API), pl.DataFrame(schema=NSYS_NVTX),
                              pl.DataFrame(schema=NSYS_GRAPHS), links)
 

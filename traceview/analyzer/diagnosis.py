@@ -48,8 +48,8 @@ _LLM_NAME = re.compile(r"gemv|gemm|matmul|dequant|quant|q4|q8|q5|q6|gguf|awq|gpt
 # Warp states (ncu's stall reasons) in words, with what usually helps. `selected` is the issuing state, not a stall.
 STALLS: dict[str, tuple[str, str | None]] = {
     "long_scoreboard": ("waiting on global or local memory (an L1TEX load's result)",
-                        "hide the latency: more warps or more independent loads in flight per thread (unroll, cp.async/TMA prefetch), "
-                        "keep reused data in shared memory or registers"),
+                        ("hide the latency: more warps or more independent loads in flight per thread (unroll, cp.async/TMA prefetch), "
+                        "keep reused data in shared memory or registers")),
     "short_scoreboard": ("waiting on shared memory or special-function (MUFU) results",
                          "fewer shared-memory round trips (register tiling), avoid bank conflicts, fewer transcendental calls"),
     "mio_throttle": ("the memory-input/output queue is full (shared memory, special math, dynamic branches)",
@@ -459,11 +459,11 @@ def _grid_advice(occ: dict[str, Any], launches: list[dict[str, Any]], kind: str)
         wave_text = ""
     if tail["full_waves"] == 0:
         how = " (split-K, smaller tiles)" if kind in ("gemm", "attention", "convolution") else ""
-        return [f"the grid{f' of {grid} blocks' if grid else ''} fills {tail['last_wave_full_pct']:.0f}% of one wave{wave_text}: more, smaller "
-                f"blocks{how} or other work on concurrent streams would use the idle SMs"]
+        return [(f"the grid{f' of {grid} blocks' if grid else ''} fills {tail['last_wave_full_pct']:.0f}% of one wave{wave_text}: more, smaller "
+                f"blocks{how} or other work on concurrent streams would use the idle SMs")]
     if tail["last_wave_full_pct"] <= 50 and tail["full_waves"] <= 3:
-        return [f"{waves:.2f} waves per SM: the last wave is {tail['last_wave_full_pct']:.0f}% full and can take up to "
-                f"{tail['max_runtime_share_pct']:.0f}% of the runtime at low occupancy; a grid of whole waves{wave_text} or a persistent-block loop avoids it"]
+        return [(f"{waves:.2f} waves per SM: the last wave is {tail['last_wave_full_pct']:.0f}% full and can take up to "
+                f"{tail['max_runtime_share_pct']:.0f}% of the runtime at low occupancy; a grid of whole waves{wave_text} or a persistent-block loop avoids it")]
     return []
 
 
@@ -636,7 +636,7 @@ _LAUNCH_COLUMNS = (
     "stalls", "stall_unit", "tensor_core", "tensor_core_source", "tensor_flop", "tensor_inst", "tensor_pipe_pct",
 )
 
-DIAGNOSIS_SCHEMA = {
+DIAGNOSIS_SCHEMA: dict[str, Any] = {
     "kernel_name": pl.String,
     "kind": pl.String,
     "rules": pl.List(pl.Struct({"section": pl.String, "name": pl.String, "type": pl.String, "message": pl.String, "speedup_pct": pl.Float64,

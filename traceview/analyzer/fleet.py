@@ -23,20 +23,22 @@ import polars as pl
 from traceview.analyzer.analysis import PEAK_KEYS, Analysis, Device, Peak, Source, _without_launches
 from traceview.analyzer.names import normalise_kernel_name
 from traceview.analyzer.ranking import rank_kernels
+from traceview.numbers import reduced
 from traceview.parsers.ncu_csv import short_kernel_name
+from traceview.parsers.schema import schema_of
 
 MAD_SCALE = 1.4826
 DEFAULT_K = 3.0
 
-META = pl.Schema({"path": pl.String, "sha256": pl.String, "rank": pl.Int64, "host": pl.String, "gpu": pl.String, "format": pl.String,
+META = schema_of({"path": pl.String, "sha256": pl.String, "rank": pl.Int64, "host": pl.String, "gpu": pl.String, "format": pl.String,
                   "profiler": pl.String, "size_bytes": pl.Int64, "launches": pl.Int64, "kernel_ns": pl.Float64, "span_ns": pl.Float64,
                   "step_median_ns": pl.Float64, "step_p99_ns": pl.Float64, "steps": pl.Int64, "verdict": pl.String})
-KERNELS = pl.Schema({"kernel_name": pl.String, "short_name": pl.String, "device_id": pl.Int64, "launches": pl.Int64, "total_ns": pl.Float64,
+KERNELS = schema_of({"kernel_name": pl.String, "short_name": pl.String, "device_id": pl.Int64, "launches": pl.Int64, "total_ns": pl.Float64,
                      "p50_ns": pl.Float64, "p99_ns": pl.Float64, "bound": pl.String})
-DEVICES = pl.Schema({"device_id": pl.Int64, "span_ns": pl.Float64, "compute_pct": pl.Float64, "communication_pct": pl.Float64,
+DEVICES = schema_of({"device_id": pl.Int64, "span_ns": pl.Float64, "compute_pct": pl.Float64, "communication_pct": pl.Float64,
                      "copy_pct": pl.Float64, "unified_memory_pct": pl.Float64, "idle_pct": pl.Float64, "busy_pct": pl.Float64, "gap_count": pl.Int64,
                      "largest_gap_ns": pl.Float64, "verdict": pl.String})
-NVTX = pl.Schema({"name": pl.String, "count": pl.Int64, "cpu_ns": pl.Float64, "gpu_ns": pl.Float64})
+NVTX = schema_of({"name": pl.String, "count": pl.Int64, "cpu_ns": pl.Float64, "gpu_ns": pl.Float64})
 TABLES = {"meta": META, "kernels": KERNELS, "devices": DEVICES, "nvtx": NVTX}
 
 
@@ -120,7 +122,7 @@ def reduce_fleet(summaries: list[dict[str, pl.DataFrame]], failures: list[dict[s
 
     def tagged(table: str) -> pl.DataFrame:
         parts = [s[table].with_columns(pl.lit(rank_of[s["meta"]["path"][0]], dtype=pl.Int64).alias("rank")) for s in summaries]
-        return _concat(parts, pl.Schema({**TABLES[table], "rank": pl.Int64}))
+        return _concat(parts, schema_of({**TABLES[table], "rank": pl.Int64}))
 
     kernels, devices = tagged("kernels"), tagged("devices")
     per_rank = kernels.group_by("rank", "kernel_name").agg(pl.col("short_name").first(), pl.col("launches").sum(), pl.col("total_ns").sum())
@@ -146,7 +148,7 @@ def reduce_fleet(summaries: list[dict[str, pl.DataFrame]], failures: list[dict[s
     flagged: dict[int, dict[str, Any]] = {}
     notes = []
     # Ranks of one job run the same kernels; files of different workloads have nothing to straggle behind.
-    shared = fleet_kernels["ranks"].max() if fleet_kernels.height else 0
+    shared = reduced(fleet_kernels["ranks"].max()) if fleet_kernels.height else 0
     if ranks_count >= 3 and shared is not None and shared < ranks_count / 2:
         notes.append(f"no straggler test: no kernel runs on half of the {ranks_count} files (at most {shared}), so they do not look like "
                      f"ranks of one job")
@@ -202,8 +204,8 @@ def compare_fleets(before: FleetResult, after: FleetResult, fail_on_regression_p
         pl.when(pl.col("before_ns") > 0).then(100.0 * (pl.col("after_ns") - pl.col("before_ns")) / pl.col("before_ns")).alias("change_pct"),
         (100.0 * pl.col("after_ns") / total_after if total_after else pl.lit(None, dtype=pl.Float64)).alias("share_pct"),
     ).sort(["after_ns", "kernel_name"], descending=[True, False], nulls_last=True)
-    median_before = before.ranks["kernel_ns"].median() if before.ranks.height else None
-    median_after = after.ranks["kernel_ns"].median() if after.ranks.height else None
+    median_before = reduced(before.ranks["kernel_ns"].median()) if before.ranks.height else None
+    median_after = reduced(after.ranks["kernel_ns"].median()) if after.ranks.height else None
     total = {"ranks_before": before.ranks.height, "ranks_after": after.ranks.height,
              "median_kernel_ns_per_rank_before": median_before, "median_kernel_ns_per_rank_after": median_after,
              "change_pct": 100.0 * (median_after - median_before) / median_before if median_before and median_after is not None else None}
@@ -243,16 +245,16 @@ def join_ncu_verdicts(result: FleetResult, ncu: Analysis) -> tuple[FleetResult, 
     columns = {"bound": "ncu_bound", "label": "ncu_label", "roof_pct": "ncu_roof_pct", "recommendation": "ncu_recommendation"}
     by_name: dict[str, dict[str, Any]] = {}
     by_function: dict[str, list[dict[str, Any]]] = {}
-    for row in ncu.kernels.iter_rows(named=True):
-        by_name.setdefault(normalise_kernel_name(row["kernel_name"] or ""), row)
-        by_function.setdefault(short_kernel_name(row["kernel_name"] or ""), []).append(row)
+    for ncu_row in ncu.kernels.iter_rows(named=True):
+        by_name.setdefault(normalise_kernel_name(ncu_row["kernel_name"] or ""), ncu_row)
+        by_function.setdefault(short_kernel_name(ncu_row["kernel_name"] or ""), []).append(ncu_row)
     functions = [short_kernel_name(name or "") for name in result.kernels["kernel_name"].to_list()]
     unique_here = {f for f in functions if functions.count(f) == 1}
     joined = []
     for name, function in zip(result.kernels["kernel_name"].to_list(), functions, strict=True):
-        row = by_name.get(normalise_kernel_name(name or ""))
+        row: dict[str, Any] | None = by_name.get(normalise_kernel_name(name or ""))
         if row is None and function in unique_here and len(by_function.get(function, [])) == 1:
-            row = by_function[function][0]
+            row = by_function[function][0]  # one kernel of that function: the same kernel under another name
         joined.append({target: (row or {}).get(source) for source, target in columns.items()})
     verdicts = pl.DataFrame(joined, schema={"ncu_bound": pl.String, "ncu_label": pl.String, "ncu_roof_pct": pl.Float64, "ncu_recommendation": pl.String})
     kernels = pl.concat([result.kernels, verdicts], how="horizontal")

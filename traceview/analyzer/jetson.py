@@ -14,6 +14,7 @@ import polars as pl
 
 from traceview.analyzer.devices import CLOCK_VARIANTS
 from traceview.errors import UsageError
+from traceview.numbers import reduced
 from traceview.wording import counted
 
 DDR = 2
@@ -85,8 +86,8 @@ def infer_board(samples: pl.DataFrame) -> tuple[Board | None, str]:
     """Return the board the log most likely came from and why (RAM size, core count, rail and sensor names)."""
     if samples.height == 0:
         return None, "no samples"
-    ram = samples["ram_total_mb"].median()
-    cores = samples["cpu_load_pct"].list.len().max()
+    ram = reduced(samples["ram_total_mb"].median())
+    cores = reduced(samples["cpu_load_pct"].list.len().max())
     rails = set(samples["rails"].explode().struct.field("name").drop_nulls().unique().to_list())
     temps = set(samples["temperatures"].explode().struct.field("name").drop_nulls().unique().to_list())
     # Orin and Thor name their thermal zones in lower case (cpu, gpu, tj, soc0); every older board prints upper-case
@@ -94,7 +95,7 @@ def infer_board(samples: pl.DataFrame) -> tuple[Board | None, str]:
     # GPU/CPU/SOC/CV/VDDRQ on JetPack 4's AGX, VDD_CPU_GPU_CV (as on an Orin NX or Nano) on the NX.
     orin = bool(temps & ORIN_ZONES) and all(t == t.lower() for t in temps)
     xavier = "AUX" in temps or {"GPU", "CPU", "SOC"} <= rails or "VDDRQ" in rails
-    why = f"{ram:.0f} MB RAM, {cores} CPU cores"
+    why = f"{ram:.0f} MB RAM, {cores:.0f} CPU cores" if ram is not None and cores is not None else ""
     caveat = ""
     guess: str | None = None
     if ram is None:
@@ -112,8 +113,8 @@ def infer_board(samples: pl.DataFrame) -> tuple[Board | None, str]:
     elif 7700 <= ram <= 7900 and cores == 6 and ({"BCPU", "MCPU"} & temps):
         guess = "jetson-tx2"
     elif 7000 <= ram <= 7900 and cores == 6 and orin:
-        fastest_core = samples["cpu_mhz"].explode().max()
-        if fastest_core is not None and fastest_core > ORIN_NANO_MAX_CPU_MHZ:  # type: ignore[operator]
+        fastest_core = reduced(samples["cpu_mhz"].explode().max())
+        if fastest_core is not None and fastest_core > ORIN_NANO_MAX_CPU_MHZ:
             guess, why = "jetson-orin-nx-8gb", f"{why}, a core at {fastest_core:.0f} MHz"
         else:
             guess = "jetson-orin-nano-8gb"
@@ -253,7 +254,7 @@ def analyze_telemetry(
     else:
         board, identified = infer_board(samples)
     frame = with_bandwidth(samples, board)
-    duration = float(frame["time_s"].max() - frame["time_s"].min() + interval_s) if frame.height else 0.0
+    duration = (reduced(frame["time_s"].max()) or 0.0) - (reduced(frame["time_s"].min()) or 0.0) + interval_s if frame.height else 0.0
     findings: list[Finding] = []
     bandwidth = frame["emc_bytes_per_s"]
     bw_stats = _stats(bandwidth / 1e9)
@@ -315,7 +316,7 @@ def _clock_findings(frame: pl.DataFrame, board: Board, interval_s: float) -> lis
             f"while the memory controller was busy (≥ {EMC_BUSY_PCT}%, {counted(loaded.height, 'sample')}) its clock stayed at or below {top:.0f} MHz, "
             f"{100 * top / board.emc_max_mhz:.0f}% of the {board.name}'s {board.emc_max_mhz:.0f} MHz: a low power mode or memory DVFS caps "
             f"bandwidth at {top * 1e6 * DDR * board.bus_bytes / 1e9:.1f} GB/s — `sudo nvpmodel -m 0 && sudo jetson_clocks` pins it to the maximum",
-            float(loaded["time_s"].min()), float(loaded["time_s"].max() - loaded["time_s"].min() + interval_s),  # type: ignore[operator]
+            reduced(loaded["time_s"].min()), (reduced(loaded["time_s"].max()) or 0.0) - (reduced(loaded["time_s"].min()) or 0.0) + interval_s,
             {"max_emc_mhz": top, "board_max_emc_mhz": board.emc_max_mhz, "busy_samples": loaded.height},
         ))
     busy = frame.filter(pl.col("gpu_pct") >= 50)
@@ -336,11 +337,11 @@ def _memory_bound_findings(frame: pl.DataFrame, board: Board, interval_s: float)
     for first, last in _stretches(frame, condition, min_samples=3)[:5]:
         start, length = _span(frame, first, last, interval_s)
         part = frame.slice(first, last - first + 1)
-        bw = float(part["emc_bytes_per_s"].mean()) / 1e9  # type: ignore[arg-type]
+        bw = (reduced(part["emc_bytes_per_s"].mean()) or 0.0) / 1e9
         found.append(Finding(
             "memory_bound",
-            f"memory-bound stretch: EMC {part['emc_pct'].mean():.0f}% busy ({bw:.1f} GB/s, {100 * bw * 1e9 / board.peak_bytes_per_s:.0f}% of {board.peak_bytes_per_s / 1e9:.1f} GB/s) while the GPU was {part['gpu_pct'].mean() or 0:.0f}% busy",
-            start, length, {"mean_emc_pct": float(part["emc_pct"].mean()), "mean_bandwidth_gb_s": bw},  # type: ignore[arg-type]
+            f"memory-bound stretch: EMC {reduced(part['emc_pct'].mean()) or 0.0:.0f}% busy ({bw:.1f} GB/s, {100 * bw * 1e9 / board.peak_bytes_per_s:.0f}% of {board.peak_bytes_per_s / 1e9:.1f} GB/s) while the GPU was {reduced(part['gpu_pct'].mean()) or 0.0:.0f}% busy",
+            start, length, {"mean_emc_pct": reduced(part["emc_pct"].mean()), "mean_bandwidth_gb_s": bw},
         ))
     return found
 

@@ -26,14 +26,14 @@ _KINDS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(patter
     ("reduction", r"pooling|max_?pool|avg_?pool"),
     # llama.cpp's quantized matrix kernels are `mul_mat_vec_q` (MMVQ, the decode GEMV), `mul_mat_q` (MMQ) and
     # `dequantize_mul_mat_vec`; vLLM's are Marlin and the Triton `fused_moe_kernel`.
-    ("gemm", r"gemm|gemv|matmul|xmma|nvjet|cutlass|cublas|wgmma|hmma|s16816|s1688|h16816|tensorop|triton_tem|triton_mm|\bmm_|splitk|dot_kernel"
-             r"|mul_mat|mmvq|marlin|fused_moe|moe_gemm"),
+    ("gemm", (r"gemm|gemv|matmul|xmma|nvjet|cutlass|cublas|wgmma|hmma|s16816|s1688|h16816|tensorop|triton_tem|triton_mm|\bmm_|splitk|dot_kernel"
+             r"|mul_mat|mmvq|marlin|fused_moe|moe_gemm")),
     # nvFuser names its kernels after the scheduler: `nvfuser_pointwise_…`, `nvfuser_reduction_…`, and the persistent
     # ones (`nvfuser_inner_persistent_f0_c1_r0_g0`) that hold a row in registers: layer norms and softmaxes.
     ("normalization", r"(layer|rms|batch|group|instance|weight|l2)_?norm|soft_?max|normaliz|norm_kernel|nvfuser_\w*persistent"),
     ("reduction", r"reduce|reduction|triton_red|triton_per|argmax|argmin|topk|cumsum|scan_kernel|\bsum_kernel"),
-    ("elementwise", r"elementwise|pointwise|triton_poi|fill|activation|gelu|silu|relu|dropout|distribution|philox|rand|rotary|rope|embedding|cast|arange|where"
-                    r"|axpy|vec_?add|vector_?add|\bvadd|^add(?:_\w+)?$|\badd_kernel\b|swiglu|geglu|convert|quantize|dequant"),
+    ("elementwise", (r"elementwise|pointwise|triton_poi|fill|activation|gelu|silu|relu|dropout|distribution|philox|rand|rotary|rope|embedding|cast|arange|where"
+                    r"|axpy|vec_?add|vector_?add|\bvadd|^add(?:_\w+)?$|\badd_kernel\b|swiglu|geglu|convert|quantize|dequant")),
     # llama.cpp's `k_get_rows` (the embedding lookup), `cpy_f32_f16`, `concat_f32`; vLLM's `reshape_and_cache` (KV writes).
     ("copy", r"copy|transpose|cat_?array|memcpy|gather|scatter|index|permut|contiguous|get_rows|cpy_|concat|reshape_and_cache"),
 ))
@@ -167,7 +167,7 @@ def _agree_as_far_as_shown(values: list[str]) -> bool:
     shown = [value.removesuffix("…") for value in values if value.endswith("…")]
     if len(whole) > 1:
         return False
-    reference = next(iter(whole), None) if whole else max(shown, key=len, default="")
+    reference = next(iter(whole)) if whole else max(shown, key=len, default="")
     return all(reference.startswith(part) for part in shown)
 
 

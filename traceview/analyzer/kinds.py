@@ -115,9 +115,9 @@ ANALYSES: dict[str, Kind] = {kind.name: kind for kind in (
 
 def check_options(kind: str, given: set[str]) -> None:
     """Raise UsageError for the first given input-specific option (an OPTION_USE key) that this kind does not take."""
-    for name in OPTION_USE:
+    for name, use in OPTION_USE.items():
         if name in given and name not in ANALYSES[kind].options:
-            raise UsageError(OPTION_USE[name])
+            raise UsageError(use)
 
 
 def option_names() -> set[str]:

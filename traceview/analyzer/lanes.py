@@ -66,8 +66,8 @@ class Lane:
 
 
 def _lane(name: str, kind: str, device: int | None, frame: pl.DataFrame, label: str, names: dict[int, str] | None = None) -> Lane:
-    frame = frame.lazy().filter(pl.col("start_ns").is_not_null() & pl.col("end_ns").is_not_null() & (pl.col("end_ns") >= pl.col("start_ns")))
-    frame = frame.select("start_ns", "end_ns", label).collect()
+    frame = (frame.lazy().filter(pl.col("start_ns").is_not_null() & pl.col("end_ns").is_not_null() & (pl.col("end_ns") >= pl.col("start_ns")))
+             .select("start_ns", "end_ns", label).collect())
     # Exports write activity in (or nearly in) start order: sorted starts are kept as they are, else a stable sort of
     # the starts alone reorders the three columns a lane keeps.
     if not frame["start_ns"].is_sorted():

@@ -311,8 +311,11 @@ def same_model(a: dict[str, Any], b: dict[str, Any]) -> bool:
     batched-bench, sweep-bench) are taken as the same model: nothing in them says otherwise."""
     pa, pb = a.get("model_params"), b.get("model_params")
     if pa and pb:
-        return abs(pa - pb) <= 0.02 * max(pa, pb)
-    name = lambda row: " ".join(_QUANT.sub("", str(row.get("model") or "")).lower().split())
+        return bool(abs(pa - pb) <= 0.02 * max(pa, pb))
+
+    def name(row: dict[str, Any]) -> str:
+        return " ".join(_QUANT.sub("", str(row.get("model") or "")).lower().split())
+
     if not name(a) and not name(b):
         return True
     return bool(name(a)) and name(a) == name(b)

@@ -72,7 +72,9 @@ def rank_kernels(launches: pl.DataFrame) -> pl.DataFrame:
             pl.col("arithmetic_intensity").mean().alias("_mean_intensity"),
         )
     )
-    complete = lambda name: pl.col(name) == 0  # noqa: E731
+    def complete(name: str) -> pl.Expr:
+        return pl.col(name) == 0
+
     grouped = grouped.with_columns(
         pl.when(complete("_missing_durations") & (pl.col("launches") > pl.col("failed_launches"))).then(pl.col("duration_ns")).alias("duration_ns"),
         pl.when(complete("_missing_recoverable") & (pl.col("launches") > pl.col("failed_launches"))).then(pl.col("recoverable_ns")).alias("recoverable_ns"),
@@ -82,7 +84,7 @@ def rank_kernels(launches: pl.DataFrame) -> pl.DataFrame:
         .otherwise(pl.col("_mean_intensity"))
         .alias("arithmetic_intensity"),
     )
-    grouped = grouped.with_columns(share_pct(grouped["duration_ns"], total))
+    grouped = grouped.with_columns(share_pct(grouped["duration_ns"], float(total)))
     # Names that tell apart the instantiations of one function (four cuBLAS `kernel<…>` GEMVs), in every output.
     grouped = grouped.with_columns(pl.Series("short_name", display_names(grouped["kernel_name"].fill_null("").to_list(),
                                                                          grouped["short_name"].fill_null("").to_list()), dtype=pl.String))

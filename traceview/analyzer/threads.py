@@ -21,7 +21,7 @@ class _Inline(Executor):
         future: Future[Any] = Future()
         try:
             future.set_result(fn(*args, **kwargs))
-        except BaseException as error:  # handed to whoever asks for the result, as a pool would
+        except BaseException as error:  # noqa: BLE001 — handed to whoever asks for the result, as a pool would
             future.set_exception(error)
         return future
 

@@ -30,6 +30,7 @@ from traceview.analyzer.whole_run import (
     TINY_KERNEL_NS,
     distinct_names,
 )
+from traceview.numbers import reduced
 from traceview.parsers.ncu_csv import short_kernel_name
 from traceview.parsers.nsys_stats import RULE_ROW_LIMIT
 from traceview.wording import counted
@@ -136,7 +137,8 @@ class Timeline:
             e = self.export
             # A cache on a frozen record: the lanes follow from the export, which never changes.
             object.__setattr__(self, "_lanes", [] if e is None else timeline_lanes(e.kernels, e.memops, e.graphs, e.api, e.nvtx, e.names))
-        return self._lanes
+        lanes: list[Any] = self._lanes
+        return lanes
 
 
 def kernel_summary(kernels: pl.DataFrame, names: dict[int, str]) -> pl.DataFrame:
@@ -195,7 +197,7 @@ def fp32_fma_finding(ranked: pl.DataFrame, spec: GpuSpec | None) -> dict[str, An
     # Measured by ncu: FP32 precision (an FP64 GEMM has no tensor-core FP32 path to move to); else by name and duration.
     compute = (((pl.col("bound") == Bound.COMPUTE.value) & (pl.col("precision") == "fp32"))
                | ((pl.col("bound") == Bound.UNKNOWN.value) & (pl.col("likely_bound") == "compute")))
-    fma = ranked.filter(pl.col("kind").is_in(MATRIX_KINDS) & (pl.col("tensor_core") == False) & compute.fill_null(False))  # noqa: E712
+    fma = ranked.filter(pl.col("kind").is_in(MATRIX_KINDS) & (pl.col("tensor_core") == False) & compute.fill_null(False))
     speedups = tensor_speedups(spec)
     if fma.height == 0 or (spec is not None and not speedups):
         return None
@@ -365,7 +367,8 @@ def stats_copies(times: pl.DataFrame, sizes: pl.DataFrame | None) -> list[dict[s
         size = moved.get(row["name"]) or {}
         total_mb = size.get("total_mb")
         size_bytes = total_mb * 1e6 if total_mb is not None else None
-        rate = (size_bytes / row["total_ns"] if size_bytes is not None and total_mb >= _MIN_STATS_MB_FOR_RATE and row["total_ns"] else None)
+        rate = (size_bytes / row["total_ns"] if size_bytes is not None and total_mb is not None and total_mb >= _MIN_STATS_MB_FOR_RATE
+                and row["total_ns"] else None)
         copies.append({"device_id": None, "direction": row["name"], "count": row["count"], "bytes": size_bytes, "duration_ns": row["total_ns"],
                        "gb_per_s": rate, "pageable_count": None, "link_gb_per_s": None, "link": None, "link_pct": None})
     return copies
@@ -450,7 +453,7 @@ def _rule_count(rows: pl.DataFrame, what: str, plural: str | None = None) -> str
 
 
 def _sized(rows: pl.DataFrame) -> str:
-    moved = rows["bytes"].sum() if rows["bytes"].null_count() < rows.height else None
+    moved = reduced(rows["bytes"].sum()) if rows["bytes"].null_count() < rows.height else None
     return f", {moved / 1e6:,.1f} MB" if moved else ""
 
 
@@ -515,7 +518,7 @@ def stats_rule_findings(rules: dict[str, pl.DataFrame], have_api_summary: bool) 
     if rows is not None and rows.height:
         idle = float(rows.select((pl.col("duration_ns") * (1 - pl.col("in_use_pct").fill_null(0) / 100)).sum()).item() or 0)
         span = float(rows["duration_ns"].sum() or 0)
-        lowest = rows["in_use_pct"].min()
+        lowest = reduced(rows["in_use_pct"].min())
         add("gpu_time_util", idle,
             f"nsys analyze: low GPU utilization in {_rule_count(rows, 'stretch', 'stretches')} ({duration_text(span)}"
             + (f", as low as {lowest:.1f}% in use" if lowest is not None else "") + f"): {duration_text(idle)} of idle GPU time in them",

@@ -32,6 +32,7 @@ import polars as pl
 from traceview.analyzer.kernel_kinds import is_communication
 from traceview.analyzer.ordering import group_ranks, grouped_time_order, time_order
 from traceview.analyzer.threads import pool_for
+from traceview.numbers import reduced
 from traceview.parsers.nsys_sqlite import threads_of
 from traceview.wording import counted
 
@@ -78,11 +79,11 @@ CAUSES = {
                            "fuse the dependent kernels or capture them in a CUDA graph; this gap cannot be removed from the host"),
     # A GPU starts queued work within microseconds of the work before it; queued work that waits far longer waits on
     # something the export does not hold.
-    "queued_waiting": (f"work was queued, yet the GPU did not start it for over {QUEUED_LATENCY_NS // 1000} us: it waited on something the trace "
+    "queued_waiting": ((f"work was queued, yet the GPU did not start it for over {QUEUED_LATENCY_NS // 1000} us: it waited on something the trace "
                        "does not show (an event from another stream or GPU, a host function in the stream, or another process's or graphics' "
-                       "work on the GPU)",
-                       "see what the stream waits on (cudaStreamWaitEvent, cudaLaunchHostFunc, another GPU) and what else runs on the GPU "
-                       "(profile every process; nsys --trace=cuda,opengl,vulkan); on Windows the WDDM driver can hold submissions back in batches"),
+                       "work on the GPU)"),
+                       ("see what the stream waits on (cudaStreamWaitEvent, cudaLaunchHostFunc, another GPU) and what else runs on the GPU "
+                       "(profile every process; nsys --trace=cuda,opengl,vulkan); on Windows the WDDM driver can hold submissions back in batches")),
     "jit_compile": ("JIT compilation or module loading on the host",
                     ("a one-time cost, not steady state: run a warm-up iteration before profiling (or cache compiled kernels) "
                      "and start the capture after it (nsys --capture-range=cudaProfilerApi or an NVTX range)")),
@@ -99,8 +100,8 @@ CAUSES = {
     "other_cuda_api": ("other CUDA API calls",
                        "see the calls listed in the evidence; move them out of the hot loop"),
     "unified_memory": ("the host touching managed (unified) memory: its page faults moved the data back page by page",
-                       "prefetch managed memory to where it is used next: cudaMemPrefetchAsync(ptr, bytes, cudaCpuDeviceId) before the "
-                       "host reads it (and to the device before the kernels), or use cudaMalloc and one cudaMemcpyAsync"),
+                       ("prefetch managed memory to where it is used next: cudaMemPrefetchAsync(ptr, bytes, cudaCpuDeviceId) before the "
+                       "host reads it (and to the device before the kernels), or use cudaMalloc and one cudaMemcpyAsync")),
     "host_code": ("host code with no CUDA call (Python, CPU work)",
                   "profile the host in that range (nsys --sample=cpu, py-spy) and overlap the CPU work with GPU work or move it off the critical path"),
     # An input with kernels but no CUDA API calls (nsys stats' cuda_gpu_trace, an export trimmed of its runtime table)
@@ -349,7 +350,8 @@ class Coverage:
         return np.where(index >= 0, self.before[safe] + inside, 0)
 
     def overlap(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        return self.upto(b) - self.upto(a)
+        difference: np.ndarray = self.upto(b) - self.upto(a)
+        return difference
 
 
 def distinct_names(column: pl.Series) -> list[str]:
@@ -782,9 +784,9 @@ def api_rules(memops: pl.DataFrame, api: pl.DataFrame) -> tuple[list[dict[str, A
         async_pageable = ops.filter((pl.col("operation") != "memset") & pl.col("call").str.contains(_ASYNC.pattern) & pageable.fill_null(False))
         if async_pageable.height:
             found.append(_finding(
-                "cuda_memcpy_async", async_pageable["call_ns"].sum(),
+                "cuda_memcpy_async", reduced(async_pageable["call_ns"].sum()) or 0.0,
                 f"{async_pageable.height} asynchronous copies use pageable host memory, so they run synchronously "
-                f"({_duration(async_pageable['call_ns'].sum())} of host time in the calls)",
+                f"({_duration(reduced(async_pageable['call_ns'].sum()) or 0.0)} of host time in the calls)",
                 PAGEABLE_ADVICE,
                 {"copies": async_pageable.height, "bytes": int(async_pageable["bytes"].sum() or 0)}))
         sync_copies = ops.filter((pl.col("operation") != "memset") & pl.col("call").str.contains(_MEMCPY_API.pattern) & ~pl.col("call").str.contains(_ASYNC.pattern))
@@ -818,8 +820,8 @@ def api_rules(memops: pl.DataFrame, api: pl.DataFrame) -> tuple[list[dict[str, A
             f"only {counted(syncs.height, 'synchronize call')} in the run: the host waits for results it needs; "
             "move one later only if more work could be queued before it")
         found.append(_blocking_finding(
-            "cuda_api_sync", int(durations["d"].sum()),
-            f"{counted(syncs.height, 'synchronization call')} blocked the host for {_duration(durations['d'].sum())} "
+            "cuda_api_sync", int(reduced(durations["d"].sum()) or 0),
+            f"{counted(syncs.height, 'synchronization call')} blocked the host for {_duration(reduced(durations['d'].sum()) or 0.0)} "
             f"(most: {by_name['name'][0]} ×{by_name['count'][0]}, {_duration(by_name['ns'][0])})",
             advice, {"calls": [{"name": r["name"], "count": r["count"], "duration_ns": int(r["ns"])} for r in by_name.head(5).iter_rows(named=True)]}))
         # A synchronize names no device: the devices its process used are looked at.
@@ -1064,7 +1066,7 @@ def unified_memory_findings(memops: pl.DataFrame, kernels: pl.DataFrame, devices
         to_gpu, to_host = (own.filter(pl.col("copy_kind") == kind) for kind in (11, 12))
 
         def paged(frame: pl.DataFrame) -> bool:
-            return frame.height >= DEMAND_PAGING_MIN_MIGRATIONS and (frame["bytes"].mean() or 0) < DEMAND_PAGING_MAX_MEAN_BYTES  # type: ignore[operator]
+            return frame.height >= DEMAND_PAGING_MIN_MIGRATIONS and (reduced(frame["bytes"].mean()) or 0.0) < DEMAND_PAGING_MAX_MEAN_BYTES
 
         if not (paged(to_gpu) or paged(to_host)):
             continue

@@ -170,7 +170,8 @@ def write_output(text: str, output: Path | None, force: bool) -> None:
     if output.parent and not output.parent.is_dir():
         raise UsageError(f"{output.parent} is not an existing folder — create it first")
     try:
-        handle = tempfile.NamedTemporaryFile("w", dir=output.parent, prefix=f".{output.name}.", delete=False, encoding="utf-8")
+        # Closed (and renamed over the output) once written, or removed on failure: a `with` would close it too early.
+        handle = tempfile.NamedTemporaryFile("w", dir=output.parent, prefix=f".{output.name}.", delete=False, encoding="utf-8")  # noqa: SIM115
     except OSError as error:
         raise UsageError(f"cannot write in {output.parent} ({error.strerror or error}) — check its permissions or choose another -o") from None
     try:
@@ -304,7 +305,7 @@ def write_png(analysis: Analysis, path: Path) -> None:
     _require_kaleido()
     try:
         view_for(analysis).figure(analysis).write_image(str(path), format="png", width=1200, height=600)
-    except Exception as error:  # kaleido raises several types when no browser can start
+    except Exception as error:  # noqa: BLE001 — kaleido raises several types when no browser can start
         raise UsageError(f"could not render the PNG ({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}) — "
                          "install Chromium (apt install chromium) or drop --png") from None
     stderr.print(f"wrote {terminal_safe(path)}", markup=False)

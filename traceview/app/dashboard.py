@@ -115,7 +115,7 @@ class RunStore:
     def get(self, label: str | None, session: str | None = None) -> Analysis | None:
         with self._lock:
             self._touch(session if session in self._sessions else None)
-            own = self._sessions.get(session or "", {})
+            own: OrderedDict[str, Analysis] | dict[str, Analysis] = self._sessions.get(session or "", {})
             return own.get(label or "") or self._shared.get(label or "")
 
     def labels(self, session: str | None = None) -> list[str]:
@@ -327,7 +327,8 @@ def figure_for(analysis: Analysis, highlight: str | None, per_launch: bool) -> g
 def _sent(analysis: Analysis, key: tuple[Any, ...], figure: Callable[[], go.Figure]) -> dict[str, Any]:
     """Return a figure as the plain data a callback sends, converted once per run: Dash would otherwise validate and
     convert the same Figure object on every request."""
-    return _MEMO.get(analysis, ("sent", *key), lambda: figure().to_plotly_json())
+    sent: dict[str, Any] = _MEMO.get(analysis, ("sent", *key), lambda: figure().to_plotly_json())
+    return sent
 
 
 def _build_figure(analysis: Analysis, highlight: str | None, per_launch: bool) -> go.Figure:
@@ -446,7 +447,7 @@ def create_app(
 
     `allowed_hosts`: the Host header names the server answers for (None: any). Requests larger than an upload of
     `max_upload_bytes` (base64 in JSON) are refused by the server itself, before they are read."""
-    app = dash.Dash(__name__, title="traceview", update_title=None)
+    app = dash.Dash(__name__, title="traceview", update_title=None)  # type: ignore[arg-type]  # None turns the "Updating…" title off, as Dash documents
     app.index_string = app.index_string.replace("{%css%}", "{%css%}<style>" + _CSS + "</style>")
     app.server.config["MAX_CONTENT_LENGTH"] = max_upload_bytes * 4 // 3 + 2**20
     _guard(app.server, allowed_hosts)
@@ -595,11 +596,12 @@ def _callbacks(app: dash.Dash, store: RunStore, analyze_file: Callable[[Path], A
         highlight = rows[0].get("id") if rows and isinstance(rows[0], dict) else None
         if window is None and highlight is None:  # the whole run is what every client asks for first: drawn once
             return _sent(analysis, ("timeline",), lambda: timeline_figure(analysis)), []
-        return timeline_figure(analysis, *(window or (None, None)), highlight=highlight), dash.no_update if window else []
+        start_ms, end_ms = window or (None, None)
+        return timeline_figure(analysis, start_ms, end_ms, highlight=highlight), dash.no_update if window else []
 
     @app.callback(Output("timeline-detail", "children", allow_duplicate=True), Input("timeline", "clickData"), State("run", "value"),
                   prevent_initial_call=True)
-    def timeline_click(click: dict[str, Any] | None, label: str | None) -> list[Any]:
+    def timeline_click(click: dict[str, Any] | None, label: str | None) -> Any:  # components, or dash.no_update
         analysis = store.get(label, _session())
         points = (click or {}).get("points") or []
         data = points[0].get("customdata") if points and isinstance(points[0], dict) else None

@@ -406,7 +406,7 @@ def timeline_figure(analysis: Analysis, start_ms: float | None = None, end_ms: f
             if lane.kind not in ("compute", "communication") or not ids:
                 continue
             first, last = np.searchsorted(lane.starts, start - lane.longest), np.searchsorted(lane.starts, end)
-            index = np.arange(first, last)
+            index: np.ndarray = np.arange(first, last)
             index = index[(lane.ends[index] > start) & lane.labels.gather(index).is_in(list(ids)).fill_null(False).to_numpy()]
             total += len(index)
             if total <= HIGHLIGHTED_LAUNCHES:
@@ -420,11 +420,11 @@ def timeline_figure(analysis: Analysis, start_ms: float | None = None, end_ms: f
     gaps = [g for g in (timeline.gaps if timeline is not None else [])]
     firsts = {d["device_id"]: d["first_ns"] for d in timeline.devices} if timeline is not None else {}
     shown = []
-    for index, gap in enumerate(gaps):
+    for gap_index, gap in enumerate(gaps):
         gap_start = firsts.get(gap["device_id"], origin) + gap["start_ns"]
         if gap_start + gap["duration_ns"] < start or gap_start > end:
             continue
-        shown.append((index, gap, gap_start))
+        shown.append((gap_index, gap, gap_start))
         figure.add_vrect(x0=gap_start / 1e6 - origin / 1e6, x1=(gap_start + gap["duration_ns"]) / 1e6 - origin / 1e6,
                          fillcolor="#d62728", opacity=0.12, line_width=0)
     if shown:

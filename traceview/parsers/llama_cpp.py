@@ -353,7 +353,7 @@ _BACKEND_FLAGS = ("cuda", "metal", "gpu_blas", "blas")
 def _bench_csv(path: Path, text: str) -> list[dict[str, Any]]:
     reader = csv.reader(io.StringIO(text))
     header = next(reader)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for index, fields in enumerate(reader):
         if not fields:
             continue
@@ -384,7 +384,7 @@ _SQL_INSERT = re.compile(r"^INSERT INTO llama_bench \((?P<fields>[^)]*)\) VALUES
 
 
 def _bench_sql(path: Path, text: str) -> list[dict[str, Any]]:
-    rows = []
+    rows: list[dict[str, Any]] = []
     for number, line in enumerate(text.splitlines(), start=1):
         insert = _SQL_INSERT.match(line)
         if not insert:
@@ -410,7 +410,7 @@ def bench_sqlite_rows(path: Path) -> list[dict[str, Any]]:
 
 
 def _bench_jsonl(path: Path, text: str) -> list[dict[str, Any]]:
-    rows = []
+    rows: list[dict[str, Any]] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -637,7 +637,7 @@ def _batched_records(values: dict[str, Any], settings: dict[str, int], sweep: bo
     options = "; ".join(part for part in (options, extra) if part) or None
     common = {"run": index, "table": table, "line_number": number, "model_size_bytes": model_size, "n_gpu_layers": settings.get("n_gpu_layers"),
               "device_name": context.device, "compute_capability": context.compute_capability, "build": context.build, "options": options}
-    records = []
+    records: list[dict[str, Any]] = []
     for phase, tokens, seconds, rate in (("prefill", pp, number_or_none("t_pp"), number_or_none("speed_pp")),
                                          ("decode", tg, number_or_none("t_tg"), number_or_none("speed_tg"))):
         if not tokens:
@@ -652,7 +652,8 @@ def _batched_records(values: dict[str, Any], settings: dict[str, int], sweep: bo
 
 
 def _batched_markdown(path: Path, text: str) -> list[dict[str, Any]]:
-    context, settings, header, rows, sweep, table = _Context(), {}, None, [], False, -1
+    context, settings, header, sweep, table = _Context(), {}, None, False, -1
+    rows: list[dict[str, Any]] = []
     model_size: float | None = None
     for number, line in enumerate(text.splitlines(), start=1):
         if context.take_device_line(line):

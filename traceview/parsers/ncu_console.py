@@ -77,8 +77,8 @@ SECTION_IDS = {
 
 # Rule identifiers recognised from the opening words of their text (the console prints none).
 _RULE_NAMES = (
-    ("SOLBottleneck", r"low compute throughput and memory bandwidth|grid is too small to fill|more heavily utilized than|"
-                      r"utilizing greater than [0-9.]+% of the available compute or memory"),
+    ("SOLBottleneck", (r"low compute throughput and memory bandwidth|grid is too small to fill|more heavily utilized than|"
+                      r"utilizing greater than [0-9.]+% of the available compute or memory")),
     ("SOLFPRoofline", r"ratio of peak float"),
     ("TheoreticalOccupancy", r"theoretical occupancy \([0-9.]+%\) is limited|theoretical warps per scheduler"),
     ("AchievedOccupancy", r"difference between calculated theoretical"),
@@ -186,12 +186,13 @@ def parse(path: str | Path, notes: list[str] | None = None) -> pl.DataFrame:
     in_table = False
     rows = 0
     rule: dict[str, object] | None = None
+    rule_lines: list[str] = []  # the open rule's text, one entry per printed line
     text_column = 0
 
     def close_rule() -> None:
         nonlocal rule
         if rule is not None:
-            message = " ".join(rule.pop("_lines"))  # type: ignore[arg-type]
+            message = " ".join(rule_lines)
             match = _SPEEDUP.match(message)
             if match and float_or_none(match.group("pct")) is not None:
                 rule["speedup_pct"] = float_or_none(match.group("pct"))
@@ -267,10 +268,11 @@ def parse(path: str | Path, notes: list[str] | None = None) -> pl.DataFrame:
             # A rule at column 0 was pasted without indentation: its continuation lines lost theirs too.
             text_column = len(start.group("indent")) + 3 + len(start.group("gap")) if start.group("indent") else 0
             rule = {"launch_id": str(launch), "section": SECTION_IDS.get(section, section.replace(" ", "")), "type": start.group("type"),
-                    "speedup_type": None, "speedup_pct": None, "_lines": [start.group("text")]}
+                    "speedup_type": None, "speedup_pct": None}
+            rule_lines = [start.group("text")]
             continue
         if rule is not None and line.strip() and len(line) - len(line.lstrip()) >= text_column - 1:
-            rule["_lines"].append(line.strip())  # type: ignore[union-attr]
+            rule_lines.append(line.strip())
             continue
         close_rule()
         cells = _bare_row(line) if rules_stripped else None

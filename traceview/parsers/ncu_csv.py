@@ -16,6 +16,7 @@ from pathlib import Path
 import polars as pl
 
 from traceview.errors import TraceFormatError
+from traceview.numbers import reduced
 from traceview.parsers.base import Format, Head, Parsed, ReadOptions
 from traceview.parsers.schema import KERNELS, MEMORY_LEVELS, NCU_RULE, PRECISIONS, conform
 from traceview.parsers.units import base_unit, parse_number, parse_number_columns, unit_factor, unit_of
@@ -266,7 +267,7 @@ def parse(path: str | Path, header: NcuHeader | None = None, notes: list[str] | 
         raise TraceFormatError(path, "the export has a header but no kernel launches", "was any kernel profiled? check the ncu filters (-k, -c)")
     frame = _assemble(long, identity, rules, notes, wide)
     if cut_at_line is not None and frame.height:
-        last = frame["launch_id"].max()
+        last = int(reduced(frame["launch_id"].max()) or 0)
         frame = frame.filter(pl.col("launch_id") != last)
         if notes is not None:
             notes.append(f"the file ends inside line {cut_at_line} without a newline, within launch {last}: it looks cut short; "
@@ -524,7 +525,7 @@ def _assemble(long: pl.DataFrame, identity: pl.DataFrame, rules: pl.DataFrame | 
               wide: pl.DataFrame | None = None) -> pl.DataFrame:
     """Return the KERNELS frame from metric rows (launch, metric, unit, value), the identity per launch and the rule
     results; `wide` holds metrics already keyed per launch, with launch_failed (the raw page's)."""
-    launch = [c for c in ("launch_id", "process_id") if c in identity.columns]
+    launch: list[str] = [c for c in ("launch_id", "process_id") if c in identity.columns]
     unit = base_unit(pl.col("unit"))
     long = long.with_columns(
         (parse_number(pl.col("value")) * unit_factor(pl.col("unit"))).alias("number"),
@@ -678,7 +679,9 @@ def _levels_from_nersc_counts(frame: pl.DataFrame) -> list[str]:
 
 def _derive(frame: pl.DataFrame) -> pl.DataFrame:
     """Turn the metric columns into the schema's quantities: counts, rates and profile peaks."""
-    c = lambda name: _col(frame, name)  # noqa: E731
+    def c(name: str) -> pl.Expr:
+        return _col(frame, name)
+
     sm_clock = c("sm_clock_hz")
     smsp_clock = pl.coalesce(c("smsp_clock_hz"), sm_clock)
     # `ncu --metrics` exports without gpu__time_duration still time the kernel in cycles: duration = cycles ÷ clock.
@@ -846,7 +849,7 @@ def short_kernel_name(name: str) -> str:
     return base.strip() or name.strip()
 
 
-__all__ = ["PRECISIONS", "MEMORY_LEVELS", "NCU_RULE", "closed_if_cut", "find_header", "parse", "short_kernel_name"]
+__all__ = ["MEMORY_LEVELS", "NCU_RULE", "PRECISIONS", "closed_if_cut", "find_header", "parse", "short_kernel_name"]
 
 
 def profiler_hint(header: NcuHeader) -> str:

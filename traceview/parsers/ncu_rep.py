@@ -35,7 +35,7 @@ READ_TIMEOUT_S = 600
 
 def _require_wheel(path: Path) -> None:
     try:
-        import ncu_report  # type: ignore[import-not-found]  # noqa: F401
+        import ncu_report  # noqa: F401
     except ImportError:
         raise TraceFormatError(path, "this is a binary Nsight Compute report (.ncu-rep)", INSTALL_HINT) from None
 
@@ -45,7 +45,7 @@ def _load(path: Path) -> Any:
 
     try:
         return ncu_report, ncu_report.load_report(str(path))
-    except Exception as error:  # the wheel raises plain exceptions for unreadable reports
+    except Exception as error:  # noqa: BLE001 — the wheel raises plain exceptions for unreadable reports
         raise TraceFormatError(path, f"ncu-report cannot read it ({str(error).splitlines()[0] if str(error) else type(error).__name__})",
                                "is the report complete? re-copy it, or open it in Nsight Compute") from None
 
@@ -112,7 +112,7 @@ def _plain_message(text: str) -> str:
 
 def _rule_rows(action: Any, launch: int) -> list[dict[str, Any]]:
     """Return the action's rule results as plain rows; any speedup estimate the report version carries is kept."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     try:
         results = action.rule_results_as_dicts()
     except (AttributeError, RuntimeError):  # wheels before rule results existed
@@ -124,7 +124,7 @@ def _rule_rows(action: Any, launch: int) -> list[dict[str, Any]]:
         kind = speedup.get("type") if isinstance(speedup, dict) else None
         rows.append({
             "launch_id": str(launch), "section": result.get("section_identifier"), "name": result.get("rule_identifier"),
-            "type": _MESSAGE_TYPES.get(message.get("type"), "INF"), "message": _plain_message(message.get("message") or ""),
+            "type": _MESSAGE_TYPES.get(int(message.get("type") or -1), "INF"), "message": _plain_message(message.get("message") or ""),
             "speedup_type": None if kind is None else str(kind).lower(), "speedup_pct": float(value) if isinstance(value, (int, float)) else None,
         })
     return rows

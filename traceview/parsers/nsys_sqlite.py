@@ -23,6 +23,7 @@ import polars as pl
 
 from traceview.errors import TraceFormatError
 from traceview.parsers.base import Format, Parsed, ReadOptions
+from traceview.parsers.schema import schema_of
 from traceview.parsers.sqlite_files import SQLITE_MAGIC, open_read_only, read_only_uri
 from traceview.wording import counted
 
@@ -43,27 +44,27 @@ PER_CALL_NUMBERS = ((r"\s*(?:,\s*)?\b(?:op_id|seq|sequence_number|seq_id|fwd_seq
 # globalPid / globalTid pack the process id as (value >> 24) & 0xFFFFFF (Nsight Systems export documentation).
 _PID = "(({column} / 16777216) % 16777216)"
 
-NSYS_KERNELS = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "name_id": pl.Int64,
+NSYS_KERNELS = schema_of({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "name_id": pl.Int64,
                           "correlation_id": pl.Int64, "pid": pl.Int64, "graph_node_id": pl.Int64})
-NSYS_MEMOPS = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "operation": pl.String,
+NSYS_MEMOPS = schema_of({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "operation": pl.String,
                          "copy_kind": pl.Int64, "bytes": pl.Int64, "src_kind": pl.String, "dst_kind": pl.String,
                          "correlation_id": pl.Int64, "pid": pl.Int64})
-NSYS_SYNC = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "sync_type": pl.String,
+NSYS_SYNC = schema_of({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "sync_type": pl.String,
                        "correlation_id": pl.Int64, "pid": pl.Int64})
 # Call names repeat millions of times (a few dozen distinct ones): categorical, as are the NVTX texts below.
-NSYS_API = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "name": pl.Categorical(), "correlation_id": pl.Int64,
+NSYS_API = schema_of({"start_ns": pl.Int64, "end_ns": pl.Int64, "name": pl.Categorical(), "correlation_id": pl.Int64,
                       "tid": pl.Int64, "pid": pl.Int64})
 # `text` is the range's name without the numbers that change on every call (PER_CALL_NUMBERS): PyTorch numbers every
 # op range, so the raw texts are about as many as the ranges; without the numbers they are a few hundred, and a
 # categorical holds ten million of them in 4 bytes each, where the strings took about 30.
 # The process of a range is in its thread id: pid_of_thread().
-NSYS_NVTX = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "text": pl.Categorical(), "kind": pl.Categorical(),
+NSYS_NVTX = schema_of({"start_ns": pl.Int64, "end_ns": pl.Int64, "text": pl.Categorical(), "kind": pl.Categorical(),
                        "tid": pl.Int64})
 # Whole-graph executions (`nsys profile --cuda-graph-trace=graph`, the default): the nodes are not in the kernel table.
-NSYS_GRAPHS = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "correlation_id": pl.Int64,
+NSYS_GRAPHS = schema_of({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "correlation_id": pl.Int64,
                          "pid": pl.Int64})
 # `integrated`: the GPU shares the host's memory (a Jetson; TARGET_INFO_GPU.isDiscrete = 0), null where not recorded.
-NSYS_GPUS = pl.Schema({"device_id": pl.Int64, "name": pl.String, "sm_count": pl.Int64, "clock_hz": pl.Float64,
+NSYS_GPUS = schema_of({"device_id": pl.Int64, "name": pl.String, "sm_count": pl.Int64, "clock_hz": pl.Float64,
                        "memory_bandwidth_bytes_per_s": pl.Float64, "compute_capability": pl.String, "memory_bytes": pl.Int64,
                        "integrated": pl.Boolean})
 
@@ -263,7 +264,7 @@ def _read(path: Path, connection: sqlite3.Connection, tables: set[str], progress
         sql = (f'start, "end", {_device(columns)}, {optional_column(columns, "copyKind")}, {optional_column(columns, "bytes")}, '
                f'{optional_column(columns, "srcKind")}, {optional_column(columns, "dstKind")}, {optional_column(columns, "correlationId")}, '
                f'{optional_column(columns, "globalPid", _PID.format(column="globalPid"))}')
-        frame = reader.read("CUPTI_ACTIVITY_KIND_MEMCPY", sql, pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "copy_kind": pl.Int64,
+        frame = reader.read("CUPTI_ACTIVITY_KIND_MEMCPY", sql, schema_of({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "copy_kind": pl.Int64,
                                                    "bytes": pl.Int64, "src": pl.Int64, "dst": pl.Int64, "correlation_id": pl.Int64, "pid": pl.Int64}))
         memops = frame.select(
             "start_ns", "end_ns", "device_id",
@@ -277,7 +278,7 @@ def _read(path: Path, connection: sqlite3.Connection, tables: set[str], progress
         columns = set(table_columns(connection, "CUPTI_ACTIVITY_KIND_MEMSET"))
         sql = (f'start, "end", {_device(columns)}, {optional_column(columns, "bytes")}, {optional_column(columns, "memKind")}, '
                f'{optional_column(columns, "correlationId")}, {optional_column(columns, "globalPid", _PID.format(column="globalPid"))}')
-        frame = reader.read("CUPTI_ACTIVITY_KIND_MEMSET", sql, pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "bytes": pl.Int64,
+        frame = reader.read("CUPTI_ACTIVITY_KIND_MEMSET", sql, schema_of({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "bytes": pl.Int64,
                                                    "kind": pl.Int64, "correlation_id": pl.Int64, "pid": pl.Int64}))
         memset = frame.select("start_ns", "end_ns", "device_id", pl.lit("memset").alias("operation"), pl.lit(None, dtype=pl.Int64).alias("copy_kind"),
                               "bytes", pl.lit(None, dtype=pl.String).alias("src_kind"),
@@ -289,7 +290,7 @@ def _read(path: Path, connection: sqlite3.Connection, tables: set[str], progress
         columns = set(table_columns(connection, "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"))
         sql = (f'start, "end", {_device(columns)}, {optional_column(columns, "syncType")}, {optional_column(columns, "correlationId")}, '
                f'{optional_column(columns, "globalPid", _PID.format(column="globalPid"))}')
-        frame = reader.read("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", sql, pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "type": pl.Int64,
+        frame = reader.read("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", sql, schema_of({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "type": pl.Int64,
                                                    "correlation_id": pl.Int64, "pid": pl.Int64}))
         sync = frame.select("start_ns", "end_ns", "device_id",
                             pl.col("type").replace_strict(sync_types, default="Unknown", return_dtype=pl.String).alias("sync_type"),
@@ -298,7 +299,7 @@ def _read(path: Path, connection: sqlite3.Connection, tables: set[str], progress
     if "CUPTI_ACTIVITY_KIND_RUNTIME" in tables:
         columns = set(table_columns(connection, "CUPTI_ACTIVITY_KIND_RUNTIME"))
         sql = f'start, "end", {optional_column(columns, "nameId")}, {optional_column(columns, "correlationId")}, {optional_column(columns, "globalTid")}'
-        frame = reader.read("CUPTI_ACTIVITY_KIND_RUNTIME", sql, pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "name_id": pl.Int64, "correlation_id": pl.Int64,
+        frame = reader.read("CUPTI_ACTIVITY_KIND_RUNTIME", sql, schema_of({"start_ns": pl.Int64, "end_ns": pl.Int64, "name_id": pl.Int64, "correlation_id": pl.Int64,
                                                    "tid": pl.Int64})).with_columns(pid_of_thread())
         # Mapped once per row, so only the ids in use, and at API-name length: one huge string would be copied per call.
         api_names = {i: names.get(i, "?")[:MAX_API_NAME_CHARS] for i in frame["name_id"].unique().drop_nulls().to_list()}
@@ -311,7 +312,7 @@ def _read(path: Path, connection: sqlite3.Connection, tables: set[str], progress
         # Without eventType (a trimmed export) a row with an end is a push/pop range and one without an end a mark.
         kind = optional_column(columns, "eventType", missing='CASE WHEN "end" IS NULL THEN 34 ELSE 59 END')
         sql = f'start, "end", {kind}, {optional_column(columns, "text")}, {optional_column(columns, "textId")}, {optional_column(columns, "globalTid")}'
-        raw = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "type": pl.Int64, "text": pl.String, "text_id": pl.Int64, "tid": pl.Int64})
+        raw = schema_of({"start_ns": pl.Int64, "end_ns": pl.Int64, "type": pl.Int64, "text": pl.String, "text_id": pl.Int64, "tid": pl.Int64})
         nvtx = reader.read("NVTX_EVENTS", sql, raw, where=f"{kind} IN (59, 60, 34)", finish=lambda chunk: _nvtx_rows(chunk, names))
     graphs = pl.DataFrame(schema=NSYS_GRAPHS)
     if GRAPH_TRACE_TABLE in tables:
@@ -553,7 +554,7 @@ def _read_gpus(connection: sqlite3.Connection, tables: set[str]) -> pl.DataFrame
         integrated = optional_column(columns, "isDiscrete", "isDiscrete = 0")
         frame = typed_frame(connection, f"SELECT id, {device}, name, smCount, clockRate, memoryBandwidth, {cc}, {optional_column(columns, 'totalMemory')}, "
                                    f"{integrated} FROM TARGET_INFO_GPU",
-                       pl.Schema({"gpu_id": pl.Int64, "cu_device": pl.Int64, **{k: v for k, v in NSYS_GPUS.items() if k != "device_id"}}))
+                       schema_of({"gpu_id": pl.Int64, "cu_device": pl.Int64, **{k: v for k, v in NSYS_GPUS.items() if k != "device_id"}}))
         frame = frame.with_columns(pl.coalesce(pl.col("gpu_id").replace_strict(cuda_ids, default=None, return_dtype=pl.Int64),
                                                pl.col("cu_device"), pl.col("gpu_id")).alias("device_id"))
         # Windows captures list the display adapters too (Intel, "Microsoft Basic Render Driver") with zero bandwidth.

@@ -593,7 +593,9 @@ def store_per_launch(path: Path, kind: str, rows: list[list[str]], first_line: i
     # `Bytes (MB)` since 2021, nsys's MB of 10^6 bytes; nsys 2020 printed `Bytes` as a count.
     megabytes = header.index("Bytes (MB)") if "Bytes (MB)" in header else None
     raw_bytes = header.index("Bytes") if megabytes is None and "Bytes" in header else None
-    column = lambda title: header.index(title) if title in header else None  # noqa: E731
+    def column(title: str) -> int | None:
+        return header.index(title) if title in header else None
+
     device = column("Device") if "Device" in header else column("DevId")
     start, call, api = column(start_column), column("API Dur (ns)"), column("API Function")
     call_start = column("API Start (ns)")
@@ -624,16 +626,16 @@ def store_per_launch(path: Path, kind: str, rows: list[list[str]], first_line: i
         index = _DEVICE_INDEX.search(row[device]) if device is not None and fits else None
         device_id = int(index.group(1) or index.group(2)) if index else None
         device_id = device_id if device_id is not None and device_id < 2**62 else None
-        if device_id is not None and device_id not in result.device_names and index.group(1):  # type: ignore[union-attr]
-            named = row[device][:index.start()].strip()  # type: ignore[union-attr]
+        if device_id is not None and device_id not in result.device_names and index is not None and device is not None and index.group(1):
+            named = row[device][:index.start()].strip()
             if named:
                 result.device_names[device_id] = named
-        if fits and _COPY_NAME.match(label):
+        if began is not None and fits and _COPY_NAME.match(label):
             copy_launches.append(_copy_launch(label, int(began * start_scale), int(began * start_scale + value * scale), device_id, moved,
                                               row[source_kind].strip() if source_kind is not None else None,
                                               row[target_kind].strip() if target_kind is not None else None,
                                               _number(row[correlation]) if correlation is not None else None))
-        elif fits:
+        elif began is not None and fits:
             launch_call = _number(row[call]) if call is not None else None
             called = _number(row[call_start]) if call_start is not None else None
             launches.append({"device_id": device_id, "start_ns": int(began * start_scale),
@@ -678,7 +680,7 @@ def _copy_launch(label: str, start_ns: int, end_ns: int, device_id: int | None, 
     # `[CUDA Unified Memory memcpy HtoD]`: unified-memory migrations are kinds 11-13.
     kind = {1: 11, 2: 12, 8: 13}.get(direction, direction) if direction is not None and "unified" in text else direction
     # nsys prints MB to three decimals: `0.000` is a copy of under 500 bytes whose size is not known.
-    size = int(round(megabytes * 1e6)) if megabytes is not None and 0 < megabytes < 1e12 else None
+    size = round(megabytes * 1e6) if megabytes is not None and 0 < megabytes < 1e12 else None
     return {"start_ns": start_ns, "end_ns": end_ns, "device_id": device_id, "operation": "memset" if "memset" in text else "memcpy",
             "copy_kind": kind, "bytes": size, "src_kind": source or None, "dst_kind": target or None,
             "correlation_id": int(correlation) if correlation is not None and 0 <= correlation < 2**62 else None, "pid": None}

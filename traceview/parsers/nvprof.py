@@ -325,12 +325,13 @@ def trace_table(path: Path, lines: list[str], header_line: int) -> tuple[list[st
         for number, line in enumerate(lines[header_line:], start=header_line + 1):
             if not line.strip() or HEADING.match(line) or line.lstrip().startswith("Regs:"):
                 break
-            cells, begin = {}, 0
+            fixed: dict[str, str] = {}
+            begin = 0
             for position, (name, end) in enumerate(names):
                 stop = end if position + 1 < len(names) else len(line)
-                cells[name] = line[begin:stop].strip()
+                fixed[name] = line[begin:stop].strip()
                 begin = stop
-            body.append((number, cells))
+            body.append((number, fixed))
         unit_of = {}
     return header, body, unit_of
 

@@ -164,8 +164,8 @@ def _read_metrics(path: Path, lines: list[str]) -> tuple[list[_Kernel], set[str]
             continue
         on_device = _DEVICE.match(line)
         if on_device:
-            index = on_device.group("index")
-            device = (on_device.group("name").strip() or None, int(index) if index is not None else None)
+            ordinal = on_device.group("index")
+            device = (on_device.group("name").strip() or None, int(ordinal) if ordinal is not None else None)
             current = None
             continue
         named = _KERNEL.search(line)

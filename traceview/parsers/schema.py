@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import polars as pl
 
 PRECISIONS = ("fp64", "fp32", "fp16", "tensor")
@@ -18,11 +21,16 @@ NCU_RULE = pl.Struct(
     }
 )
 
+def schema_of(columns: Mapping[str, Any]) -> pl.Schema:
+    """A polars Schema of column → dtype (polars' stubs cannot type a mapping that mixes dtype classes and instances)."""
+    return pl.Schema(columns)
+
+
 STALL = pl.Struct({"reason": pl.String, "value": pl.Float64})
 
 # One row per profiled kernel launch (Nsight Compute). Everything but identity columns may be null:
 # which metrics exist depends on the sections collected and on the ncu version.
-KERNELS = pl.Schema(
+KERNELS = schema_of(
     {
         "launch_id": pl.Int64,
         "process_id": pl.Int64,
@@ -100,7 +108,7 @@ TEMPERATURE = pl.Struct({"name": pl.Categorical, "celsius": pl.Float64})
 RAIL = pl.Struct({"name": pl.Categorical, "current_mw": pl.Float64, "average_mw": pl.Float64, "max_mw": pl.Float64})
 
 # One row per tegrastats sample. Per-core, per-GPC, temperature and rail lists vary by board, so they are lists.
-TELEMETRY = pl.Schema(
+TELEMETRY = schema_of(
     {
         "sample": pl.Int64,
         "line_number": pl.Int64,
@@ -124,7 +132,7 @@ TELEMETRY = pl.Schema(
 
 
 # One row per llama.cpp measurement: a llama-bench row, or the prefill / decode part of a run's timing lines.
-LLAMA_RUNS = pl.Schema(
+LLAMA_RUNS = schema_of(
     {
         "format": pl.String,  # llama-bench-md/-csv/-json/-jsonl/-sql/-sqlite, llama-batched-bench(-jsonl), llama-sweep-bench, llama-timings
         "run": pl.Int64,

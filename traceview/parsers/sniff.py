@@ -93,8 +93,8 @@ def _unread_profiler_output(text: str) -> tuple[str, str] | None:
     if failure:
         said = (failure.group("error") or failure.group("warning")).strip().rstrip(".")
         return (f"nvprof's output of a run it could not profile (it says: {said}): nothing was measured",
-                "fix what stopped the run (a crash or signal in the application, a wrong path, a missing libcuinj or driver), "
-                "check that it runs without nvprof, then profile it again")
+                ("fix what stopped the run (a crash or signal in the application, a wrong path, a missing libcuinj or driver), "
+                "check that it runs without nvprof, then profile it again"))
     if _NSYS_JSON_EXPORT.search(text):
         return ("this is an Nsight Systems JSON export (nsys export --type json), which traceview does not read",
                 "export the same report as SQLite, which holds the same events in tables: nsys export --type sqlite REPORT.nsys-rep")

@@ -102,10 +102,13 @@ def parse_number_columns(frame: pl.DataFrame, columns: list[str]) -> pl.DataFram
     if not columns:
         return pl.DataFrame()
     text_nulls = dict(zip(columns, frame.select(columns).null_count().row(0), strict=True))
-    readings = (
-        lambda column: pl.col(column).cast(pl.Float64, strict=False),
-        lambda column: pl.col(column).str.replace_all(",", "", literal=True).cast(pl.Float64, strict=False),
-    )
+    def as_is(column: str) -> pl.Expr:
+        return pl.col(column).cast(pl.Float64, strict=False)
+
+    def without_separators(column: str) -> pl.Expr:
+        return pl.col(column).str.replace_all(",", "", literal=True).cast(pl.Float64, strict=False)
+
+    readings = (as_is, without_separators)
     result: dict[str, pl.Series] = {}
     left = list(columns)
     for reading in readings:

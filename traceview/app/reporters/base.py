@@ -191,7 +191,7 @@ def timeline_record(analysis: Analysis) -> dict[str, Any] | None:
     t = analysis.timeline
     if t is None:
         return None
-    return json_safe({
+    record: dict[str, Any] = json_safe({
         "verdict": t.verdict,
         "devices": t.devices,
         "gpu_busy_pct": {str(d["device_id"]): d["busy_pct"] for d in t.devices},
@@ -205,6 +205,7 @@ def timeline_record(analysis: Analysis) -> dict[str, Any] | None:
         "sync": t.sync,
         "ncu_join": {"matched_kernels": t.matched_kernels, "unmatched_ncu_kernels": t.unmatched_kernels},
     })
+    return record
 
 
 def json_safe(value: Any) -> Any:

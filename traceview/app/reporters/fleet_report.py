@@ -33,7 +33,7 @@ from traceview.wording import counted
 def fleet_record(result: FleetResult, top: int | None = None) -> dict[str, Any]:
     """Return the fleet view as plain data (times in ns, shares in %)."""
     kernels = result.kernels.head(top) if top else result.kernels
-    return json_safe({
+    record: dict[str, Any] = json_safe({
         "traceview_version": __version__,
         "fleet": {
             "files": result.files.to_dicts(),
@@ -48,6 +48,7 @@ def fleet_record(result: FleetResult, top: int | None = None) -> dict[str, Any]:
             "rank_kernels": result.per_rank_kernels.to_dicts() if result.per_rank_kernels is not None else [],
         },
     })
+    return record
 
 
 _METRIC_WORDS = {"step_median_ns": "median step time", "kernel_ns": "kernel time"}

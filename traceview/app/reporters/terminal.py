@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import io
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from rich.console import Console
 from rich.table import Table as RichTable
@@ -60,7 +60,7 @@ def render_document(document: Document, console: Console, color: bool) -> None:
 def _table(table: Table, color: bool) -> RichTable:
     out = RichTable(header_style="bold", title=table.title or None)
     for column in table.columns:
-        justify = "right" if column.unit == "number" else "left"
+        justify: Literal["right", "left"] = "right" if column.unit == "number" else "left"
         out.add_column(column.title, justify=justify, no_wrap=not column.wrap, overflow="fold" if column.wrap else "ellipsis",
                        min_width=column.min_width or None, max_width=NAME_CELL_CHARS if column.unit == "name" else None)
     for row in table.rows:

@@ -17,7 +17,8 @@ from traceview.wording import counted
 def _result(analysis: Analysis) -> FleetResult:
     if analysis.fleet is None:
         raise ValueError(f"a {analysis.kind} analysis without a fleet result")  # the registry pairs this view with fleets only
-    return analysis.fleet
+    result: FleetResult = analysis.fleet
+    return result
 
 
 def straggler_lines(result: FleetResult) -> list[str]:

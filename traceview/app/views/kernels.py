@@ -41,6 +41,7 @@ from traceview.app.reporters.base import (
     summary as totals_of,
 )
 from traceview.app.views.common import banner, blocks_from_lines, device_text, title
+from traceview.numbers import reduced
 from traceview.wording import counted
 
 # The kernels whose diagnosis a brief report (the terminal) explains, and how many of ncu's rules it quotes for each.
@@ -174,7 +175,7 @@ def summary(analysis: Analysis) -> str:
     if analysis.timeline is not None and analysis.timeline.verdict:
         return f"{analysis.timeline.verdict['message']} — {counted(analysis.kernels.height, 'kernel')}, {device.name or 'unknown device'}"
     total = analysis.total_duration_ns
-    recoverable = analysis.kernels["recoverable_ns"].sum() if analysis.kernels.height and "recoverable_ns" in analysis.kernels.columns else None
+    recoverable = reduced(analysis.kernels["recoverable_ns"].sum()) if analysis.kernels.height and "recoverable_ns" in analysis.kernels.columns else None
     return (f"{counted(analysis.kernels.height, 'kernel')}, GPU time {format_duration(total)}, recoverable ≈ {format_duration(recoverable or None)} — "
             f"{device.name or 'unknown device'} ({device.how_identified})")
 
