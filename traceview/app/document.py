@@ -113,6 +113,25 @@ class Report:
     provenance: dict[str, Any] = field(default_factory=dict)
 
 
+def with_names_cut(table: Table, width: int = NAME_CELL_CHARS) -> Table:
+    """The table with the names in each name column cut in the middle to `width` characters (made inert for a
+    terminal first), two different names never cut alike; each cut span keeps its full name as `hover`."""
+    from traceview.app.formatting import distinct_cuts, terminal_safe
+
+    rows = [list(row) for row in table.rows]
+    for column_index, column in enumerate(table.columns):
+        if column.unit != "name":
+            continue
+        places = [(r, s) for r, row in enumerate(rows) for s, part in enumerate(row[column_index]) if part.name]
+        texts = [terminal_safe(rows[r][column_index][s].text) for r, s in places]
+        for (r, s), cut in zip(places, distinct_cuts(texts, width), strict=True):
+            part = rows[r][column_index][s]
+            cells = list(rows[r][column_index])
+            cells[s] = Span(cut, part.style, name=False, hover=part.hover or part.text)
+            rows[r][column_index] = tuple(cells)
+    return Table(table.columns, tuple(tuple(row) for row in rows), table.title)
+
+
 def span(text: object, style: Style = "") -> Span:
     return Span("" if text is None else str(text), style)
 

@@ -58,6 +58,38 @@ def middle_cut(text: str, width: int, marker: str = "…") -> str:
     return text[:head] + marker + text[-(width - 1 - head):]
 
 
+def distinct_cuts(names: list[str], width: int, marker: str = "…") -> list[str]:
+    """Shorten each name in the middle (middle_cut), and where two different names would then read the same, show
+    instead their start, the part around where they differ, and their end, so every shortened name of one column
+    still tells its kernel apart (repeated until no two differ only in what was cut, or no window helps)."""
+    cuts = [middle_cut(name, width, marker) for name in names]
+    head = tail = (width - 2) // 5
+    window = width - 2 - head - tail
+    for _ in range(4):
+        groups: dict[str, list[int]] = {}
+        for index, cut in enumerate(cuts):
+            groups.setdefault(cut, []).append(index)
+        colliding = [members for members in groups.values() if len({names[i] for i in members}) > 1]
+        if not colliding:
+            break
+        for members in colliding:
+            distinct = {names[i] for i in members}
+            for i in members:
+                name = names[i]
+                differs = max(_first_difference(name, other) for other in distinct if other != name)
+                start = max(head, min(differs - window // 3, len(name) - tail - window))
+                cuts[i] = (name[:head] + marker + name[start:start + window] + marker + name[-tail:] if start > head
+                           else name[:head + window] + marker + name[-tail:])
+    return cuts
+
+
+def _first_difference(a: str, b: str) -> int:
+    for index, (x, y) in enumerate(zip(a, b, strict=False)):
+        if x != y:
+            return index
+    return min(len(a), len(b))
+
+
 def format_change(row: dict[str, object]) -> str:
     """Return a diff row's change: percentage points for a share (`change_pts`), else the relative change in %."""
     points, relative = row.get("change_pts"), row.get("change_pct")

@@ -18,6 +18,7 @@ from traceview.app.document import (
     Report,
     Span,
     Table,
+    with_names_cut,
 )
 from traceview.app.formatting import middle_cut, terminal_safe
 from traceview.app.reporters.base import ReportOptions
@@ -46,6 +47,8 @@ def spans_html(spans: tuple[Span, ...], name_chars: int = NAME_TEXT_CHARS) -> st
     for span in spans:
         if span.name:
             body = f'<span class="name" title="{_e(span.hover or span.text)}">{_e(middle_cut(terminal_safe(span.text), name_chars))}</span>'
+        elif span.hover:  # a name already cut to fit its column
+            body = f'<span class="name" title="{_e(span.hover)}">{_e(span.text)}</span>'
         else:
             body = _e(span.text)
         if span.style == "strong":
@@ -57,6 +60,7 @@ def spans_html(spans: tuple[Span, ...], name_chars: int = NAME_TEXT_CHARS) -> st
 
 
 def _table(table: Table) -> str:
+    table = with_names_cut(table)
     numeric = [c.unit == "number" for c in table.columns]
     head = "".join(f'<th class="num">{_e(c.title)}</th>' if n else f"<th>{_e(c.title)}</th>" for c, n in zip(table.columns, numeric, strict=True))
     body = "".join("<tr>" + "".join(f'<td class="num">{spans_html(cell, NAME_CELL_CHARS)}</td>' if numeric[i] else f"<td>{spans_html(cell, NAME_CELL_CHARS)}</td>"

@@ -18,6 +18,7 @@ from traceview.app.document import (
     Report,
     Span,
     Table,
+    with_names_cut,
 )
 from traceview.app.formatting import middle_cut, terminal_safe
 from traceview.app.reporters.base import ReportOptions
@@ -49,7 +50,7 @@ def _table(table: Table) -> list[str]:
     lines = [f"**{escape_markdown(table.title)}**", ""] if table.title else []
     lines.append("| " + " | ".join(escape_markdown(c.title) for c in table.columns) + " |")
     lines.append("|" + "|".join("---:" if c.unit == "number" else "---" for c in table.columns) + "|")
-    lines += ["| " + " | ".join(spans_markdown(cell, NAME_CELL_CHARS) for cell in row) + " |" for row in table.rows]
+    lines += ["| " + " | ".join(spans_markdown(cell, NAME_CELL_CHARS) for cell in row) + " |" for row in with_names_cut(table).rows]
     return lines
 
 

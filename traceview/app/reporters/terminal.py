@@ -20,6 +20,7 @@ from traceview.app.document import (
     Report,
     Span,
     Table,
+    with_names_cut,
 )
 from traceview.app.formatting import middle_cut, terminal_safe
 from traceview.app.reporters.base import ReportOptions
@@ -63,7 +64,7 @@ def _table(table: Table, color: bool) -> RichTable:
         justify: Literal["right", "left"] = "right" if column.unit == "number" else "left"
         out.add_column(column.title, justify=justify, no_wrap=not column.wrap, overflow="fold" if column.wrap else "ellipsis",
                        min_width=column.min_width or None, max_width=NAME_CELL_CHARS if column.unit == "name" else None)
-    for row in table.rows:
+    for row in with_names_cut(table).rows:
         out.add_row(*(spans_text(cell, NAME_CELL_CHARS, color) for cell in row))
     return out
 
