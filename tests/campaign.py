@@ -1,7 +1,7 @@
 """The mutation campaign of issue 32: N mutants per family of real files, each run as a whole process
 (`traceview analyze MUTANT --format json`) with a time limit and its peak memory measured, and the promise checked —
 a result, or one `Error:` line with exit 1; never a traceback, a hang, more than 4 GB, or a file cut inside one of its
-rows answered without saying so. Not run in CI (hours for thousands of mutants); the README quotes its table.
+rows answered without saying so. Not run in CI (hours for thousands of mutants); docs/reliability.md quotes its table.
 
     python tests/campaign.py --per-family 2000 [--family llama.cpp] [--seed 7] [--workers 2]
 

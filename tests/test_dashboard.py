@@ -215,7 +215,7 @@ def test_screenshot_of_the_main_view(dashboard, browser, tmp_path):
     wait_for(lambda: browser.execute_script(KERNEL_DOTS) == 1)
     click_row(browser, 0)
     wait_for(lambda: browser.find_element("id", "detail-name").text)
-    # Regenerate the README's picture with TRACEVIEW_UPDATE_SCREENSHOT=1; otherwise only check that one can be taken.
+    # Regenerate the docs' picture with TRACEVIEW_UPDATE_SCREENSHOT=1; otherwise only check that one can be taken.
     target = ROOT / "docs" / "dashboard.png" if os.environ.get("TRACEVIEW_UPDATE_SCREENSHOT") else tmp_path / "dashboard.png"
     target.parent.mkdir(exist_ok=True)
     assert browser.save_screenshot(str(target))
@@ -355,7 +355,7 @@ def test_telemetry_tab_draws_a_real_log(dashboard, browser):
 
 
 def update_screenshot(driver, name):
-    """With TRACEVIEW_UPDATE_SCREENSHOT=1, save the page as docs/NAME for the README."""
+    """With TRACEVIEW_UPDATE_SCREENSHOT=1, save the page as docs/NAME for docs/commands.md."""
     if os.environ.get("TRACEVIEW_UPDATE_SCREENSHOT"):
         driver.save_screenshot(str(ROOT / "docs" / name))
 

@@ -1,6 +1,6 @@
 """Property: every mutation of every real file gives a result or the typed one-line error — never another exception,
 never a hang, never NaN in JSON. CI runs a bounded number of examples per format (TRACEVIEW_FUZZ_EXAMPLES, default
-40); `python tests/fuzz_real_files.py --per-format 10000` runs the long campaign the README reports."""
+40); `python tests/fuzz_real_files.py --per-format 10000` runs the long campaign docs/reliability.md reports."""
 
 from __future__ import annotations
 
