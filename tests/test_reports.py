@@ -226,3 +226,32 @@ def test_control_and_separator_characters_in_names_are_inert_in_every_text_outpu
     shown = re.sub(r"(?s)<script\b.*?</script>", "", result.stdout) if fmt == "html" else result.stdout
     raw = [c for c in shown if (ord(c) < 0x20 and c not in "\n\t") or 0x7f <= ord(c) <= 0x9f or c in "\u202e\u2028\u2029"]
     assert raw == [], [hex(ord(c)) for c in raw]
+
+
+def test_html_report_fits_1280px_with_names_on_one_line(tmp_path):
+    # A cuBLAS name used to break into 10-character lines (20 lines in one row) and the page scrolled sideways.
+    webdriver = pytest.importorskip("selenium.webdriver")
+    import shutil
+
+    binary, driver_path = shutil.which("chromium") or shutil.which("chromium-browser"), shutil.which("chromedriver")
+    if not binary or not driver_path:
+        pytest.skip("Chromium and chromedriver are not installed (.ci/run installs Debian's chromium and chromium-driver)")
+    from selenium.webdriver.chrome.service import Service
+
+    out = tmp_path / "r.html"
+    assert report(ROOT / "sample_traces" / "nsys" / "h100x2_copy_bound_nsys2026.2.sqlite", "-o", out).exit_code == 0
+    options = webdriver.ChromeOptions()
+    options.binary_location = binary
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,900"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(driver_path), options=options)
+    try:
+        driver.get(out.as_uri())
+        overflow = driver.execute_script("return document.documentElement.scrollWidth - document.documentElement.clientWidth")
+        heights = driver.execute_script("return [...document.querySelectorAll('td span.name')].map(e => e.getBoundingClientRect().height)")
+        titles = driver.execute_script("return [...document.querySelectorAll('td span.name')].map(e => e.title)")
+    finally:
+        driver.quit()
+    assert overflow <= 0
+    assert heights and max(heights) < 30, heights  # one line of text each
+    assert any(t.startswith("sm80_xmma_gemm_f32f32") and len(t) > 56 for t in titles)  # the full name on hover
