@@ -35,9 +35,9 @@ _VOLATILE = (
     (re.compile(r"(?<![\w.])\d+(?=:\s)"), "N"),
     (re.compile(r"\d{4,}"), "N"),
 )
-# A step is a whole word of the name (`train_step`, `ProfilerStep#N`, `decode`, `forward`), not a framework hook such
+# A step is a whole word of the name (`train_step`, `ProfilerStep#N`, `decode`, `forward`, vLLM's `execute_model`), not a framework hook such
 # as `FSDP::pre_forward` or an op such as `aten::...`: names with `::` count only when they say step.
-STEP_RANGE = re.compile(r"(?i)((^|[^a-z])(step|iteration|iter|forward|decode|prefill|generate|inference)([^a-z]|$)|step)")
+STEP_RANGE = re.compile(r"(?i)((^|[^a-z])(step|iteration|iter|forward|decode|prefill|generate|inference|execute_model)([^a-z]|$)|step)")
 _FRAMEWORK_RANGE = re.compile(r"::")
 PHASE_PATTERNS = (("prefill", re.compile(r"(?i)prefill|prompt|context")), ("decode", re.compile(r"(?i)decode|generat|token")))
 MIN_STEPS = 3
