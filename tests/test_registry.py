@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from traceview.analyzer.kinds import ANALYSES, OPTION_USE, option_names
 from traceview.app.cli import app, run_analysis
 from traceview.app.reporters import REPORTERS, ReportOptions
+from traceview.app.reporters.markdown_report import escape_markdown
 from traceview.app.views import VIEWS, report_of
 from traceview.parsers import FORMATS, FORMATS_BY_NAME
 from traceview.parsers.sniff import TraceFormat
@@ -28,6 +29,7 @@ KIND_SAMPLES = {
     "nsys-stats": FIXTURES / "nsys_stats_2020_console_handmade.txt",
     "telemetry": FIXTURES / "tegrastats_l4t28.1_tx1_oldest_grammar.log",
     "llama-runs": SAMPLES / "llama_cpp" / "rtx3090ti_llama7b_q4_0_bench.md.txt",
+    "torch-trace": SAMPLES / "pytorch" / "hf_qwen1.5-0.5b_h100_recordshapes.pt.trace.json.gz",
 }
 
 
@@ -78,14 +80,15 @@ def test_every_kind_renders_in_every_reporter_and_the_dashboard(tmp_path):
     for kind, analysis in _analyses(tmp_path):
         assert analysis.kind == kind
         seen.add(kind)
-        for name, reporter_type in REPORTERS.items():
+        for reporter_name, reporter_type in REPORTERS.items():
             reporter = reporter_type()
             text = reporter.render(report_of(analysis, ReportOptions(brief=reporter.brief, top=5)), ReportOptions(top=5))
-            assert text.strip(), f"{kind} renders nothing in {name}"
-            if name == "json":
+            assert text.strip(), f"{kind} renders nothing in {reporter_name}"
+            if reporter_name == "json":
                 assert json.loads(text)["source"]["format"] == analysis.source.format
-            elif name != "html":
-                assert analysis.source.path.rsplit("/", 1)[-1].replace("_", "\\_") in text or analysis.source.path in text
+            elif reporter_name != "html":
+                name = analysis.source.path.rsplit("/", 1)[-1]
+                assert (escape_markdown(name) if reporter_name == "md" else name) in text
         assert summary_line(analysis)
         assert side_panel(analysis) is not None
         assert _build_figure(analysis, None, False).to_plotly_json()["data"] is not None

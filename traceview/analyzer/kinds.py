@@ -19,6 +19,7 @@ from traceview.analyzer.analysis import (
 )
 from traceview.analyzer.decode import parse_bytes, parse_duration_ns
 from traceview.analyzer.jetson import find_board
+from traceview.analyzer.torch_trace import analyze_torch
 from traceview.analyzer.whole_run import DEFAULT_GAP_THRESHOLD_NS
 from traceview.errors import TraceFormatError, UsageError
 
@@ -110,6 +111,7 @@ ANALYSES: dict[str, Kind] = {kind.name: kind for kind in (
     Kind("telemetry", _telemetry),
     Kind("llama-runs", _llama_runs),
     Kind("fleet", _fleet),
+    Kind("torch-trace", analyze_torch, frozenset({"gap_threshold"})),
 )}
 
 

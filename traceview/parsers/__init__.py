@@ -15,6 +15,7 @@ from pathlib import Path
 from traceview.errors import TraceFormatError, UnknownFormatError
 from traceview.parsers import (
     fleet_result,
+    kineto,
     llama_cpp,
     ncu_console,
     ncu_csv,
@@ -38,6 +39,7 @@ csv.field_size_limit(2**31 - 1)
 # One line per family: each parser module declares its formats.
 FORMATS: tuple[Format, ...] = (
     *fleet_result.FORMATS,
+    *kineto.FORMATS,
     *llama_cpp.FORMATS,
     *nvprof_sqlite.FORMATS,
     *nsys_sqlite.FORMATS,
