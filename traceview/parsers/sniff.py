@@ -131,10 +131,13 @@ def detected(path: Path, formats: tuple[Format, ...]) -> tuple[Format, object]:
             raise UnknownFormatError(path, *listing)
         raise UnknownFormatError(
             path,
-            "not a supported trace: no Nsight Compute CSV header (\"ID\",\"Process ID\",...), nsys stats table, tegrastats sample or llama.cpp output found",
-            "pass an `ncu --csv` export, an nsys SQLite export or `nsys stats` CSV, a `tegrastats --logfile` log, or llama-bench / llama.cpp output",
+            "not a supported trace: no Nsight Compute CSV header (\"ID\",\"Process ID\",...), nsys stats table, PyTorch profiler events, "
+            "tegrastats sample or llama.cpp output found",
+            "pass an `ncu --csv` export, an nsys SQLite export or `nsys stats` CSV, a torch.profiler trace (.pt.trace.json), "
+            "a `tegrastats --logfile` log, or llama-bench / llama.cpp output",
         )
     if path.suffix.lower() in (".nsys-rep", ".qdrep"):
         raise UnknownFormatError(path, "an Nsight Systems report (.nsys-rep) is a binary format only nsys reads",
                                  f"export it first: nsys export --type sqlite {path.name} (or run nsys stats on it) and pass the .sqlite")
-    raise UnknownFormatError(path, "binary file of an unknown kind", "pass an ncu CSV or .ncu-rep, an nsys .sqlite export, a tegrastats log or llama.cpp output")
+    raise UnknownFormatError(path, "binary file of an unknown kind",
+                             "pass an ncu CSV or .ncu-rep, an nsys .sqlite export, a torch.profiler trace (.pt.trace.json[.gz]), a tegrastats log or llama.cpp output")
