@@ -36,6 +36,7 @@ FAMILIES = {
     "nsys SQLite": (["nsys_sqlite/*.sqlite", "found:nsys*.sqlite", "found:*.nv[vp]*"], "sqlite"),
     "nsys stats": (["nsys_stats/*", "found:nsys*.txt", "found:nsys*.csv", "found:nvprof*.txt", "found:nvprof*.md"], "text"),
     "tegrastats": (["tegrastats/*", "found:tegrastats*"], "text"),
+    "PyTorch trace": (["kineto/*.json"], "text"),
 }
 COLUMNS = ("ok", "clean error", "crash", "hang", "memory", "cut, no note")
 

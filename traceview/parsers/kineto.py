@@ -163,7 +163,8 @@ class _Reader:
         if category == "python_function":
             self.python_functions += 1
             # Of the Python stack (with_stack) only the functions that mark steps are kept, as ranges named by the function.
-            step = _STEP_FUNCTION.search(str(event.get("name") or ""))
+            function = str(event.get("name") or "")
+            step = _STEP_FUNCTION.search(function) if "step" in function or "execute_model" in function else None
             if step is None:
                 return
             event = {**event, "name": f"{step.group(1)}.{step.group(2)}"}
@@ -243,20 +244,52 @@ class _Cut(Exception):
     """The event stream ended before the JSON did (a file cut short or damaged)."""
 
 
-def _header(path: Path) -> dict[str, Any]:
-    """The trace's header keys (deviceProperties, distributedInfo, versions), wherever they stand in the object: a
-    second streaming pass that builds nothing but them."""
-    wanted = {"schemaVersion", "deviceProperties", "distributedInfo", "record_shapes", "cupti_version", "roctracer_version",
-              "hip_runtime_version", "cuda_runtime_version"}
+class _Ends:
+    """A binary stream that keeps its first and last HEADER_BYTES as they are read: the header keys stand before the
+    event array or after it, so the one pass over the events also sees them."""
+
+    def __init__(self, handle: IO[bytes]) -> None:
+        self.handle, self.first, self.last = handle, bytearray(), bytearray()
+
+    def read(self, size: int = -1) -> bytes:
+        block = self.handle.read(size)
+        if len(self.first) < HEADER_BYTES:
+            self.first += block[:HEADER_BYTES - len(self.first)]
+        self.last += block
+        if len(self.last) > 2 * HEADER_BYTES:
+            del self.last[:-HEADER_BYTES]
+        return block
+
+
+HEADER_BYTES = 1 << 20
+_HEADER_KEYS = {"schemaVersion", "deviceProperties", "distributedInfo", "record_shapes", "cupti_version", "roctracer_version",
+                "hip_runtime_version", "cuda_runtime_version"}
+_AFTER_EVENTS = re.compile(rb"\]\s*,\s*\"(?=[A-Za-z_]\w*\"\s*:)")
+
+
+def _header(ends: _Ends) -> dict[str, Any]:
+    """The trace's header keys (deviceProperties, distributedInfo, versions) from the object's parts before and after
+    its event array; {} where neither part parses (a cut or unusual file: the keys are then unknown)."""
     header: dict[str, Any] = {}
-    try:
-        with _open(path) as handle:
-            for key, value in ijson.kvitems(handle, "", use_float=True):
-                if key in wanted:
-                    header[key] = value
-    except (ijson.JSONError, ijson.IncompleteJSONError, UnicodeDecodeError, EOFError, OSError, zlib.error):
-        pass  # a cut file: the events already said so
-    return header
+    first = bytes(ends.first)
+    at = first.find(b'"traceEvents"')
+    if at > 0:
+        try:
+            before = json.loads(first[:at].rstrip().rstrip(b",") + b"}")
+            header.update(before if isinstance(before, dict) else {})
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            pass
+    last = bytes(ends.last)
+    # The first `], "key":` after the last event (every event has a "ph") whose rest is the object's end.
+    after_events = max(0, last.rfind(b'"ph"'))
+    for match in list(_AFTER_EVENTS.finditer(last, after_events))[:8]:
+        try:
+            after = json.loads(b'{"' + last[match.end():])
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            continue
+        header.update(after if isinstance(after, dict) else {})
+        break
+    return {key: value for key, value in header.items() if key in _HEADER_KEYS}
 
 
 def _gpus(header: dict[str, Any], rocm: bool) -> pl.DataFrame:
@@ -318,7 +351,8 @@ def parse(path: Path) -> TorchTrace:
     notes: list[str] = []
     try:
         with _open(path) as handle:
-            for event in _events(handle, path):
+            ends = _Ends(handle)
+            for event in _events(ends, path):  # type: ignore[arg-type]  # a reader of bytes is all ijson needs
                 reader.add(event)
     except _Cut as cut:
         if reader.events == 0:
@@ -329,7 +363,7 @@ def parse(path: Path) -> TorchTrace:
     if reader.events == 0:
         raise TraceFormatError(path, "a JSON object with no traceEvents array in it",
                                "pass the trace torch.profiler wrote (prof.export_chrome_trace() or tensorboard_trace_handler)")
-    header = _header(path)
+    header = _header(ends)
     rocm = reader.hip > 0 or any(key in header for key in ("roctracer_version", "hip_runtime_version"))
     links = reader.frame("kernels", _KERNEL_ROWS)
     api = reader.frame("api", _API_ROWS)
@@ -339,12 +373,12 @@ def parse(path: Path) -> TorchTrace:
         "correlation_id", pl.col("pid").alias("caller_pid"), pl.col("name").alias("call"))
     main_pid = api["pid"].mode().first() if api.height else None
     kernels = links.join(callers, on="correlation_id", how="left").with_columns(
-        pl.col("caller_pid").fill_null(main_pid).alias("pid"),
+        pl.col("caller_pid").fill_null(pl.lit(main_pid, dtype=pl.Int64)).alias("pid"),
         # Replayed from a CUDA or HIP graph: launched by cudaGraphLaunch / hipGraphLaunch (no node ids in a trace).
         pl.when(pl.col("call").cast(pl.String).str.contains("GraphLaunch")).then(pl.lit(0)).otherwise(pl.lit(None)).cast(pl.Int64).alias("graph_node_id"),
     ).select(list(NSYS_KERNELS))
     memops = memops.join(callers.select("correlation_id", "caller_pid"), on="correlation_id", how="left").with_columns(
-        pl.col("caller_pid").fill_null(main_pid).alias("pid")).select(list(NSYS_MEMOPS))
+        pl.col("caller_pid").fill_null(pl.lit(main_pid, dtype=pl.Int64)).alias("pid")).select(list(NSYS_MEMOPS))
     ops = reader.frame("ops", TORCH_OPS)
     (numbering, no_number), (address, no_address) = PER_CALL_NUMBERS
     nvtx = ops.select("start_ns", "end_ns", pl.col("name").str.replace_all(numbering, no_number).str.replace_all(address, no_address)
