@@ -69,6 +69,7 @@ _MEMSET = {"gpu_memset", "memset"}
 _RUNTIME = {"cuda_runtime", "runtime", "cuda_driver"}
 _OPS = {"cpu_op", "operator", "user_annotation", "python_function"}
 # `vllm/v1/worker/gpu_model_runner.py(1002): execute_model`: Python functions whose calls are steps.
+_MODULE_INDEX = re.compile(r"_\d+$")
 # Named module.function: a worker's execute_model calls the model runner's, and the two are told apart.
 _STEP_FUNCTION = re.compile(r"(\w+)\.py\(\d+\):\s*(execute_model|train_step|training_step|eval_step|decode_step|prefill_step|step)$")
 # "Memcpy HtoD (Pageable -> Device)": the direction, then the memory kinds (CUPTI's names).
@@ -162,13 +163,16 @@ class _Reader:
         category = str(event.get("cat") or "").lower()
         if category == "python_function":
             self.python_functions += 1
-            # Of the Python stack (with_stack) only the functions that mark steps are kept, as ranges named by the function.
+            # Of the Python stack (with_stack) only the functions that mark steps are kept, as ranges named by the
+            # function, and the modules (with_modules: `nn.Module: Qwen2MLP_3`), named by their class: time per module.
             function = str(event.get("name") or "")
-            step = _STEP_FUNCTION.search(function) if "step" in function or "execute_model" in function else None
-            if step is None:
-                return
-            event = {**event, "name": f"{step.group(1)}.{step.group(2)}"}
-            category = "python_function"
+            if function.startswith("nn.Module: "):
+                event = {**event, "name": _MODULE_INDEX.sub("", function)}
+            else:
+                step = _STEP_FUNCTION.search(function) if "step" in function or "execute_model" in function else None
+                if step is None:
+                    return
+                event = {**event, "name": f"{step.group(1)}.{step.group(2)}"}
         if not (category in _KERNEL or category in _MEMCPY or category in _MEMSET or category in _RUNTIME or category in _OPS):
             return
         times = _ns(event.get("ts"), event.get("dur"))
@@ -328,6 +332,22 @@ def _innermost_ops(ops: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
     return pl.DataFrame(found, schema={"correlation_id": pl.Int64, "op_id": pl.Int64}, orient="row")
 
 
+def _without_nested_repeats(ops: pl.DataFrame) -> pl.DataFrame:
+    """The ops without a module range directly inside one of the same name (torch.compile's GraphModule within
+    GraphModule): grouped by name, each would count the same time twice."""
+    modules = ops.filter(pl.col("name").str.starts_with("nn.Module: ")).sort(["tid", "start_ns", "end_ns"], descending=[False, False, True])
+    repeated: list[int] = []
+    stack: list[tuple[int, int, str]] = []  # (tid, end_ns, name)
+    for op_id, tid, start, end, name in modules.select("op_id", "tid", "start_ns", "end_ns", "name").iter_rows():
+        while stack and (stack[-1][0] != tid or stack[-1][1] < start):
+            stack.pop()
+        if stack and stack[-1][2] == name:
+            repeated.append(op_id)
+            continue
+        stack.append((tid, end, name))
+    return ops.filter(~pl.col("op_id").is_in(repeated)) if repeated else ops
+
+
 def _kernel_ops(links: pl.DataFrame, api: pl.DataFrame, ops: pl.DataFrame) -> pl.DataFrame:
     """The kernels with the op that launched each (TORCH_KERNEL_LINKS)."""
     if ops.height == 0 or links.height == 0:
@@ -379,7 +399,7 @@ def parse(path: Path) -> TorchTrace:
     ).select(list(NSYS_KERNELS))
     memops = memops.join(callers.select("correlation_id", "caller_pid"), on="correlation_id", how="left").with_columns(
         pl.col("caller_pid").fill_null(pl.lit(main_pid, dtype=pl.Int64)).alias("pid")).select(list(NSYS_MEMOPS))
-    ops = reader.frame("ops", TORCH_OPS)
+    ops = _without_nested_repeats(reader.frame("ops", TORCH_OPS))
     (numbering, no_number), (address, no_address) = PER_CALL_NUMBERS
     nvtx = ops.select("start_ns", "end_ns", pl.col("name").str.replace_all(numbering, no_number).str.replace_all(address, no_address)
                       .cast(pl.Categorical).alias("text"), pl.lit("PushPop").cast(pl.Categorical).alias("kind"), "tid")
