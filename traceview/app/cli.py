@@ -590,6 +590,25 @@ def decode_command(
     write_output(REPORTERS[output_format.value]().render(decode_report(data), _options(None)), None, False)
 
 
+@app.command("mcp")
+@user_errors
+def mcp_command(
+    root: Annotated[list[Path] | None, typer.Option("--root", help="A folder whose files the server may read (repeat; default: the working directory).")] = None,
+    max_file_gb: Annotated[float, typer.Option("--max-file-gb", min=0.001, help="Largest file the server analyses for one answer.")] = 8.0,
+) -> None:
+    """Run a Model Context Protocol server over stdio for coding agents: analyze, kernel, window, diff, fleet, formats."""
+    try:
+        from traceview.app.mcp_server import serve
+    except ImportError:
+        raise UsageError("traceview mcp needs the MCP SDK: pip install 'traceview[mcp]'") from None
+    folders = root or [Path.cwd()]
+    for folder in folders:
+        if not folder.is_dir():
+            raise UsageError(f"--root {folder} is not a folder")
+    stderr.print(f"traceview MCP server on stdio, reading under {', '.join(str(f.resolve()) for f in folders)}", markup=False, highlight=False)
+    serve(folders, max_file_gb)
+
+
 def _print_version(value: bool) -> None:
     if value:
         typer.echo(f"traceview {__version__}")
