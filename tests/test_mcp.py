@@ -116,3 +116,16 @@ def test_the_tools_answer_as_the_cli_does_and_bad_input_is_a_tool_error(served):
 def test_the_mcp_command_refuses_a_root_that_is_no_folder(tmp_path):
     result = CliRunner().invoke(app, ["mcp", "--root", str(tmp_path / "absent")])
     assert result.exit_code == 1 and "is not a folder" in result.stderr
+
+
+def test_the_tools_on_a_real_pytorch_trace_match_the_cli(realdata_file):
+    trace = realdata_file("kineto/vllm_h100x4_tp4_rank0_cudagraphs_nccl_tracemap.pt.trace.json.gz")
+    _, results = _session(trace.parent, [("analyze", {"path": trace.name}), ("window", {"path": trace.name, "start_ms": 0, "end_ms": 20}),
+                                         ("kernel", {"path": trace.name, "name": "ncclDevKernel_AllReduce"})])
+    overview, cli = _data(results[0]), _cli_json(trace)
+    assert overview["kind"] == "torch-trace" and overview["summary"] == cli["summary"]
+    assert overview["verdict"] == cli["timeline"]["verdict"]["message"] and overview["steps"]["count"] == cli["timeline"]["steps"]["count"]
+    assert overview["collectives"] == cli["torch"]["collectives"]
+    window = _data(results[1])
+    assert window["gpus"][0]["device_id"] == 0 and window["gpus"][0]["kernel_ns"] > 0
+    assert _data(results[2])["kernel"]["launches"] == 161
