@@ -282,14 +282,15 @@ def test_negative_durations_are_unknown_not_negative_recoverable_time(realdata_f
 
 def test_no_nan_in_any_figure_of_the_real_ncu_inputs(realdata_file):
     from traceview.app.cli import run_analysis
-    from traceview.app.figures import main_figure, roofline_figure
+    from traceview.app.figures import roofline_figure
+    from traceview.app.views import view_for
 
     for relative in ("ncu_details/ncu2019.5_v100_aws_cfd_stdout_mixed_xplacer.log", "ncu_details/ncu2019.5_v100_aws_bfs_small_xplacer.log",
                      "ncu_details/ncu2025.1_cc120_cutlass_gemm_details_llmperfopt.csv", "ncu_details/ncu2025.1_cc120_gemv_details_llmperfopt.csv",
                      "ncu_details/ncu2025.1_cc120_elementwise_membound_details_llmperfopt.csv", "ncu_raw/mudock_gtx1650_full_raw.csv",
                      "ncu_details/ncu2025.1_cc120_cutlass_gemm_rooflinechart_section_llmperfopt.csv"):
         analysis = run_analysis(realdata_file(relative), None)
-        for figure in (main_figure(analysis), roofline_figure(analysis, per_launch=True)):
+        for figure in (view_for(analysis).figure(analysis), roofline_figure(analysis, per_launch=True)):
             text = json.dumps(figure.to_plotly_json(), default=str)
             assert "nan FLOP" not in text and "nan%" not in text and " nan " not in text, relative
 

@@ -301,18 +301,6 @@ def breakdown_figure(analysis: Analysis) -> go.Figure:
     return figure
 
 
-def main_figure(analysis: Analysis) -> go.Figure:
-    """Return the figure that best shows this input: roofline/SOL for kernels, bandwidth for logs, tokens/s for llama.cpp,
-    and where each GPU's time went for a whole run without roofline data."""
-    if analysis.telemetry is not None:
-        return telemetry_figure(analysis)
-    if analysis.llm is not None:
-        return runs_figure(analysis)
-    if analysis.timeline is not None and analysis.timeline.devices and not has_roofline_points(analysis):
-        return breakdown_figure(analysis)
-    return roofline_figure(analysis)
-
-
 def fleet_heatmap_figure(result: FleetResult, top: int = 25) -> go.Figure:
     """Return the rank × kernel heatmap of a fleet: each cell a kernel's total time on one rank, relative to that kernel's
     median over ranks (1.0 = typical; a straggling rank shows as a bright row)."""

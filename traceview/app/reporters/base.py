@@ -280,27 +280,6 @@ def steps_lines(analysis: Analysis) -> list[str]:
     return lines
 
 
-def timeline_headline(analysis: Analysis, findings: int = 5) -> list[str]:
-    """Return what an engineer reads first about a whole run: the verdict per run and per GPU, then the most costly
-    findings with their advice."""
-    t = timeline_record(analysis)
-    if t is None:
-        return []
-    lines = []
-    if t["verdict"] and len(t["devices"]) > 1:
-        lines.append(f"Verdict: {t['verdict']['message']}")
-    for device in t["devices"]:
-        if device.get("verdict_message"):
-            prefix = "Verdict: " if len(t["devices"]) == 1 else "- "
-            lines.append(f"{prefix}{device['verdict_message']}")
-    if t["findings"]:
-        lines.append("Top findings (most costly first):")
-    for finding in t["findings"][:findings]:
-        cost = f" [{format_duration(finding['cost_ns'])}]" if finding["cost_ns"] else ""
-        lines.append(f"- {finding['rule']}{cost}: {finding['message']} — {finding['advice']}")
-    return lines
-
-
 def timeline_lines(analysis: Analysis) -> list[str]:
     """Return the whole-run details as plain sentences: breakdown per GPU, copies, gaps and their causes, launch
     statistics, steps and NVTX groups (for the terminal, Markdown and HTML reporters)."""
