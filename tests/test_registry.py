@@ -30,6 +30,7 @@ KIND_SAMPLES = {
     "telemetry": FIXTURES / "tegrastats_l4t28.1_tx1_oldest_grammar.log",
     "llama-runs": SAMPLES / "llama_cpp" / "rtx3090ti_llama7b_q4_0_bench.md.txt",
     "torch-trace": SAMPLES / "pytorch" / "hf_qwen1.5-0.5b_h100_recordshapes.pt.trace.json.gz",
+    "serving-bench": SAMPLES / "serving" / "vllm_benchmark_serving_llama2-7b_h100_console.log",
 }
 
 

@@ -19,6 +19,7 @@ from traceview.analyzer.analysis import (
 )
 from traceview.analyzer.decode import parse_bytes, parse_duration_ns
 from traceview.analyzer.jetson import find_board
+from traceview.analyzer.serving import analyze_serving
 from traceview.analyzer.torch_trace import analyze_torch
 from traceview.analyzer.whole_run import DEFAULT_GAP_THRESHOLD_NS
 from traceview.errors import TraceFormatError, UsageError
@@ -38,6 +39,7 @@ class AnalysisOptions:
     ncu: Analysis | None = None
     gap_threshold: str | None = None
     step_kernels: int | None = None
+    kv_bytes_per_token: str | None = None
     phase: Callable[[str], None] | None = None
     progress: Callable[[int, int], None] | None = None
 
@@ -47,6 +49,7 @@ OPTION_USE = {
     "ncu": "--ncu joins Nsight Compute results onto an Nsight Systems input (.sqlite or nsys stats CSV); this input is not one",
     "gap_threshold": "--gap-threshold applies to Nsight Systems SQLite exports; this input has no timeline",
     "step_kernels": "--step-kernels applies to Nsight Compute exports (kernels profiled one by one); this input is not one",
+    "kv_bytes_per_token": "--kv-bytes-per-token applies to serving benchmark results (vllm bench serve, bench_serving); this input is not one",
 }
 
 
@@ -112,6 +115,7 @@ ANALYSES: dict[str, Kind] = {kind.name: kind for kind in (
     Kind("llama-runs", _llama_runs),
     Kind("fleet", _fleet),
     Kind("torch-trace", analyze_torch, frozenset({"gap_threshold"})),
+    Kind("serving-bench", analyze_serving, frozenset({"kv_bytes_per_token"})),
 )}
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import polars as pl
 
 from traceview.analyzer.analysis import Analysis, Source
-from traceview.analyzer.kinds import ANALYSES, AnalysisOptions, check_options
+from traceview.analyzer.kinds import ANALYSES, OPTION_USE, AnalysisOptions, check_options
 from traceview.errors import UsageError
 from traceview.parsers import joinable_formats, load_trace
 
@@ -44,8 +44,8 @@ def analyze_file(path: str | Path, options: AnalysisOptions | None = None, ncu: 
     try:
         digest = pool.submit(sha256_of, path, stop) if path.is_file() else None
         trace = load_trace(path, interval_s=options.interval_s, progress=options.progress)
-        given = {name for name, value in (("ncu", bool(ncu) or options.ncu is not None), ("gap_threshold", options.gap_threshold is not None),
-                                           ("step_kernels", options.step_kernels is not None)) if value}
+        # The input-specific options given: each must be one this input's kind takes.
+        given = {name for name in OPTION_USE if getattr(options, name) is not None} | ({"ncu"} if ncu else set())
         check_options(trace.kind, given)
         if ncu:
             options = dataclasses.replace(options, ncu=_joined_ncu(ncu, options.gpu))

@@ -110,12 +110,14 @@ def run_analysis(
     ncu: list[Path] | None = None,
     gap_threshold: str | None = None,
     step_kernels: int | None = None,
+    kv_bytes_per_token: str | None = None,
 ) -> Analysis:
     """Parse and analyze one trace file with a progress bar on stderr for large inputs (analyze_file, as every command
     that reads a trace runs it)."""
     bar = _ProgressBar()
     try:
-        options = AnalysisOptions(gpu, interval_s, tokens, weights, bandwidth, None, gap_threshold, step_kernels, bar.phase, bar.rows)
+        options = AnalysisOptions(gpu, interval_s, tokens, weights, bandwidth, None, gap_threshold, step_kernels, kv_bytes_per_token,
+                                  bar.phase, bar.rows)
         return analyze_file(path, options, ncu)
     finally:
         bar.close()
@@ -203,6 +205,7 @@ WeightsOption = Annotated[str | None, typer.Option("--weights", help="Bytes read
 BandwidthOption = Annotated[str | None, typer.Option("--bandwidth", help="llama.cpp: memory bandwidth for MBU, e.g. 1008GB/s (default: the device's).")]
 NcuOption = Annotated[list[Path] | None, typer.Option("--ncu", help="Nsight Systems or nvprof input: join this Nsight Compute export (CSV or .ncu-rep), or nvprof --metrics output, by kernel name; repeat for one file per kernel.")]
 StepKernelsOption = Annotated[int | None, typer.Option("--step-kernels", min=1, help="Nsight Compute: launches per decode step (default: found from the repeating kernel sequence); with --weights, bytes beyond the weights and MBU per step.")]
+KvPerTokenOption = Annotated[str | None, typer.Option("--kv-bytes-per-token", help="Serving benchmarks: KV-cache bytes per token (layers × KV heads × head dim × 2 × dtype bytes, e.g. 512KiB); default: from the model's config where its name says.")]
 ParamsOption = Annotated[str | None, typer.Option("--params", help="Nsight Systems decode loop: parameter count, e.g. 8B (with --bits, instead of --weights).")]
 BitsOption = Annotated[float | None, typer.Option("--bits", min=0.1, help="Bits per weight, e.g. 4.5 for Q4_K_M (with --params).")]
 GapOption = Annotated[str | None, typer.Option("--gap-threshold", help="Nsight Systems: idle gaps at least this long are gpu_gaps findings, e.g. 100ms (default 500ms, as nsys analyze).")]
@@ -235,12 +238,14 @@ def analyze_command(
     params: ParamsOption = None,
     bits: BitsOption = None,
     step_kernels: StepKernelsOption = None,
+    kv_bytes_per_token: KvPerTokenOption = None,
 ) -> None:
     """Label every kernel compute-, memory- or latency-bound and rank them by recoverable time; for an Nsight Systems
     export, say first where each GPU's time went and why it waited."""
     fmt = _infer_format(output, output_format)
     _refuse_overwrite(output, force)
-    analysis = run_analysis(file, gpu, interval, tokens, _weights_from(weights, params, bits), bandwidth, ncu, gap_threshold, step_kernels)
+    analysis = run_analysis(file, gpu, interval, tokens, _weights_from(weights, params, bits), bandwidth, ncu, gap_threshold, step_kernels,
+                            kv_bytes_per_token)
     color = fmt is OutputFormat.table and output is None and sys.stdout.isatty()
     write_output(render_analysis(analysis, fmt.value, _options(top, color, per_launch)), output, force)
 
@@ -264,6 +269,7 @@ def report_command(
     params: ParamsOption = None,
     bits: BitsOption = None,
     step_kernels: StepKernelsOption = None,
+    kv_bytes_per_token: KvPerTokenOption = None,
 ) -> None:
     """Write a report for a ticket: self-contained HTML, Markdown or JSON, with provenance."""
     fmt = output_format or _infer_format(output, None)
@@ -274,7 +280,8 @@ def report_command(
     if png:
         _refuse_overwrite(png_path, force)
         _require_kaleido()
-    analysis = run_analysis(file, gpu, interval, tokens, _weights_from(weights, params, bits), bandwidth, ncu, gap_threshold, step_kernels)
+    analysis = run_analysis(file, gpu, interval, tokens, _weights_from(weights, params, bits), bandwidth, ncu, gap_threshold, step_kernels,
+                            kv_bytes_per_token)
     text = render_analysis(analysis, fmt.value, _options(top))
     if png and fmt is OutputFormat.md:
         text += f"\n![main figure]({png_path.name})\n"

@@ -26,6 +26,7 @@ from traceview.parsers import (
     nvprof,
     nvprof_metrics,
     nvprof_sqlite,
+    serving_bench,
     tegrastats,
 )
 from traceview.parsers.base import Format, ReadOptions, Trace
@@ -40,6 +41,7 @@ csv.field_size_limit(2**31 - 1)
 FORMATS: tuple[Format, ...] = (
     *fleet_result.FORMATS,
     *kineto.FORMATS,
+    *serving_bench.FORMATS,
     *llama_cpp.FORMATS,
     *nvprof_sqlite.FORMATS,
     *nsys_sqlite.FORMATS,
