@@ -40,3 +40,11 @@ def test_the_readme_is_short_and_its_links_resolve():
     for page in (ROOT / "docs").glob("*.md"):
         for target in re.findall(r"\]\(([^)#:]+)\)", page.read_text(encoding="utf-8")):
             assert (page.parent / target).exists(), f"{page.name} links to {target}, which does not exist"
+
+
+def test_the_readme_shows_the_real_projection():
+    start = README.index("$ traceview analyze sample_traces/ncu/rtx5090_elementwise_details_ncu2025.1.csv --gpu rtx5090 --what-if")
+    shown = README[README.index("…\n", start) + 2:README.index("\n```", start)]
+    result = CliRunner().invoke(app, ["analyze", "sample_traces/ncu/rtx5090_elementwise_details_ncu2025.1.csv", "--gpu", "rtx5090",
+                                      "--what-if", "h100-sxm,a100-80gb,rtx4090"])
+    assert shown in result.stdout

@@ -129,6 +129,7 @@ class Analysis:
     kind: str = "kernels"
     detail: object = None
     collection: Collection = NCU_COLLECTION  # how to collect what the verdicts lack, in the input profiler's words
+    projections: tuple[Any, ...] = ()  # analyzer.projection.Projection per --what-if target
 
     @property
     def telemetry(self) -> Telemetry | None:

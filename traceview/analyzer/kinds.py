@@ -40,6 +40,7 @@ class AnalysisOptions:
     gap_threshold: str | None = None
     step_kernels: int | None = None
     kv_bytes_per_token: str | None = None
+    what_if: str | None = None  # GPUs to project the run onto, comma-separated (every kind)
     phase: Callable[[str], None] | None = None
     progress: Callable[[int, int], None] | None = None
 

@@ -13,6 +13,7 @@ import polars as pl
 
 from traceview.analyzer.analysis import Analysis, Source
 from traceview.analyzer.kinds import ANALYSES, OPTION_USE, AnalysisOptions, check_options
+from traceview.analyzer.projection import parse_targets, project
 from traceview.errors import UsageError
 from traceview.parsers import joinable_formats, load_trace
 
@@ -36,6 +37,7 @@ def analyze_file(path: str | Path, options: AnalysisOptions | None = None, ncu: 
     the fix for an unreadable file and UsageError for an option the input does not take."""
     path = Path(path)
     options = options or AnalysisOptions()
+    targets = parse_targets(options.what_if) if options.what_if else []  # a misspelt GPU is said before the file is read
     # The file's hash (for the report's provenance) is taken on a thread while the file is read and analysed:
     # hashlib releases the GIL, and a gigabyte export takes a second to hash. A file that fails stops the hash. Only a
     # regular file is opened before the reader has looked at it (opening a FIFO would wait for a writer).
@@ -56,6 +58,8 @@ def analyze_file(path: str | Path, options: AnalysisOptions | None = None, ncu: 
         stop.set()
         pool.shutdown(wait=False)
     analysis = dataclasses.replace(analysis, source=dataclasses.replace(analysis.source, sha256=sha256))
+    if targets:
+        analysis = dataclasses.replace(analysis, projections=tuple(project(analysis, targets)))
     # What the reader noticed about the file itself (cut short, rows left out) comes first among the notes.
     return dataclasses.replace(analysis, notes=[*trace.notes, *analysis.notes]) if trace.notes else analysis
 

@@ -111,13 +111,14 @@ def run_analysis(
     gap_threshold: str | None = None,
     step_kernels: int | None = None,
     kv_bytes_per_token: str | None = None,
+    what_if: str | None = None,
 ) -> Analysis:
     """Parse and analyze one trace file with a progress bar on stderr for large inputs (analyze_file, as every command
     that reads a trace runs it)."""
     bar = _ProgressBar()
     try:
         options = AnalysisOptions(gpu, interval_s, tokens, weights, bandwidth, None, gap_threshold, step_kernels, kv_bytes_per_token,
-                                  bar.phase, bar.rows)
+                                  what_if, bar.phase, bar.rows)
         return analyze_file(path, options, ncu)
     finally:
         bar.close()
@@ -206,6 +207,7 @@ BandwidthOption = Annotated[str | None, typer.Option("--bandwidth", help="llama.
 NcuOption = Annotated[list[Path] | None, typer.Option("--ncu", help="Nsight Systems or nvprof input: join this Nsight Compute export (CSV or .ncu-rep), or nvprof --metrics output, by kernel name; repeat for one file per kernel.")]
 StepKernelsOption = Annotated[int | None, typer.Option("--step-kernels", min=1, help="Nsight Compute: launches per decode step (default: found from the repeating kernel sequence); with --weights, bytes beyond the weights and MBU per step.")]
 KvPerTokenOption = Annotated[str | None, typer.Option("--kv-bytes-per-token", help="Serving benchmarks: KV-cache bytes per token (layers × KV heads × head dim × 2 × dtype bytes, e.g. 512KiB); default: from the model's config where its name says.")]
+WhatIfOption = Annotated[str | None, typer.Option("--what-if", help="Project the run onto other GPUs, e.g. h100-sxm,a100-80gb: every kernel moved along its own roof (see `traceview gpus`).")]
 ParamsOption = Annotated[str | None, typer.Option("--params", help="Nsight Systems decode loop: parameter count, e.g. 8B (with --bits, instead of --weights).")]
 BitsOption = Annotated[float | None, typer.Option("--bits", min=0.1, help="Bits per weight, e.g. 4.5 for Q4_K_M (with --params).")]
 GapOption = Annotated[str | None, typer.Option("--gap-threshold", help="Nsight Systems: idle gaps at least this long are gpu_gaps findings, e.g. 100ms (default 500ms, as nsys analyze).")]
@@ -239,13 +241,14 @@ def analyze_command(
     bits: BitsOption = None,
     step_kernels: StepKernelsOption = None,
     kv_bytes_per_token: KvPerTokenOption = None,
+    what_if: WhatIfOption = None,
 ) -> None:
     """Label every kernel compute-, memory- or latency-bound and rank them by recoverable time; for an Nsight Systems
     export, say first where each GPU's time went and why it waited."""
     fmt = _infer_format(output, output_format)
     _refuse_overwrite(output, force)
     analysis = run_analysis(file, gpu, interval, tokens, _weights_from(weights, params, bits), bandwidth, ncu, gap_threshold, step_kernels,
-                            kv_bytes_per_token)
+                            kv_bytes_per_token, what_if)
     color = fmt is OutputFormat.table and output is None and sys.stdout.isatty()
     write_output(render_analysis(analysis, fmt.value, _options(top, color, per_launch)), output, force)
 
@@ -270,6 +273,7 @@ def report_command(
     bits: BitsOption = None,
     step_kernels: StepKernelsOption = None,
     kv_bytes_per_token: KvPerTokenOption = None,
+    what_if: WhatIfOption = None,
 ) -> None:
     """Write a report for a ticket: self-contained HTML, Markdown or JSON, with provenance."""
     fmt = output_format or _infer_format(output, None)
@@ -281,7 +285,7 @@ def report_command(
         _refuse_overwrite(png_path, force)
         _require_kaleido()
     analysis = run_analysis(file, gpu, interval, tokens, _weights_from(weights, params, bits), bandwidth, ncu, gap_threshold, step_kernels,
-                            kv_bytes_per_token)
+                            kv_bytes_per_token, what_if)
     text = render_analysis(analysis, fmt.value, _options(top))
     if png and fmt is OutputFormat.md:
         text += f"\n![main figure]({png_path.name})\n"
@@ -393,6 +397,7 @@ def serve_command(
     port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port to listen on.")] = 8050,
     max_upload_mb: Annotated[int, typer.Option("--max-upload-mb", min=1, help="Largest file the page accepts for upload.")] = 512,
     allow_host: Annotated[list[str] | None, typer.Option("--allow-host", help="Another host name the page may be opened as (repeat; '*' for any).")] = None,
+    what_if: WhatIfOption = None,
 ) -> None:
     """Open the dashboard in the browser: roofline, ranked bottlenecks, details, uploads and run comparison."""
     from traceview.app.dashboard import RunStore, create_app
@@ -402,8 +407,8 @@ def serve_command(
         raise UsageError("no file given and no bundled sample found — pass an export: traceview serve run.csv")
     store = RunStore()
     for path in paths:
-        store.add(run_analysis(path, gpu), path.name)
-    dashboard = create_app(store, lambda path: run_analysis(path, gpu), max_upload_mb * 2**20, allowed_hosts(host, allow_host or []))
+        store.add(run_analysis(path, gpu, what_if=what_if), path.name)
+    dashboard = create_app(store, lambda path: run_analysis(path, gpu, what_if=what_if), max_upload_mb * 2**20, allowed_hosts(host, allow_host or []))
     typer.echo(f"traceview dashboard: http://{host}:{port}/  (Ctrl+C to stop)")
     dashboard.run(host=host, port=port, debug=False)
 

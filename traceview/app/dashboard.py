@@ -40,6 +40,7 @@ from traceview.app.reporters.base import (
 )
 from traceview.app.reporters.diff_report import diff_data
 from traceview.app.views import view_for
+from traceview.app.views.projection import projection_blocks
 from traceview.errors import TraceFormatError, TraceviewError
 from traceview.wording import counted
 
@@ -165,7 +166,8 @@ def detail_panel(analysis: Analysis, kernel_name: str | None) -> list[Any]:
 def side_panel(analysis: Analysis) -> list[Any]:
     """Return what the input has besides kernels (its view's side document): timeline findings, telemetry findings,
     llama.cpp runs, or a fleet's stragglers, per-rank breakdown and failed files."""
-    return dash_blocks(view_for(analysis).side(analysis))
+    side = view_for(analysis).side(analysis)
+    return dash_blocks(dataclasses.replace(side, blocks=(*side.blocks, *projection_blocks(analysis))))
 
 
 def _grid_value(text: str, numeric: bool) -> Any:

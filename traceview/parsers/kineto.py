@@ -71,7 +71,9 @@ _OPS = {"cpu_op", "operator", "user_annotation", "python_function"}
 # `vllm/v1/worker/gpu_model_runner.py(1002): execute_model`: Python functions whose calls are steps.
 _MODULE_INDEX = re.compile(r"_\d+$")
 # Named module.function: a worker's execute_model calls the model runner's, and the two are told apart.
-_STEP_FUNCTION = re.compile(r"(\w+)\.py\(\d+\):\s*(execute_model|train_step|training_step|eval_step|decode_step|prefill_step|step)$")
+# Found by its tail (`.py(1002): execute_model`), the module's name then cut from what stands before: a pattern that
+# began with the name would try every position of a long damaged name.
+_STEP_FUNCTION = re.compile(r"\.py\(\d{1,9}\):\s{0,8}(execute_model|train_step|training_step|eval_step|decode_step|prefill_step|step)$")
 # "Memcpy HtoD (Pageable -> Device)": the direction, then the memory kinds (CUPTI's names).
 _COPY = re.compile(r"Memcpy\s+(?P<direction>\w+)(?:\s*\((?P<src>[^)>]*?)\s*->\s*(?P<dst>[^)]*?)\))?")
 _COPY_KINDS = {"HtoD": 1, "DtoH": 2, "HtoA": 3, "AtoH": 4, "AtoA": 5, "AtoD": 6, "DtoA": 7, "DtoD": 8, "HtoH": 9, "PtoP": 10}
@@ -172,7 +174,8 @@ class _Reader:
                 step = _STEP_FUNCTION.search(function) if "step" in function or "execute_model" in function else None
                 if step is None:
                     return
-                event = {**event, "name": f"{step.group(1)}.{step.group(2)}"}
+                module = function[:step.start()].replace("\\", "/").rsplit("/", 1)[-1][-200:]
+                event = {**event, "name": f"{module}.{step.group(1)}"}
         if not (category in _KERNEL or category in _MEMCPY or category in _MEMSET or category in _RUNTIME or category in _OPS):
             return
         times = _ns(event.get("ts"), event.get("dur"))

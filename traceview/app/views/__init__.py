@@ -6,6 +6,7 @@ A view is the only place that knows what a kind's detail holds; reporters render
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -14,6 +15,7 @@ from traceview.analyzer.analysis import Analysis
 from traceview.app.document import Document, Report
 from traceview.app.reporters.base import ReportOptions, provenance, report_data
 from traceview.app.views import fleet, generic, kernels, llama_runs, serving, telemetry, torch_trace
+from traceview.app.views.projection import projection_blocks, projection_record
 
 
 @dataclass(frozen=True)
@@ -53,4 +55,8 @@ def report_of(analysis: Analysis, options: ReportOptions) -> Report:
     view = view_for(analysis)
     record = report_data(analysis, options)
     record.update(view.record(analysis, options))
-    return Report(view.document(analysis, options), record, provenance(analysis, options))
+    record.update(projection_record(analysis))
+    document = view.document(analysis, options)
+    # A projection (--what-if) is every kind's, shown after what the view says.
+    document = dataclasses.replace(document, blocks=(*document.blocks, *projection_blocks(analysis)))
+    return Report(document, record, provenance(analysis, options))
