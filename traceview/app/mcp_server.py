@@ -51,6 +51,7 @@ HOW_TO_PRODUCE = {
     "tegrastats": "sudo tegrastats --interval 100 --logfile run.log",
     "llama": "llama-bench -o md > bench.md, or the timing lines llama-cli / llama-server print",
     "traceview-fleet": "traceview fleet DIR --format json -o fleet.json",
+    "serving-bench": "vllm bench serve … --save-result (the result JSON), or its console output; SGLang: python -m sglang.bench_serving --output-file",
 }
 
 
