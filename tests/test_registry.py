@@ -31,6 +31,7 @@ KIND_SAMPLES = {
     "llama-runs": SAMPLES / "llama_cpp" / "rtx3090ti_llama7b_q4_0_bench.md.txt",
     "torch-trace": SAMPLES / "pytorch" / "hf_qwen1.5-0.5b_h100_recordshapes.pt.trace.json.gz",
     "serving-bench": SAMPLES / "serving" / "vllm_benchmark_serving_llama2-7b_h100_console.log",
+    "gpu-metrics": SAMPLES / "metrics" / "nvidia_smi_h100_vllm_llama2-7b_serving.csv",
 }
 
 

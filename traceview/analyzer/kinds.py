@@ -18,6 +18,7 @@ from traceview.analyzer.analysis import (
     analyze_stats,
 )
 from traceview.analyzer.decode import parse_bytes, parse_duration_ns
+from traceview.analyzer.gpu_metrics import analyze_metrics
 from traceview.analyzer.jetson import find_board
 from traceview.analyzer.serving import analyze_serving
 from traceview.analyzer.torch_trace import analyze_torch
@@ -117,6 +118,7 @@ ANALYSES: dict[str, Kind] = {kind.name: kind for kind in (
     Kind("fleet", _fleet),
     Kind("torch-trace", analyze_torch, frozenset({"gap_threshold"})),
     Kind("serving-bench", analyze_serving, frozenset({"kv_bytes_per_token"})),
+    Kind("gpu-metrics", analyze_metrics),
 )}
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from traceview.analyzer.analysis import Analysis
 from traceview.app.document import Document, Report
 from traceview.app.reporters.base import ReportOptions, provenance, report_data
-from traceview.app.views import fleet, generic, kernels, llama_runs, serving, telemetry, torch_trace
+from traceview.app.views import fleet, generic, gpu_metrics, kernels, llama_runs, serving, telemetry, torch_trace
 from traceview.app.views.projection import projection_blocks, projection_record
 
 
@@ -39,6 +39,7 @@ VIEWS: dict[str, View] = {
     "telemetry": View(telemetry.document, telemetry.record, telemetry.summary, telemetry.side, telemetry.figure),
     "llama-runs": View(llama_runs.document, llama_runs.record, llama_runs.summary, llama_runs.side, llama_runs.figure),
     "fleet": View(fleet.document, fleet.record, fleet.summary, fleet.side, fleet.figure),
+    "gpu-metrics": View(gpu_metrics.document, gpu_metrics.record, gpu_metrics.summary, gpu_metrics.side, gpu_metrics.figure),
     "serving-bench": View(serving.document, serving.record, serving.summary, serving.side, serving.figure),
     "torch-trace": View(torch_trace.document, torch_trace.record, torch_trace.summary, torch_trace.side, torch_trace.figure),
 }
