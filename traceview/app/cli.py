@@ -41,7 +41,8 @@ from traceview.wording import counted
 app = typer.Typer(
     name="traceview",
     help="GPU profiling trace analyzer: roofline verdicts and ranked bottlenecks from Nsight Compute and Nsight Systems exports, "
-    "tegrastats logs and llama.cpp output; reports, run-vs-run diffs and LLM decode ceilings.",
+    "PyTorch profiler traces, nvprof, tegrastats logs, llama.cpp output and serving benchmarks; reports, run-vs-run diffs, "
+    "projections onto other GPUs, LLM decode ceilings and an MCP server for coding agents.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
