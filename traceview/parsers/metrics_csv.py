@@ -33,8 +33,8 @@ _NVIDIA_SMI_FIELDS = re.compile(r"(?:^|,)\s*(?:utilization\.gpu|utilization\.mem
 # vLLM's engine metrics (vllm/engine/metrics.py, `vllm:` prefixed on /metrics), as a scraper writes them to CSV.
 _ENGINE_FIELDS = re.compile(r"(?:^|,)\s*(?:vllm:)?(?:num_requests_running|num_requests_waiting|gpu_cache_usage_perc|num_preemptions_total|"
                             r"generation_tokens_total|prompt_tokens_total|time_to_first_token_seconds|time_per_output_token_seconds)\b")
-_UNIT = re.compile(r"^(?P<name>.*?)\s*\[(?P<unit>[^\]]{1,20})\]\s*$")
-_VALUE_UNIT = re.compile(r"^\s*(?P<number>[-+]?[0-9][0-9.,eE+-]{0,40})\s*(?P<unit>[A-Za-z%/]{1,10})?\s*$")
+# A cell after strip(): `59362 MiB`, `81 %`, `0.5` (bounded gaps: an unbounded one backtracks on a long damaged cell).
+_VALUE_UNIT = re.compile(r"(?P<number>[-+]?[0-9][0-9.,eE+-]{0,40})\s{0,4}(?P<unit>[A-Za-z%/]{1,10})?")
 _ACTIVE = {"active": 1.0, "not active": 0.0}
 _TIME_COLUMNS = ("time [s]", "time", "timestamp", "time_s", "seconds")
 _DEVICE_COLUMNS = ("uuid", "index", "pci.bus_id", "name")
@@ -79,7 +79,7 @@ def _value(cell: str) -> tuple[float | None, str | None]:
     text = cell.strip()
     if text.lower() in _ACTIVE:
         return _ACTIVE[text.lower()], "active"
-    match = _VALUE_UNIT.match(text)
+    match = _VALUE_UNIT.fullmatch(text)
     if not match:
         return None, None  # [N/A], [Not Supported], text
     return float_or_none(match.group("number").replace(",", "")), match.group("unit")
@@ -94,9 +94,11 @@ def _read(path: Path, found: object, options: ReadOptions) -> Parsed:
     names: list[str] = []
     units: list[str | None] = []
     for title in header:
-        bracketed = _UNIT.match(title)
-        names.append(bracketed.group("name") if bracketed else title)
-        units.append(bracketed.group("unit") if bracketed else None)
+        # `memory.used [MiB]`: the unit in the last brackets.
+        opening = title.rfind("[")
+        bracketed = title.endswith("]") and 0 < opening and len(title) - opening <= 22
+        names.append(title[:opening].rstrip() if bracketed else title)
+        units.append(title[opening + 1:-1] if bracketed else None)
     lowered = [n.lower() for n in names]
     time_column = next((lowered.index(c) for c in _TIME_COLUMNS if c in lowered), None)
     time_column = next((i for i, t in enumerate(header) if t.lower() in _TIME_COLUMNS), time_column)
