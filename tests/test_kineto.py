@@ -169,3 +169,17 @@ def test_a_damaged_trace_gets_one_line(tmp_path):
     result = CliRunner().invoke(app, ["analyze", str(bad)])
     assert result.exit_code == 1 and "Traceback" not in result.output
     assert len(result.stderr.strip().splitlines()) == 1 and "PyTorch profiler trace" in result.stderr
+
+
+def test_huge_process_ids_and_times_are_read_without_overflow(tmp_path):
+    # A damaged trace: a process id near 2**61 (packed with the thread id into 64 bits) and a start plus duration
+    # that would pass 2**63 ns if both were allowed up to 9e15 µs.
+    events = [{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 2**61, "tid": 2**61, "ts": 1.0, "dur": 1.0, "args": {"correlation": 1}},
+              {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 3e15, "dur": 3.9e15, "args": {"device": 0, "correlation": 1}},
+              {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 8e15, "dur": 8e15, "args": {"device": 0, "correlation": 2}}]
+    path = tmp_path / "damaged.pt.trace.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    result = CliRunner().invoke(app, ["analyze", str(path), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["summary"]["launches"] == 1 and any("left out" in note for note in data["notes"])

@@ -136,7 +136,8 @@ def _ns(ts: object, dur: object) -> tuple[int, int] | None:
     """(start, end) in ns of an event's `ts` and `dur` (µs); None when either is missing, not finite or negative."""
     if not isinstance(ts, (int, float)) or not isinstance(dur, (int, float)) or isinstance(ts, bool):
         return None
-    if not (math.isfinite(ts) and math.isfinite(dur)) or dur < 0 or abs(ts) > 9e15 or dur > 9e15:
+    # 4e15 µs is 126 years: a start and a duration that large still add up inside 64 bits of ns.
+    if not (math.isfinite(ts) and math.isfinite(dur)) or dur < 0 or abs(ts) > 4e15 or dur > 4e15:
         return None
     start = round(ts * 1000)
     return start, start + round(dur * 1000)
@@ -206,12 +207,12 @@ class _Reader:
             if name.startswith("hip"):
                 self.hip += 1
             pid, tid = _int(event.get("pid")) or 0, _int(event.get("tid")) or 0
-            self.api.append((start, end, name, correlation, pid * _PID_SHIFT + tid % _PID_SHIFT, pid, external))
+            self.api.append((start, end, name, correlation, (pid % _PID_SHIFT) * _PID_SHIFT + tid % _PID_SHIFT, pid, external))
         else:
             pid, tid = _int(event.get("pid")) or 0, _int(event.get("tid")) or 0
             dims, types = args.get("Input Dims", args.get("Input dims")), args.get("Input type")
             self.ops.append((len(self.ops) + sum(f.height for f in self.frames["ops"]), name, category, start, end, pid,
-                             pid * _PID_SHIFT + tid % _PID_SHIFT, external,
+                             (pid % _PID_SHIFT) * _PID_SHIFT + tid % _PID_SHIFT, external,
                              json.dumps(dims) if dims is not None else None, json.dumps(types) if types is not None else None))
         if self.events % CHUNK_EVENTS == 0:
             self.flush()
