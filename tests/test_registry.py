@@ -105,3 +105,11 @@ def test_the_library_call_gives_the_clis_answer(kind):
     assert analysis.kind == kind
     cli = json.loads(CliRunner().invoke(app, ["analyze", str(KIND_SAMPLES[kind]), "--format", "json"]).stdout)
     assert cli["summary"]["kernels"] == analysis.kernels.height and cli["source"]["sha256"] == analysis.source.sha256
+
+
+def test_every_format_says_how_it_is_produced():
+    # The MCP server's formats() tells an agent how to make each input: a new format needs its line there.
+    from traceview.app.producing import HOW_TO_PRODUCE
+
+    for fmt in FORMATS:
+        assert any(fmt.name.startswith(prefix) for prefix in HOW_TO_PRODUCE), f"format {fmt.name} has no line in app/producing.HOW_TO_PRODUCE"

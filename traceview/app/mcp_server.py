@@ -24,6 +24,7 @@ from traceview.analyzer.analysis import Analysis
 from traceview.analyzer.diff import compare
 from traceview.analyzer.kinds import AnalysisOptions
 from traceview.analyzer.pipeline import analyze_file
+from traceview.app.producing import HOW_TO_PRODUCE
 from traceview.app.reporters.base import ReportOptions, diagnosis_lines, json_safe, kernel_records
 from traceview.app.reporters.diff_report import diff_data
 from traceview.app.views import report_of
@@ -38,21 +39,6 @@ CACHED_ANALYSES = 16
 # The kernel fields an overview lists (a kernel's own tool gives the rest).
 _KERNEL_SUMMARY = ("rank", "short_name", "launches", "duration_ns", "share_pct", "bound", "label", "likely_bound", "roof_pct",
                    "recoverable_ns", "reason", "recommendation")
-# How to produce each input, by the start of its format's name.
-HOW_TO_PRODUCE = {
-    "ncu-csv": "ncu --set full -o run ./app; ncu -i run.ncu-rep --csv --page raw > run.csv (or --page details)",
-    "ncu-rep": "ncu --set full -o run ./app (the .ncu-rep; pip install 'traceview[ncu-rep]' to read it)",
-    "ncu-console": "ncu ./app > run.txt (the console output)",
-    "nsys-sqlite": "nsys profile -t cuda,nvtx,osrt -o run ./app; nsys export --type sqlite run.nsys-rep",
-    "nsys-stats": "nsys stats --format csv run.nsys-rep > stats.csv (or the console tables)",
-    "nvprof": "nvprof --log-file run.log ./app (summary), --metrics … (metrics), or -o run.nvvp (SQLite)",
-    "pytorch-trace": "torch.profiler.profile(activities=[CPU, CUDA], record_shapes=True, with_stack=True) → prof.export_chrome_trace('t.json'); "
-                     "vLLM: VLLM_TORCH_PROFILER_DIR=dir",
-    "tegrastats": "sudo tegrastats --interval 100 --logfile run.log",
-    "llama": "llama-bench -o md > bench.md, or the timing lines llama-cli / llama-server print",
-    "traceview-fleet": "traceview fleet DIR --format json -o fleet.json",
-    "serving-bench": "vllm bench serve … --save-result (the result JSON), or its console output; SGLang: python -m sglang.bench_serving --output-file",
-}
 
 
 @dataclass(frozen=True)
