@@ -28,8 +28,8 @@ from traceview.errors import TraceFormatError, UsageError
 
 @dataclass(frozen=True)
 class AnalysisOptions:
-    """Everything an analysis may be given besides the file, as the user gave it (sizes and durations still text:
-    each analysis reads its own). `ncu` holds Nsight Compute results to join, already analysed; `phase(name)` and
+    """Everything an analysis may be given besides the file, as the user gave it (sizes and durations still text,
+    read by the methods below when an analysis needs them). `ncu` holds Nsight Compute results to join, already analysed; `phase(name)` and
     `progress(done, total)` report on long inputs (a progress display)."""
 
     gpu: str | None = None
@@ -44,6 +44,22 @@ class AnalysisOptions:
     what_if: str | None = None  # GPUs to project the run onto, comma-separated (every kind)
     phase: Callable[[str], None] | None = None
     progress: Callable[[int, int], None] | None = None
+
+    def weight_bytes(self) -> float | None:
+        """--weights in bytes, or None; UsageError when it is no size."""
+        return parse_bytes(self.weights, "weights") if self.weights else None
+
+    def bandwidth_bytes_per_s(self) -> float | None:
+        """--bandwidth in bytes/s, or None; UsageError when it is no rate."""
+        return parse_bytes(self.bandwidth, "bandwidth") if self.bandwidth else None
+
+    def gap_threshold_ns(self) -> int:
+        """--gap-threshold in ns, or the default (nsys analyze's 500 ms)."""
+        return parse_duration_ns(self.gap_threshold, "--gap-threshold") if self.gap_threshold else DEFAULT_GAP_THRESHOLD_NS
+
+    def kv_token_bytes(self) -> float | None:
+        """--kv-bytes-per-token in bytes, or None."""
+        return parse_bytes(self.kv_bytes_per_token, "--kv-bytes-per-token") if self.kv_bytes_per_token else None
 
 
 # The options that only some kinds take, and what each is for: said when one is given to a kind that does not take it.
@@ -65,13 +81,8 @@ class Kind:
     options: frozenset[str] = frozenset()
 
 
-def _weight_bytes(options: AnalysisOptions) -> float | None:
-    return parse_bytes(options.weights, "weights") if options.weights else None
-
-
 def _nsys_export(export: Any, source: Source, options: AnalysisOptions) -> Analysis:
-    gap = parse_duration_ns(options.gap_threshold, "--gap-threshold") if options.gap_threshold else DEFAULT_GAP_THRESHOLD_NS
-    return analyze_nsys(export, source, options.gpu, options.ncu, gap, _weight_bytes(options), options.phase)
+    return analyze_nsys(export, source, options.gpu, options.ncu, options.gap_threshold_ns(), options.weight_bytes(), options.phase)
 
 
 def _nsys_stats(stats: Any, source: Source, options: AnalysisOptions) -> Analysis:
@@ -84,12 +95,11 @@ def _telemetry(log: Any, source: Source, options: AnalysisOptions) -> Analysis:
 
 
 def _llama_runs(runs: Any, source: Source, options: AnalysisOptions) -> Analysis:
-    bandwidth = parse_bytes(options.bandwidth, "bandwidth") if options.bandwidth else None
-    return analyze_llama(runs, source, options.gpu, bandwidth, _weight_bytes(options))
+    return analyze_llama(runs, source, options.gpu, options.bandwidth_bytes_per_s(), options.weight_bytes())
 
 
 def _kernels(kernels: Any, source: Source, options: AnalysisOptions) -> Analysis:
-    return analyze(kernels, source, gpu=options.gpu, weight_bytes=_weight_bytes(options), step_kernels=options.step_kernels)
+    return analyze(kernels, source, gpu=options.gpu, weight_bytes=options.weight_bytes(), step_kernels=options.step_kernels)
 
 
 def _fleet(record: Any, source: Source, options: AnalysisOptions) -> Analysis:

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from traceview.analyzer.analysis import Analysis, Device, Peak, Source, _table_peaks, _without_launches
-from traceview.analyzer.decode import parse_bytes
 from traceview.analyzer.devices import lookup_gpu
 from traceview.analyzer.ranking import rank_kernels
 
@@ -110,30 +109,25 @@ def analyze_serving(results: pl.DataFrame, source: Source, options: AnalysisOpti
     assumptions: list[str] = []
     bandwidth, bandwidth_source = None, None
     spec = lookup_gpu(options.gpu) if options.gpu else None
+    given_weights, given_kv = options.weight_bytes(), options.kv_token_bytes()
     if options.bandwidth:
-        bandwidth, bandwidth_source = parse_bytes(options.bandwidth, "bandwidth"), "--bandwidth"
+        bandwidth, bandwidth_source = options.bandwidth_bytes_per_s(), "--bandwidth"
     elif spec is not None:
         bandwidth, bandwidth_source = spec.dram_bytes_per_s, f"{spec.name} datasheet"
     rows = []
     for row in results.iter_rows(named=True):
         config = model_config(row["model"])
-        if options.weights:
-            weights = parse_bytes(options.weights, "weights")
-        elif config:
+        weights: float | None = given_weights
+        if weights is None and config:
             weights = config[1][0] * DEFAULT_BYTES_PER_VALUE
             assumptions.append(f"{config[0]}: {config[1][0] / 1e9:.2f} B parameters in 16 bits = {weights / 1e9:.2f} GB of weights (from its "
                                "config; --weights if it is quantized)")
-        else:
-            weights = None
-        if options.kv_bytes_per_token:
-            kv_per_token = parse_bytes(options.kv_bytes_per_token, "--kv-bytes-per-token")
-        elif config:
+        kv_per_token: float | None = given_kv
+        if kv_per_token is None and config:
             _, layers, kv_heads, head_dim = config[1]
             kv_per_token = 2.0 * layers * kv_heads * head_dim * DEFAULT_BYTES_PER_VALUE
             assumptions.append(f"{config[0]}: KV cache {layers} layers × {kv_heads} KV heads × {head_dim} × 2 (K and V) × 2 bytes = "
                                f"{kv_per_token / 1024:.0f} KiB per token")
-        else:
-            kv_per_token = None
         concurrency, how = _concurrency(row)
         prompts = row["completed"] or row["num_prompts"]
         context = ((row["total_input_tokens"] or 0) + (row["total_output_tokens"] or 0) / 2) / prompts if prompts and row["total_input_tokens"] else None

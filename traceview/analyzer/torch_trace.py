@@ -19,10 +19,8 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from traceview.analyzer.analysis import Analysis, Device, Source, analyze_nsys
-from traceview.analyzer.decode import parse_bytes, parse_duration_ns
 from traceview.analyzer.roofline import LATENCY_THRESHOLD_PCT
 from traceview.analyzer.timeline import Timeline
-from traceview.analyzer.whole_run import DEFAULT_GAP_THRESHOLD_NS
 from traceview.parsers.kineto import TorchTrace
 from traceview.wording import counted
 
@@ -260,9 +258,7 @@ def analyze_torch(trace: TorchTrace, source: Source, options: AnalysisOptions) -
     """Return the analysis of a PyTorch profiler trace: the whole run as for an Nsight Systems export, the op
     roofline estimated from shapes, the collectives and the graphs (TorchRun in `detail`). Takes --gpu,
     --gap-threshold and --weights (else the weights a step reads come from the linear layers' shapes)."""
-    gap = parse_duration_ns(options.gap_threshold, "--gap-threshold") if options.gap_threshold else DEFAULT_GAP_THRESHOLD_NS
-    weight_bytes = parse_bytes(options.weights, "weights") if options.weights else None
-    base = analyze_nsys(trace.export, source, options.gpu, None, gap, weight_bytes, options.phase)
+    base = analyze_nsys(trace.export, source, options.gpu, None, options.gap_threshold_ns(), options.weight_bytes(), options.phase)
     timeline = base.timeline
     assert timeline is not None  # analyze_nsys always returns its Timeline
     graphs = graph_facts(trace)
