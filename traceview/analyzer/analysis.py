@@ -6,7 +6,7 @@ import dataclasses
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -76,6 +76,9 @@ from traceview.parsers.nsys_stats import EXPERT_RULES, STATS_LAUNCHES, StatsRepo
 from traceview.parsers.schema import KERNELS, MEMORY_LEVELS, PRECISIONS
 from traceview.wording import counted
 
+if TYPE_CHECKING:
+    from traceview.analyzer.projection import Projection  # projection builds on this module
+
 PEAK_KEYS = tuple(f"peak_{p}_flop_per_s" for p in PRECISIONS) + tuple(f"peak_{m}_bytes_per_s" for m in MEMORY_LEVELS)
 
 
@@ -129,7 +132,7 @@ class Analysis:
     kind: str = "kernels"
     detail: object = None
     collection: Collection = NCU_COLLECTION  # how to collect what the verdicts lack, in the input profiler's words
-    projections: tuple[Any, ...] = ()  # analyzer.projection.Projection per --what-if target
+    projections: tuple[Projection, ...] = ()  # one per --what-if target
 
     @property
     def telemetry(self) -> Telemetry | None:

@@ -12,8 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import polars as pl
-
 from traceview.analyzer.analysis import Analysis
 from traceview.analyzer.devices import GpuSpec, lookup_gpu
 from traceview.errors import UsageError
@@ -138,8 +136,3 @@ def project(analysis: Analysis, targets: list[GpuSpec]) -> list[Projection]:
     if analysis.telemetry is not None:
         return [Projection(t.key, t.name, None, None, None, assumptions=("a telemetry log holds no kernels to project",)) for t in targets]
     return [_kernel_projection(analysis, t) for t in targets]
-
-
-def projection_frame(projections: list[Projection]) -> pl.DataFrame:
-    """The projections as a frame (one row per target), for tests and tables."""
-    return pl.DataFrame([p.__dict__ for p in projections]) if projections else pl.DataFrame()

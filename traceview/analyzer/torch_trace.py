@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from traceview.analyzer.analysis import Analysis, Device, Source, analyze_nsys
+from traceview.analyzer.kernel_kinds import is_communication
 from traceview.analyzer.roofline import LATENCY_THRESHOLD_PCT
 from traceview.analyzer.timeline import Timeline
 from traceview.parsers.kineto import TorchTrace
@@ -193,8 +194,6 @@ def collectives(trace: TorchTrace) -> list[dict[str, Any]]:
     the trace records message sizes (NCCL's convention: all-reduce 2(n-1)/n, all-gather and reduce-scatter (n-1)/n of
     the larger buffer)."""
     export = trace.export
-    from traceview.analyzer.kernel_kinds import is_communication
-
     comm_ids = {i for i, name in export.names.items() if is_communication(name)}
     if not comm_ids:
         return []

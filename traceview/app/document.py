@@ -132,10 +132,6 @@ def with_names_cut(table: Table, width: int = NAME_CELL_CHARS) -> Table:
     return Table(table.columns, tuple(tuple(row) for row in rows), table.title)
 
 
-def span(text: object, style: Style = "") -> Span:
-    return Span("" if text is None else str(text), style)
-
-
 def name_span(text: object, hover: object = None, style: Style = "") -> Span:
     """A span holding a name (a kernel's display name; `hover` its full name): every reporter cuts it in the middle
     when it is too long."""

@@ -154,6 +154,7 @@ class _Reader:
         self.ops: list[tuple[Any, ...]] = []
         self.collectives: list[tuple[Any, ...]] = []
         self.frames: dict[str, list[pl.DataFrame]] = {"kernels": [], "memops": [], "api": [], "ops": [], "collectives": []}
+        self.op_count = 0  # ops read so far, flushed or not: the next op's op_id
         self.python_functions = 0
         self.hip = 0
         self.events = 0
@@ -211,9 +212,10 @@ class _Reader:
         else:
             pid, tid = _int(event.get("pid")) or 0, _int(event.get("tid")) or 0
             dims, types = args.get("Input Dims", args.get("Input dims")), args.get("Input type")
-            self.ops.append((len(self.ops) + sum(f.height for f in self.frames["ops"]), name, category, start, end, pid,
+            self.ops.append((self.op_count, name, category, start, end, pid,
                              (pid % _PID_SHIFT) * _PID_SHIFT + tid % _PID_SHIFT, external,
                              json.dumps(dims) if dims is not None else None, json.dumps(types) if types is not None else None))
+            self.op_count += 1
         if self.events % CHUNK_EVENTS == 0:
             self.flush()
 
@@ -241,7 +243,7 @@ def _text(value: object) -> str | None:
     return None if value is None else str(value)
 
 
-def _events(handle: IO[bytes], path: Path) -> Iterator[Any]:
+def _events(handle: IO[bytes]) -> Iterator[Any]:
     try:
         yield from ijson.items(handle, "traceEvents.item", use_float=True)
     except (ijson.JSONError, ijson.IncompleteJSONError, UnicodeDecodeError, EOFError, OSError, zlib.error) as error:
@@ -376,7 +378,7 @@ def parse(path: Path) -> TorchTrace:
     try:
         with _open(path) as handle:
             ends = _Ends(handle)
-            for event in _events(ends, path):  # type: ignore[arg-type]  # a reader of bytes is all ijson needs
+            for event in _events(ends):  # type: ignore[arg-type]  # a reader of bytes is all ijson needs
                 reader.add(event)
     except _Cut as cut:
         if reader.events == 0:

@@ -3,17 +3,27 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TypeVar
 
 from traceview.analyzer.analysis import Analysis
-from traceview.app.document import Block, Bullets, Item, Paragraph, Span, Style
+from traceview.app.document import Block, Bullets, Item, Paragraph, Span
+
+Detail = TypeVar("Detail")
 
 
-def blocks_from_lines(lines: Iterable[str], first_style: Style = "") -> list[Block]:
+def detail_of(analysis: Analysis, kind: type[Detail]) -> Detail:
+    """The analysis's detail, which a view's registry line promises is a `kind`; TypeError when it is not."""
+    if not isinstance(analysis.detail, kind):
+        raise TypeError(f"a {analysis.kind} analysis whose detail is no {kind.__name__}")
+    return analysis.detail
+
+
+def blocks_from_lines(lines: Iterable[str]) -> list[Block]:
     """Sentences as blocks: a run of `- ` lines is one list (two more spaces after the dash is one level deeper),
-    every other line a paragraph (the first in `first_style`)."""
+    every other line a paragraph."""
     blocks: list[Block] = []
     items: list[Item] = []
-    for index, line in enumerate(lines):
+    for line in lines:
         if line.startswith("- "):
             body = line[2:]
             depth = (len(body) - len(body.lstrip(" "))) // 2
@@ -22,7 +32,7 @@ def blocks_from_lines(lines: Iterable[str], first_style: Style = "") -> list[Blo
         if items:
             blocks.append(Bullets(tuple(items)))
             items = []
-        blocks.append(Paragraph((Span(line, first_style if index == 0 else ""),)))
+        blocks.append(Paragraph((Span(line),)))
     if items:
         blocks.append(Bullets(tuple(items)))
     return blocks

@@ -9,26 +9,14 @@ from traceview.analyzer.analysis import Analysis
 from traceview.analyzer.fleet import FleetResult
 from traceview.app.document import Block, Document, FigureRef, Heading, bullets, para
 from traceview.app.reporters.base import ReportOptions
+from traceview.app.reporters.fleet_report import straggler_lines
 from traceview.app.views import kernels
-from traceview.app.views.common import banner, title
+from traceview.app.views.common import banner, detail_of, title
 from traceview.wording import counted
 
 
-def _result(analysis: Analysis) -> FleetResult:
-    if analysis.fleet is None:
-        raise ValueError(f"a {analysis.kind} analysis without a fleet result")  # the registry pairs this view with fleets only
-    result: FleetResult = analysis.fleet
-    return result
-
-
-def straggler_lines(result: FleetResult) -> list[str]:
-    from traceview.app.reporters.fleet_report import straggler_lines as lines
-
-    return lines(result)
-
-
 def document(analysis: Analysis, options: ReportOptions) -> Document:
-    result = _result(analysis)
+    result = detail_of(analysis, FleetResult)
     blocks: list[Block] = [para(f"{counted(result.files.height, 'file')} over {counted(result.ranks.height, 'rank')}, "
                                 f"{len(result.failures)} failed"),
                            bullets(straggler_lines(result) or ["no straggler"]), FigureRef("traceview-main-figure", lambda: figure(analysis))]
@@ -41,7 +29,7 @@ def record(analysis: Analysis, options: ReportOptions) -> dict[str, Any]:
 
 
 def summary(analysis: Analysis) -> str:
-    fleet = _result(analysis)
+    fleet = detail_of(analysis, FleetResult)
     return (f"fleet: {counted(fleet.files.height, 'file')} over {counted(fleet.ranks.height, 'rank')}, "
             f"{counted(len(fleet.stragglers), 'straggler')}, {len(fleet.failures)} failed")
 
@@ -49,7 +37,7 @@ def summary(analysis: Analysis) -> str:
 def side(analysis: Analysis) -> Document:
     from traceview.app.figures import fleet_breakdown_figure
 
-    fleet = _result(analysis)
+    fleet = detail_of(analysis, FleetResult)
     blocks: list[Block] = [Heading("Fleet"), bullets(straggler_lines(fleet) or ["no straggler"]),
                            FigureRef("fleet-ranks", lambda: fleet_breakdown_figure(fleet))]
     if fleet.failures:
@@ -60,4 +48,4 @@ def side(analysis: Analysis) -> Document:
 def figure(analysis: Analysis, highlight: str | None = None, per_launch: bool = False) -> Any:
     from traceview.app.figures import fleet_heatmap_figure
 
-    return fleet_heatmap_figure(_result(analysis))
+    return fleet_heatmap_figure(detail_of(analysis, FleetResult))

@@ -10,16 +10,10 @@ from traceview.analyzer.gpu_metrics import MetricsRun
 from traceview.app.document import Block, Column, Document, FigureRef, Heading, Table, bullets, cell, name_span, para
 from traceview.app.formatting import format_number
 from traceview.app.reporters.base import ReportOptions, json_safe
-from traceview.app.views.common import banner, title
+from traceview.app.views.common import banner, detail_of, title
 
 _COLUMNS = (Column("metric", "name", 20), Column("unit", "text"), Column("samples", "number"), Column("mean", "number"), Column("p50", "number"),
             Column("p90", "number"), Column("max", "number"), Column("rate/s", "number"))
-
-
-def _run(analysis: Analysis) -> MetricsRun:
-    if not isinstance(analysis.detail, MetricsRun):
-        raise TypeError(f"a {analysis.kind} analysis without polled metrics")  # the registry pairs them
-    return analysis.detail
 
 
 def _n(value: float | None) -> str:
@@ -27,7 +21,7 @@ def _n(value: float | None) -> str:
 
 
 def document(analysis: Analysis, options: ReportOptions) -> Document:
-    run = _run(analysis)
+    run = detail_of(analysis, MetricsRun)
     devices = sorted({m["device"] for m in run.metrics if m["device"]})
     rows = tuple((cell(name_span(m["metric"] + (f" ({m['device'][:12]}…)" if len(devices) > 1 else ""))), cell(m["unit"] or ""),
                   cell(str(m["samples"])), cell(_n(m["mean"])), cell(_n(m["p50"])), cell(_n(m["p90"])), cell(_n(m["max"])),
@@ -39,17 +33,17 @@ def document(analysis: Analysis, options: ReportOptions) -> Document:
 
 
 def record(analysis: Analysis, options: ReportOptions) -> dict[str, Any]:
-    run = _run(analysis)
+    run = detail_of(analysis, MetricsRun)
     return {"metrics": json_safe({"duration_s": run.duration_s, "series": run.metrics, "findings": run.findings})}
 
 
 def summary(analysis: Analysis) -> str:
-    run = _run(analysis)
+    run = detail_of(analysis, MetricsRun)
     return f"{len(run.metrics)} metrics over {run.duration_s:,.0f} s, {len(run.findings)} finding(s)"
 
 
 def side(analysis: Analysis) -> Document:
-    run = _run(analysis)
+    run = detail_of(analysis, MetricsRun)
     return Document(title(analysis), (Heading("Findings"), bullets([f["message"] for f in run.findings] or ["none"])), tuple(analysis.notes))
 
 
@@ -58,7 +52,7 @@ def figure(analysis: Analysis, highlight: str | None = None, per_launch: bool = 
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    run = _run(analysis)
+    run = detail_of(analysis, MetricsRun)
     varying = [m for m in run.metrics if m["max"] != m["min"]][:8]
     figure = make_subplots(rows=max(1, len(varying)), cols=1, shared_xaxes=True, vertical_spacing=0.03,
                            subplot_titles=[f"{m['metric']} [{m['unit'] or ''}]" for m in varying] or ["no metric varies"])

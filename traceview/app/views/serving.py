@@ -10,17 +10,11 @@ from traceview.analyzer.serving import ServingRun
 from traceview.app.document import Block, Column, Document, FigureRef, Heading, Table, bullets, cell, para
 from traceview.app.formatting import format_pct, format_rate
 from traceview.app.reporters.base import ReportOptions, json_safe
-from traceview.app.views.common import banner, device_text, title
+from traceview.app.views.common import banner, detail_of, device_text, title
 
 _COLUMNS = (Column("#", "number"), Column("model", "text", wrap=True), Column("conc.", "number"), Column("out tok/s", "number"),
             Column("TTFT p50", "number"), Column("TPOT p50", "number"), Column("TPOT p99", "number"), Column("ITL p99", "number"),
             Column("bytes/step", "number"), Column("TPOT floor", "number"), Column("MBU p50", "number"), Column("MBU p99", "number"))
-
-
-def _run(analysis: Analysis) -> ServingRun:
-    if not isinstance(analysis.detail, ServingRun):
-        raise TypeError(f"a {analysis.kind} analysis without serving results")  # the registry pairs them
-    return analysis.detail
 
 
 def _ms(value: float | None) -> str:
@@ -32,7 +26,7 @@ def _model(name: str | None) -> str:
 
 
 def document(analysis: Analysis, options: ReportOptions) -> Document:
-    run = _run(analysis)
+    run = detail_of(analysis, ServingRun)
     rows = tuple((cell(str(r["result"])), cell(_model(r["model"])), cell("n/a" if r["concurrency"] is None else f"{r['concurrency']:.0f}"),
                   cell("n/a" if r["output_tokens_per_s"] is None else f"{r['output_tokens_per_s']:,.0f}"), cell(_ms(r["median_ttft_ms"])),
                   cell(_ms(r["median_tpot_ms"])), cell(_ms(r["p99_tpot_ms"])), cell(_ms(r["p99_itl_ms"])),
@@ -53,13 +47,13 @@ def document(analysis: Analysis, options: ReportOptions) -> Document:
 
 def record(analysis: Analysis, options: ReportOptions) -> dict[str, Any]:
     """`serving`: per result the measured metrics and its floor (bytes, ms, %), the findings and the assumptions."""
-    run = _run(analysis)
+    run = detail_of(analysis, ServingRun)
     return {"serving": json_safe({"results": run.results, "findings": run.findings, "assumptions": run.assumptions,
                                   "bandwidth_bytes_per_s": run.bandwidth_bytes_per_s, "bandwidth_source": run.bandwidth_source})}
 
 
 def summary(analysis: Analysis) -> str:
-    run = _run(analysis)
+    run = detail_of(analysis, ServingRun)
     first = run.results[0] if run.results else {}
     mbu = first.get("mbu_median_pct")
     return (f"{len(run.results)} serving result(s); median TPOT {_ms(first.get('median_tpot_ms'))}"
@@ -67,7 +61,7 @@ def summary(analysis: Analysis) -> str:
 
 
 def side(analysis: Analysis) -> Document:
-    run = _run(analysis)
+    run = detail_of(analysis, ServingRun)
     return Document(title(analysis), (Heading("Findings"), bullets([f["message"] for f in run.findings] or ["none"])), tuple(analysis.notes))
 
 
@@ -75,7 +69,7 @@ def figure(analysis: Analysis, highlight: str | None = None, per_launch: bool = 
     """Measured median and p99 TPOT beside the floor, per result (ms)."""
     import plotly.graph_objects as go
 
-    run = _run(analysis)
+    run = detail_of(analysis, ServingRun)
     labels = [f"#{r['result']} {_model(r['model'])}" for r in run.results]
     figure = go.Figure()
     for name, key, colour in (("TPOT floor (bandwidth)", "tpot_floor_ms", "#d9d9d9"), ("median TPOT", "median_tpot_ms", "#1f77b4"),

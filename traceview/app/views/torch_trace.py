@@ -11,18 +11,12 @@ from traceview.app.document import Block, Column, Document, FigureRef, Heading, 
 from traceview.app.formatting import format_duration, format_number, format_pct, format_rate
 from traceview.app.reporters.base import ReportOptions, json_safe, timeline_lines
 from traceview.app.views import kernels
-from traceview.app.views.common import banner, blocks_from_lines, title
+from traceview.app.views.common import banner, blocks_from_lines, detail_of, title
 from traceview.wording import counted
 
 _OP_COLUMNS = (Column("op", "name", 16), Column("shapes", "text", 16, wrap=True), Column("calls", "number", 5), Column("time", "number", 9),
                Column("GFLOP/call", "number", 6), Column("achieved", "number", 12), Column("% FLOP", "number", 6), Column("% DRAM", "number", 6),
                Column("verdict*", "text", 8))
-
-
-def _run(analysis: Analysis) -> TorchRun:
-    if not isinstance(analysis.detail, TorchRun):
-        raise TypeError(f"a {analysis.kind} analysis without a PyTorch trace's detail")  # the registry pairs them
-    return analysis.detail
 
 
 def _shapes(op: dict[str, Any]) -> str:
@@ -71,7 +65,7 @@ def collective_blocks(run: TorchRun) -> list[Block]:
 
 
 def document(analysis: Analysis, options: ReportOptions) -> Document:
-    run = _run(analysis)
+    run = detail_of(analysis, TorchRun)
     first = [para(run.headline[0].upper() + run.headline[1:], style="strong")] if run.headline and run.verdict is None else []
     blocks: list[Block] = [*first, *kernels.headline_blocks(analysis), *step_blocks(run), FigureRef("traceview-main-figure", lambda: figure(analysis))]
     if run.export is not None and run.export.kernels.height:
@@ -87,7 +81,7 @@ def document(analysis: Analysis, options: ReportOptions) -> Document:
 
 def record(analysis: Analysis, options: ReportOptions) -> dict[str, Any]:
     """The whole run's keys (`timeline`), and `torch`: the op roofline, collectives, graphs, weights per step."""
-    run = _run(analysis)
+    run = detail_of(analysis, TorchRun)
     data = kernels.record(analysis, options)
     data["torch"] = json_safe({"ops": run.ops, "collectives": run.collectives, "graphs": run.graphs, "weights_per_step_bytes": run.weights_per_step_bytes,
                                "rocm": run.rocm, "rank": run.rank, "world_size": run.world_size, "op_verdicts": ESTIMATED,
@@ -100,7 +94,7 @@ def summary(analysis: Analysis) -> str:
 
 
 def side(analysis: Analysis) -> Document:
-    run = _run(analysis)
+    run = detail_of(analysis, TorchRun)
     base = kernels.side(analysis)
     return Document(base.title, (*step_blocks(run), *base.blocks, *collective_blocks(run)), base.notes)
 
