@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import polars as pl
 
 from traceview.analyzer.analysis import Analysis, Device, Source, analyze_nsys
@@ -232,9 +233,11 @@ def graph_facts(trace: TorchTrace) -> dict[str, Any]:
     if begins.height and ends.height:
         windows = begins.join_asof(ends.rename({"end_ns": "capture_end"}), left_on="start_ns", right_on="capture_end", by="tid", strategy="forward",
                                check_sortedness=False)  # sorted by time above; polars cannot check it within groups
+        # Per thread, the launch calls' starts sorted once; each window counts its calls by two binary searches.
+        starts = {tid: np.sort(rows["start_ns"].to_numpy()) for (tid,), rows in launches.partition_by("tid", as_dict=True).items()}
         for tid, start, stop in windows.select("tid", "start_ns", "capture_end").iter_rows():
-            if stop is not None:
-                captured += launches.filter((pl.col("tid") == tid) & (pl.col("start_ns") >= start) & (pl.col("start_ns") <= stop)).height
+            if stop is not None and tid in starts:
+                captured += int(np.searchsorted(starts[tid], stop, side="right") - np.searchsorted(starts[tid], start, side="left"))
     replayed = int(export.kernels["graph_node_id"].is_not_null().sum())
     return {"replayed_kernels": replayed, "graph_launches": api.filter(pl.col("name").str.contains("GraphLaunch")).height,
             "launch_calls": launches.height, "captured_launch_calls": captured, "kernels": export.kernels.height}
