@@ -93,3 +93,17 @@ def test_an_nsys_stats_file_cut_before_any_rows_is_refused_not_zero_kernels(tmp_
     damaged.write_text("".join(lines[: rule + 1]) + lines[rule + 1][:12], encoding="utf-8")
     result = CliRunner().invoke(app, ["analyze", str(damaged)])
     assert result.exit_code == 1 and "cut short" in result.stderr, result.output
+
+
+@pytest.mark.parametrize("cut_at", ["n_accep", "n_predi", "draft acceptance rat", "0.00.064.609 I llama_perf_context_pr"])
+def test_a_cut_inside_the_first_word_of_a_line_is_noted(tmp_path, cut_at):
+    # The campaign of issue 32 (seed 31) cut `n_accept  = 44` to `n_accep`: no word of the data line was left whole.
+    source = FOUND / "llama_speculative_issue10594_metal_summary.txt"
+    if not source.exists():
+        pytest.skip(f"{source} is absent")
+    text = source.read_text(encoding="utf-8")
+    damaged = tmp_path / "cut.txt"
+    damaged.write_text(text[: text.index("\nn_accept") + 1] + cut_at, encoding="utf-8")
+    result = CliRunner().invoke(app, ["analyze", str(damaged), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    assert any("cut short" in note for note in json.loads(result.stdout)["notes"])

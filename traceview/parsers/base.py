@@ -30,6 +30,18 @@ class Head:
         return self.memo[key]
 
 
+def line_of(*keywords: str) -> str:
+    """Return a regex that finds a line of one of `keywords`' (a keyword anywhere, after a word boundary), or a line
+    cut inside its first keyword: one that ends in two or more of a keyword's first characters (`n_accep`,
+    `draft acceptance rat`). For a Format's data_line: the cut check sees only what is left of the line."""
+    def prefixes(word: str) -> str:
+        rest = "".join(f"(?:{re.escape(char)}" for char in word[2:]) + ")?" * len(word[2:])
+        return re.escape(word[:2]) + rest
+    whole = "|".join(re.escape(word) for word in keywords)
+    cut = "|".join(prefixes(word) for word in keywords)
+    return rf"\b(?:{whole})|\b(?:{cut})$"
+
+
 @dataclass(frozen=True)
 class ReadOptions:
     """What some readers need besides the file: tegrastats' sampling interval where the log has no timestamps (s), a

@@ -28,7 +28,7 @@ from typing import Any
 import polars as pl
 
 from traceview.errors import TraceFormatError
-from traceview.parsers.base import SNIFF_BYTES, Format, Head, Parsed, ReadOptions, cut_notes
+from traceview.parsers.base import SNIFF_BYTES, Format, Head, Parsed, ReadOptions, cut_notes, line_of
 from traceview.parsers.schema import LLAMA_RUNS, conform
 from traceview.parsers.sqlite_files import open_read_only, sqlite_tables
 
@@ -728,8 +728,12 @@ def _timings_at_the_end(head: Head) -> bool:
     return b"\x00" not in tail and detect(tail.decode("utf-8", errors="replace")) == "llama-timings"
 
 
-_DATA_LINE = re.compile(r"^\s*\||\btime\s*=|^[^,]*(,[^,]*){5,}|\{|\}|\b(?:encoded|decoded|n_draft|n_predict|n_drafted|n_accept|accept|build|Device|"
-                        r"model size)\b|^\s*(?:llama|common|ggml)\w*:")
+# A cut can fall anywhere in a line, its first word too (`n_accep`): line_of() finds the keyword or what is left of it.
+# Log lines may start with a timestamp (`0.00.064.609 I llama_perf_context_print:`), so no keyword is anchored.
+_DATA_LINE = re.compile(r"^\s*\||\btime\s*=|^[^,]*(,[^,]*){5,}|\{|\}|\b(?:llama|common|ggml)\w*:|" + line_of(
+    "encoded", "decoded", "n_draft", "n_predict", "n_accept", "accept", "draft acceptance", "build", "Device", "model size",
+    "Output generated in", "prompt eval time", "eval time", "load time", "sample time", "total time", "slot print_timing",
+    "llama_", "common_", "ggml_"))
 _TEXT_FORMATS = ("llama-bench-md", "llama-bench-csv", "llama-bench-json", "llama-bench-jsonl", "llama-batched-bench", "llama-batched-bench-jsonl",
                  "llama-sweep-bench", "llama-sweep-bench-jsonl", "llama-bench-sql")
 FORMATS = (
