@@ -107,3 +107,17 @@ def test_a_cut_inside_the_first_word_of_a_line_is_noted(tmp_path, cut_at):
     result = CliRunner().invoke(app, ["analyze", str(damaged), "--format", "json"])
     assert result.exit_code == 0, result.output
     assert any("cut short" in note for note in json.loads(result.stdout)["notes"])
+
+
+def test_an_nvprof_output_cut_inside_its_device_line_is_noted(tmp_path):
+    # `Device "GeForce 840M (0)"` cut to `Device "GeFo` (no digit left) names the GPU of every table after it.
+    source = FOUND / "nvprof_cuda10.1_geforce840m_unified_memory_demand_paging.txt"
+    text = source.read_text(encoding="utf-8")
+    damaged = tmp_path / "cut.txt"
+    damaged.write_text(text[: text.index('\nDevice "GeForce') + 1] + 'Device "GeFo', encoding="utf-8")
+    result = CliRunner().invoke(app, ["analyze", str(damaged), "--format", "json"])
+    if result.exit_code == 1:  # nothing before the cut could be read: one line
+        assert result.stderr.strip().startswith("Error: ") and len(result.stderr.strip().splitlines()) == 1
+        return
+    assert result.exit_code == 0, result.output
+    assert any("cut short" in note for note in json.loads(result.stdout)["notes"])

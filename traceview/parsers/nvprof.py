@@ -24,7 +24,7 @@ import polars as pl
 
 from traceview.errors import TraceFormatError
 from traceview.numbers import float_or_none
-from traceview.parsers.base import Format, Parsed, ReadOptions, cut_notes
+from traceview.parsers.base import Format, Parsed, ReadOptions, cut_notes, line_of
 from traceview.parsers.nsys_stats import SPACED_CELL, StatsReports, stats_frame, store_per_launch
 
 # `==12345== Profiling result:` (nvprof), `======== API calls:` (nvprof -i FILE, pgprof): a section's heading.
@@ -387,5 +387,6 @@ def _read(path: Path, found: object, options: ReadOptions) -> Parsed:
 
 FORMATS = (
     Format("nvprof", "nsys-stats", _read, lambda head: head.is_text and looks_like_nvprof(head.text), order=70,
-           data_line=re.compile(r"\d|==\d+==|Time|Name|Type|-{3}|^\"")),
+           # `Device "GeForce 840M (0)"` names the GPU of the tables after it: a cut inside it loses that name.
+           data_line=re.compile(r"\d|==\d+==|Time|Name|Type|-{3}|^\"|" + line_of("Device"))),
 )
