@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import binascii
 import dataclasses
+import json
 import re
 import secrets
 import tempfile
@@ -402,6 +403,36 @@ def _well_formed_callback(body: object) -> bool:
     return True
 
 
+class _UploadSafeRequest(flask.Request):
+    """A request whose JSON body the guard reads once, in pieces, and parses from its text (the parse cached for
+    Dash's get_json, the raw bytes let go).
+
+    werkzeug's get_json parses the cached raw body, and json.loads of bytes decodes them into a text first: an upload
+    callback's body is the file in base64, so the bytes, their text and the string parsed from them were held at once
+    (4× the upload), and a chunked body was joined from its pieces (2× again)."""
+
+    def parse_json_body(self) -> object:
+        """Return the body parsed as JSON, or None where it is not JSON (cached for get_json())."""
+        raw = bytearray()
+        for piece in iter(lambda: self.stream.read(1 << 20), b""):  # the stream stops a chunked body at the limit
+            raw += piece
+        try:
+            text: str | None = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            text = None
+        raw.clear()
+        parsed: object = None
+        if text is not None:
+            try:
+                parsed = json.loads(text)
+            except ValueError:
+                parsed = None
+            text = None
+        self._cached_json = (parsed, parsed)  # werkzeug's cache of get_json(silent=False), get_json(silent=True)
+        self._cached_data = b""  # and of get_data(): read once, nothing reads it again
+        return parsed
+
+
 def _guard(server: flask.Flask, allowed_hosts: set[str] | None) -> None:
     """Refuse requests for other host names (DNS rebinding) and malformed callback requests; send the security
     headers and the session cookie."""
@@ -411,20 +442,20 @@ def _guard(server: flask.Flask, allowed_hosts: set[str] | None) -> None:
         if allowed_hosts is not None and _host_of(flask.request.host).lower() not in allowed_hosts:
             return flask.Response("traceview: this server answers only for " + ", ".join(sorted(allowed_hosts)) + "\n", 403, mimetype="text/plain")
         limit = server.config.get("MAX_CONTENT_LENGTH")
-        too_large = flask.Response(f"traceview: the request is larger than the {(limit or 0) // 2**20} MB limit (--max-upload-mb)\n", 413,
+        upload_mb = max(0, (limit or 0) - 2**20) * 3 // 4 // 2**20  # the limit is on the base64 body in JSON: 4/3 of the file
+        too_large = flask.Response(f"traceview: the request is larger than an upload of {upload_mb} MB (--max-upload-mb)\n", 413,
                                    mimetype="text/plain", headers={"Connection": "close"})  # not left open while the rest drains in
         if limit and (flask.request.content_length or 0) > limit:  # refused before a byte of the body is read
             return too_large
         if flask.request.method == "POST" and flask.request.path.endswith("_dash-update-component"):
+            request = flask.request._get_current_object()  # type: ignore[attr-defined]  # the proxied Request itself
             try:
                 # Read through the request's limited stream: a body without a length (chunked) stops at the limit,
                 # and one that reaches it is refused.
-                body = flask.request.get_data(cache=True)
+                body = request.parse_json_body() if isinstance(request, _UploadSafeRequest) else request.get_json(silent=True)
             except werkzeug.exceptions.RequestEntityTooLarge:
                 return too_large
-            if limit and flask.request.content_length is None and len(body) >= limit:
-                return too_large
-            if not _well_formed_callback(flask.request.get_json(silent=True)):
+            if not _well_formed_callback(body):
                 return flask.Response("traceview: malformed callback request\n", 400, mimetype="text/plain")
         return None
 
@@ -451,6 +482,7 @@ def create_app(
     `max_upload_bytes` (base64 in JSON) are refused by the server itself, before they are read."""
     app = dash.Dash(__name__, title="traceview", update_title=None)  # type: ignore[arg-type]  # None turns the "Updating…" title off, as Dash documents
     app.index_string = app.index_string.replace("{%css%}", "{%css%}<style>" + _CSS + "</style>")
+    app.server.request_class = _UploadSafeRequest
     app.server.config["MAX_CONTENT_LENGTH"] = max_upload_bytes * 4 // 3 + 2**20
     _guard(app.server, allowed_hosts)
     app.layout = lambda: _layout(store.labels(_session()), max_upload_bytes)
@@ -616,22 +648,31 @@ def _callbacks(app: dash.Dash, store: RunStore, analyze_file: Callable[[Path], A
         return compare_panel(store.get(before, _session()), store.get(after, _session()))
 
 
+_DECODE_CHARS = 4 << 20  # base64 decoded this many characters at a time (a multiple of 4): never a whole copy of the upload
+
+
 def analyze_upload(contents: str, filename: str, analyze_file: Callable[[Path], Analysis], max_upload_bytes: int) -> Analysis:
-    """Decode a dcc.Upload payload into a temporary file, analyze it, and remove the file again."""
+    """Decode a dcc.Upload payload into a temporary file, analyze it, and remove the file again.
+
+    The payload is decoded piece by piece straight to the file: slicing it, encoding it to bytes and decoding it whole
+    held four copies of a 500 MB upload at once (issue 32)."""
     comma = contents.find(",")
-    try:
-        if comma < 0:
-            raise IndexError("no data URL")
-        data = base64.b64decode(contents[comma + 1:], validate=False)
-    except (IndexError, binascii.Error) as error:
-        raise TraceviewError(f"{filename}: the upload could not be decoded") from error
-    if len(data) > max_upload_bytes:
-        raise TraceviewError(f"{filename}: {len(data) / 2**20:.0f} MB is over the {max_upload_bytes / 2**20:.0f} MB upload limit (--max-upload-mb)")
+    if comma < 0:
+        raise TraceviewError(f"{filename}: the upload could not be decoded")
+    encoded_chars = len(contents) - comma - 1
+    if encoded_chars // 4 * 3 > max_upload_bytes + 3:
+        raise TraceviewError(f"{filename}: {encoded_chars * 3 / 4 / 2**20:.0f} MB is over the {max_upload_bytes / 2**20:.0f} MB upload limit (--max-upload-mb)")
     suffix = _SAFE_NAME.sub("_", Path(filename).suffix)[:16]
     with tempfile.TemporaryDirectory(prefix="traceview-upload-") as folder:
         path = Path(folder) / f"upload{suffix}"
-        path.write_bytes(data)
-        del data  # the bytes are on disk: not held while the file is analysed
+        try:
+            with path.open("wb") as handle:
+                for at in range(comma + 1, len(contents), _DECODE_CHARS):
+                    handle.write(base64.b64decode(contents[at: at + _DECODE_CHARS], validate=False))
+        except (binascii.Error, ValueError) as error:  # ValueError: a character outside ASCII
+            raise TraceviewError(f"{filename}: the upload could not be decoded") from error
+        if path.stat().st_size > max_upload_bytes:
+            raise TraceviewError(f"{filename}: {path.stat().st_size / 2**20:.0f} MB is over the {max_upload_bytes / 2**20:.0f} MB upload limit (--max-upload-mb)")
         try:
             analysis = analyze_file(path)
         except TraceFormatError as error:
