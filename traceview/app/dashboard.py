@@ -34,7 +34,7 @@ from traceview.app.figures import (
     telemetry_figure,
     timeline_figure,
 )
-from traceview.app.formatting import format_change, format_duration, format_pct, format_rate
+from traceview.app.formatting import format_change, format_duration, format_pct, format_rate, gap_calls_text
 from traceview.app.reporters.base import (
     diagnosis_lines,
     kernel_records,
@@ -279,7 +279,7 @@ def gap_detail(analysis: Analysis, index: str) -> list[Any]:
     gap = gaps[int(index)]
     evidence = gap.get("evidence") or {}
     ranges = [r for r in (evidence.get("nvtx_outermost"), evidence.get("nvtx_innermost")) if r]
-    calls = ", ".join(f"{c['name']} ×{c['count']}" for c in evidence.get("cuda_calls", []))
+    calls = gap_calls_text(evidence.get("cuda_calls", []))
     return [html.H4(f"Idle gap on GPU {gap['device_id']}: {format_duration(gap['duration_ns'])}"),
             html.P(f"Cause: {gap['cause']} — {gap['cause_text']}", id="gap-cause"),
             *([html.P("NVTX: " + " > ".join(r["name"][:80] for r in ranges))] if ranges else []),

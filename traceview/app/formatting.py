@@ -18,6 +18,17 @@ def format_duration(ns: float | None) -> str:
     return f"{ns / 1e9:.2f} s"
 
 
+def gap_calls_text(calls: list[dict[str, object]]) -> str:
+    """Return the CUDA calls of an idle gap's evidence as `cudaLaunchKernel ×1 (497.20 ms)`: how long the calls took
+    within the gap, the evidence for its cause (a first launch that loads a module holds the GPU idle for its length)."""
+    parts = []
+    for call in calls:
+        overlap = call.get("overlap_ns")
+        took = f" ({format_duration(float(overlap))})" if isinstance(overlap, int | float) and overlap > 0 else ""
+        parts.append(f"{call['name']} ×{call['count']}{took}")
+    return ", ".join(parts)
+
+
 def format_rate(value: float | None, unit: str) -> str:
     """Return 87.5 TFLOP/s, 1.76 TB/s style text."""
     if value is None:

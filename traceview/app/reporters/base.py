@@ -9,7 +9,7 @@ from typing import Any, ClassVar, Protocol
 from traceview import __version__
 from traceview.analyzer.analysis import Analysis
 from traceview.app.document import Report
-from traceview.app.formatting import format_duration, format_number, format_pct, format_rate
+from traceview.app.formatting import format_duration, format_number, format_pct, format_rate, gap_calls_text
 from traceview.wording import counted, format_count
 
 __all__ = ["format_duration", "format_number", "format_pct", "format_rate"]
@@ -313,7 +313,7 @@ def timeline_lines(analysis: Analysis) -> list[str]:
     for gap in t["gaps"][:5]:
         evidence = gap["evidence"]
         around = [r for r in (evidence.get("nvtx_outermost"), evidence.get("nvtx_innermost")) if r]
-        calls = ", ".join(f"{c['name']} ×{c['count']}" for c in evidence.get("cuda_calls", []))
+        calls = gap_calls_text(evidence.get("cuda_calls", []))
         lines.append(f"- gap on GPU {gap['device_id']} at {format_duration(gap['start_ns'])}: {format_duration(gap['duration_ns'])}, {gap['cause']}"
                      + (f"; NVTX: {' > '.join(repr(r['name'][:60]) for r in around)}" if around else "")
                      + (f"; CUDA calls: {calls}" if calls else ""))
