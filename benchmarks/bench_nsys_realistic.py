@@ -3,10 +3,12 @@
 against the SQL GROUP BY that `nsys stats --report cuda_gpu_kern_sum` runs; each as a whole process (start-up and
 imports included), as a user runs it. Also ¼, ½ and 1× of the file, for the cost per million launches.
 
-Targets (issue 11): the analysis within 1.0× the bulk read, peak RSS no more than the read's.
+Targets (issue 35): the analysis within 1.2× the bulk read, peak RSS under 2 GB whatever the size (run with
+--scales 0.25,0.5,1,5 for the 10 M-launch file, about 6.4 GB on disk), cost linear per million launches.
 Each command runs --repeat times, the three in turn each round, so that a slow spell of the machine falls on all of
 them alike; a figure is the fastest run's time and the highest peak RSS seen, and the spread (slowest / fastest)
 says how noisy the machine was (on a shared 2-core machine single runs of the same command differ by up to 30%).
+The memory check (TRACEVIEW_MAX_MEMORY_GB) is off for the measured runs: the point is what they take.
 Usage: python benchmarks/bench_nsys_realistic.py [--factor 581] [--scales 0.25,0.5,1] [--repeat 3]
 """
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -50,7 +53,8 @@ print(len(rows))
 def run(command: list[str]) -> dict[str, float]:
     """Return wall seconds and peak RSS (MB) of a whole process, from GNU time."""
     start = time.perf_counter()
-    done = subprocess.run(["/usr/bin/time", "-f", "%M", *command], capture_output=True, text=True, check=True)
+    done = subprocess.run(["/usr/bin/time", "-f", "%M", *command], capture_output=True, text=True, check=True,
+                          env={**os.environ, "TRACEVIEW_MAX_MEMORY_GB": "0"})
     seconds = time.perf_counter() - start
     return {"seconds": seconds, "peak_mb": int(done.stderr.strip().splitlines()[-1]) / 1024}
 
@@ -100,8 +104,8 @@ def main() -> None:
         for label, figures in (("bulk read of the columns used  ", bulk), ("SQL GROUP BY (nsys stats)      ", group),
                                ("traceview analyze --format json", ours)):
             print(f"  {label}: {figures['seconds']:6.2f} s  {figures['peak_mb']:6.0f} MB  {figures['spread']:.2f}")
-        print(f"  time vs bulk read: {ours['seconds'] / bulk['seconds']:.2f}× (target ≤ 1.0); vs GROUP BY: {ours['seconds'] / group['seconds']:.2f}×")
-        print(f"  peak RSS vs bulk read: {ours['peak_mb'] / bulk['peak_mb']:.2f}× (target ≤ 1.0)")
+        print(f"  time vs bulk read: {ours['seconds'] / bulk['seconds']:.2f}× (target ≤ 1.2); vs GROUP BY: {ours['seconds'] / group['seconds']:.2f}×")
+        print(f"  peak RSS vs bulk read: {ours['peak_mb'] / bulk['peak_mb']:.2f}×; vs the 2 GB bound: {ours['peak_mb'] / 2000:.2f}× (target < 1)")
         print(f"  per million launches: {ours['seconds'] / launches * 1e6:.2f} s, {ours['peak_mb'] / launches * 1e6:.0f} MB")
         print(json.dumps({"launches": launches, "bulk": bulk, "group_by": group, "traceview": ours}))
 

@@ -1,3 +1,18 @@
-from traceview.app.cli import main
+"""`python -m traceview` and the `traceview` command: the CLI, with Ctrl-C while the libraries load ending as quietly
+as Ctrl-C later does (exit 130, nothing written, no traceback of the import machinery)."""
 
-main()
+from __future__ import annotations
+
+import sys
+
+
+def main() -> None:
+    try:
+        from traceview.app.cli import main as cli_main
+    except KeyboardInterrupt:
+        sys.exit(130)
+    cli_main()
+
+
+if __name__ == "__main__":
+    main()

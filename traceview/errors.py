@@ -32,6 +32,10 @@ class TraceFormatError(TraceviewError):
         return (self.__class__, (self.path, self.problem, self.fix, self.line))
 
 
+class TooLargeError(TraceFormatError):
+    """An input whose analysis would need more memory than this process may take (traceview.resources)."""
+
+
 class UnknownFormatError(TraceFormatError):
     """A file whose content matches none of the supported formats."""
 

@@ -21,10 +21,11 @@ from pathlib import Path
 
 import polars as pl
 
-from traceview.errors import TraceFormatError
+from traceview.errors import TooLargeError, TraceFormatError
 from traceview.parsers.base import Format, Parsed, ReadOptions
 from traceview.parsers.schema import schema_of
 from traceview.parsers.sqlite_files import SQLITE_MAGIC, open_read_only, read_only_uri
+from traceview.resources import MEMORY_ENV, memory_budget_bytes
 from traceview.wording import counted
 
 KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
@@ -32,6 +33,13 @@ GRAPH_TRACE_TABLE = "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"
 _CHUNK_ROWS = 500_000  # rows per query at most, and per ADBC record batch (the driver's default is 1,024): see _Reader._chunk
 _CONNECTIONS = 2  # tables are read on this many connections at once
 _SPLIT_ROWS = 50_000  # a table with fewer rows is one query: a second connection would cost more than it gives
+# The analysis's peak memory per row read (the sweep, the launch joins and the timeline hold each kernel several
+# times over), measured with benchmarks/bench_nsys_realistic.py on this machine: the realistic exports of 2 M and
+# 10 M launches peak at 1.44 GB and 6.68 GB, kernels alone (2 M) at 0.70 GB. Used to refuse, before reading, an
+# export the machine cannot hold (_check_memory).
+_PEAK_BYTES_PER_KERNEL = 300
+_PEAK_BYTES_PER_ROW = 52  # any other timed row: runtime calls, NVTX ranges, copies, synchronisation
+_PEAK_BASE_BYTES = 100_000_000
 # Beyond this many row ids (a damaged page can make max(rowid) ~2**62) a table is read as one range, counted first.
 _MAX_ROWID_SPAN = 256 * _CHUNK_ROWS
 MAX_NAME_CHARS = 65_536  # kernel names of generated code reach tens of kilobytes, never megabytes
@@ -256,6 +264,7 @@ def _read(path: Path, connection: sqlite3.Connection, tables: set[str], progress
     timed = [t for t in (KERNEL_TABLE, "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
                          "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS", GRAPH_TRACE_TABLE) if t in tables]
     reader = _Reader(path, connection, progress, timed)
+    _check_memory(path, reader.rows)
     kernels = _read_kernels(path, connection, tables, reader)
     if "CUPTI_ACTIVITY_KIND_MEMCPY" in tables:
         columns = set(table_columns(connection, "CUPTI_ACTIVITY_KIND_MEMCPY"))
@@ -327,6 +336,22 @@ def _read(path: Path, connection: sqlite3.Connection, tables: set[str], progress
         notes.append(f"{counted(len(cut_names), 'kernel name')} longer than {MAX_NAME_CHARS:,} characters cut (a damaged export?)")
     return NsysExport(path, meta.get("EXPORT_PRODUCT_VERSION"), meta.get("EXPORT_SCHEMA_VERSION"), _read_gpus(connection, tables),
                       kernels, names, memops, sync, api, nvtx, tables, graphs, capture, notes, _kernel_release(connection, tables))
+
+
+def _check_memory(path: Path, rows: dict[str, int]) -> None:
+    """Raise TooLargeError when reading and analysing tables of these row counts would need more memory than this
+    process may take (traceview.resources): one line before anything is read, not the OOM killer an hour in."""
+    budget = memory_budget_bytes()
+    if budget is None:
+        return
+    kernels = rows.get(KERNEL_TABLE, 0)
+    others = sum(rows.values()) - kernels
+    needed = _PEAK_BASE_BYTES + kernels * _PEAK_BYTES_PER_KERNEL + others * _PEAK_BYTES_PER_ROW
+    if needed > budget:
+        raise TooLargeError(path, f"analysing this export needs about {needed / 1e9:.3g} GB of memory ({kernels:,} kernels and {others:,} other timed rows), "
+                                  f"more than the {budget / 1e9:.3g} GB this process may take",
+                            f"run it where more memory is free, capture a shorter stretch (nsys profile --duration, or --capture-range=cudaProfilerApi), "
+                            f"or set {MEMORY_ENV} to the GB it may use to try anyway")
 
 
 def _kernel_release(connection: sqlite3.Connection, tables: set[str]) -> str | None:

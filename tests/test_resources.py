@@ -1,0 +1,56 @@
+"""An export too large for the memory this process may take is refused before it is read, with one line that says
+how much it needs and what to do (issue 35: memory still grows with the export; the OOM killer gave no answer at all)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from traceview.app.cli import app
+from traceview.resources import MEMORY_ENV, cgroup_room_bytes, memory_budget_bytes
+
+EXPORT = "nsys_sqlite/nsys2026.2_h100x2_sliced_nsys-ai.sqlite"
+
+
+def test_an_export_larger_than_the_budget_is_refused_in_one_line(realdata_file, monkeypatch):
+    monkeypatch.setenv(MEMORY_ENV, "0.05")  # 50 MB: less than any export's analysis needs
+    result = CliRunner().invoke(app, ["analyze", str(realdata_file(EXPORT)), "--format", "json"])
+    assert result.exit_code == 1 and result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "needs about 0.102 GB of memory (3,442 kernels and 23,748 other timed rows)" in lines[0], lines
+    assert "more than the 0.05 GB this process may take" in lines[0] and MEMORY_ENV in lines[0] and "Traceback" not in result.stderr
+
+
+def test_zero_turns_the_check_off_and_a_bad_value_is_one_line(realdata_file, monkeypatch):
+    monkeypatch.setenv(MEMORY_ENV, "0")
+    assert memory_budget_bytes() is None
+    result = CliRunner().invoke(app, ["analyze", str(realdata_file(EXPORT)), "--format", "json"])
+    assert result.exit_code == 0 and json.loads(result.stdout)["source"]["format"] == "nsys-sqlite"
+    for bad in ("lots", "-3", "nan", "inf"):
+        monkeypatch.setenv(MEMORY_ENV, bad)
+        result = CliRunner().invoke(app, ["analyze", str(realdata_file(EXPORT)), "--format", "json"])
+        assert result.exit_code == 1 and result.stderr.strip().splitlines() == [
+            f"Error: {MEMORY_ENV}={bad!r} is not a number of GB — set it to e.g. 16, or to 0 to turn the memory check off"]
+
+
+def test_the_room_under_a_cgroup_limit_less_what_it_cannot_give_back(tmp_path):
+    own = tmp_path / "cgroup"
+    own.write_text("0::/user.slice/job\n")
+    v2 = tmp_path / "fs" / "user.slice" / "job"
+    v2.mkdir(parents=True)
+    (v2 / "memory.max").write_text("8000000000\n")
+    (v2 / "memory.current").write_text("3000000000\n")
+    (v2 / "memory.stat").write_text("anon 1000000000\ninactive_file 1000000000\n")  # page cache it can give back
+    assert cgroup_room_bytes(tmp_path / "fs", own) == 6_000_000_000
+    (v2 / "memory.max").write_text("max\n")  # no limit on the group
+    assert cgroup_room_bytes(tmp_path / "fs", own) is None
+    v1 = tmp_path / "v1"
+    (v1 / "memory").mkdir(parents=True)
+    (v1 / "memory" / "memory.limit_in_bytes").write_text("4000000000\n")
+    (v1 / "memory" / "memory.usage_in_bytes").write_text("1500000000\n")
+    (v1 / "memory" / "memory.stat").write_text("total_inactive_file 500000000\n")
+    assert cgroup_room_bytes(v1, own) == 3_000_000_000
+    (v1 / "memory" / "memory.limit_in_bytes").write_text("9223372036854771712\n")  # v1's "no limit"
+    assert cgroup_room_bytes(v1, own) is None
