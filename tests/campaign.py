@@ -140,6 +140,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--family", choices=sorted(FAMILIES), action="append")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--only-kind", action="append", help="run only the mutants of this kind (cut_in_row, flip, …) of the same "
+                        "seed's sequence: a failure class judged again after a fix, without running the rest")
     args = parser.parse_args(argv)
     table: dict[str, Counter[str]] = {}
     keep = Path(tempfile.mkdtemp(prefix="traceview-campaign-"))
@@ -152,6 +154,8 @@ def main(argv: list[str] | None = None) -> int:
         started = time.perf_counter()
         with tempfile.TemporaryDirectory() as folder, concurrent.futures.ThreadPoolExecutor(args.workers) as pool:
             mutants = [make(family, rng, Path(folder), i) for i in range(args.per_family)]
+            if args.only_kind:
+                mutants = [m for m in mutants if m[2] in args.only_kind]
             outcomes = pool.map(lambda m: run(m[0], m[2], m[1]), mutants)
             seen: set[tuple[str, str]] = set()
             for (path, source, kind), outcome in zip(mutants, outcomes, strict=True):
@@ -162,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
                     shutil.copy(path, kept)
                     print(f"{family}: {outcome} [{kind} of {source.name}; kept as {kept}]", file=sys.stderr)
         table[family] = counts
-        print(f"{family}: {args.per_family} mutants in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+        print(f"{family}: {len(mutants)} mutants in {time.perf_counter() - started:.0f} s", file=sys.stderr)
     print("| family | " + " | ".join(COLUMNS) + " |")
     print("|---|" + "---:|" * len(COLUMNS))
     for family, counts in table.items():
