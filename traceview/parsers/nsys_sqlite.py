@@ -34,11 +34,11 @@ _CHUNK_ROWS = 500_000  # rows per query at most, and per ADBC record batch (the 
 _CONNECTIONS = 2  # tables are read on this many connections at once
 _SPLIT_ROWS = 50_000  # a table with fewer rows is one query: a second connection would cost more than it gives
 # The analysis's peak memory per row read (the sweep, the launch joins and the timeline hold each kernel several
-# times over), measured with benchmarks/bench_nsys_realistic.py on this machine: the realistic exports of 2 M and
-# 10 M launches peak at 1.44 GB and 6.68 GB, kernels alone (2 M) at 0.70 GB. Used to refuse, before reading, an
-# export the machine cannot hold (_check_memory).
-_PEAK_BYTES_PER_KERNEL = 300
-_PEAK_BYTES_PER_ROW = 52  # any other timed row: runtime calls, NVTX ranges, copies, synchronisation
+# times over), from benchmarks/bench_nsys_realistic.py and bench_nsys.py on this machine (2026-12-04): the realistic
+# exports of 2 M and 10 M launches peak at 1.37-1.44 GB and 5.90 GB, kernels alone (2 M) at 0.70 GB; these figures
+# give 1.32 GB and 6.2 GB for the first two. Used to refuse, before reading, an export the machine cannot hold.
+_PEAK_BYTES_PER_KERNEL = 275
+_PEAK_BYTES_PER_ROW = 48  # any other timed row: runtime calls, NVTX ranges, copies, synchronisation
 _PEAK_BASE_BYTES = 100_000_000
 # Beyond this many row ids (a damaged page can make max(rowid) ~2**62) a table is read as one range, counted first.
 _MAX_ROWID_SPAN = 256 * _CHUNK_ROWS
