@@ -183,3 +183,23 @@ def test_huge_process_ids_and_times_are_read_without_overflow(tmp_path):
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["summary"]["launches"] == 1 and any("left out" in note for note in data["notes"])
+
+
+def test_the_dashboard_and_report_chart_is_the_op_roofline_marked_estimated(realdata_file):
+    # A PyTorch trace's kernels carry no counters: their own chart was empty. Its ops, placed by the FLOPs and bytes
+    # their shapes give, are the roofline instead, and the chart says they are estimated.
+    from traceview.app.views import view_for
+
+    analysis = run_analysis(realdata_file("kineto/hf_qwen1.5-0.5b-chat_h100_recordshapes_tracelens.json.gz"), None)
+    chart = view_for(analysis).figure(analysis)
+    assert "estimated from the ops' shapes" in chart.layout.title.text
+    dots = [trace for trace in chart.data if (trace.name or "").endswith("-bound ops (estimated)")]
+    placed = [op for op in analysis.detail.ops if op["arithmetic_intensity"] is not None]
+    assert sum(len(trace.x) for trace in dots) == len(placed) > 0
+    mm = next(op for op in placed if op["op"] == "aten::mm")
+    xs = [x for trace in dots for x in trace.x]
+    ys = [y for trace in dots for y in trace.y]
+    assert (mm["arithmetic_intensity"], mm["achieved_flop_per_s"]) in list(zip(xs, ys, strict=True))
+    # A trace recorded without shapes has no ops to place: the kernels' chart, as before.
+    plain = run_analysis(realdata_file("kineto/vllm_h100x4_tp4_rank0_cudagraphs_nccl_tracemap.pt.trace.json.gz"), None)
+    assert not plain.detail.ops and "Op roofline" not in (view_for(plain).figure(plain).layout.title.text or "")

@@ -7,6 +7,7 @@ subset of HTML in hover labels and titles.
 from __future__ import annotations
 
 import html
+import json
 import math
 from typing import Any
 
@@ -66,6 +67,28 @@ def roofline_figure(analysis: Analysis, highlight: str | None = None, per_launch
     points = _launch_points(analysis) if per_launch else analysis.kernels
     if not has_roofline_points(analysis):
         return sol_figure(analysis, highlight, points)
+    sources = sorted({p.source for p in analysis.device.peaks.values() if p.value and p.source})
+    return _roofline(analysis, points, highlight, "kernels",
+                     f"Roofline — {_text(analysis.device.name or 'unknown device')} (peaks from {', '.join(sources) or 'nowhere'})")
+
+
+def op_roofline_figure(analysis: Analysis, ops: list[dict[str, Any]], highlight: str | None = None) -> go.Figure:
+    """Return the roofline of a PyTorch trace's ops (TorchRun.ops): one dot per op, shapes and type (area = the time
+    of the kernels its calls launched), placed by the FLOPs and bytes estimated from its input shapes, not measured."""
+    rows = [{"kernel_name": f"{op['op']} {json.dumps(op['input_dims'])}", "short_name": op["op"], "duration_ns": float(op["kernel_ns"]),
+             "launches": op["calls"], "bound": op["bound"], "label": "estimated from the input shapes", "precision": op.get("precision"),
+             "arithmetic_intensity": op.get("arithmetic_intensity"), "achieved_flop_per_s": op.get("achieved_flop_per_s")} for op in ops]
+    points = pl.DataFrame(rows, schema={"kernel_name": pl.String, "short_name": pl.String, "duration_ns": pl.Float64, "launches": pl.Int64,
+                                        "bound": pl.String, "label": pl.String, "precision": pl.String, "arithmetic_intensity": pl.Float64,
+                                        "achieved_flop_per_s": pl.Float64})
+    sources = sorted({p.source for p in analysis.device.peaks.values() if p.value and p.source})
+    return _roofline(analysis, points, highlight, "ops (estimated)",
+                     f"Op roofline, estimated from the ops' shapes — {_text(analysis.device.name or 'unknown device')} "
+                     f"(peaks from {', '.join(sources) or 'nowhere'})")
+
+
+def _roofline(analysis: Analysis, points: pl.DataFrame, highlight: str | None, what: str, title: str) -> go.Figure:
+    """Return the roofs of the device's peaks with `points` (kernel-shaped rows) as dots named `{bound}-bound {what}`."""
     peaks = {key: peak for key, peak in analysis.device.peaks.items() if peak.value}
     kernels = points.filter(points["arithmetic_intensity"].is_not_null() & points["achieved_flop_per_s"].is_not_null())
     intensities = [v for v in kernels["arithmetic_intensity"].to_list() if v and v > 0]
@@ -103,7 +126,7 @@ def roofline_figure(analysis: Analysis, highlight: str | None = None, per_launch
             x=[r["arithmetic_intensity"] for r in group],
             y=[r["achieved_flop_per_s"] for r in group],
             mode="markers",
-            name=f"{bound}-bound kernels",
+            name=f"{bound}-bound {what}",
             marker={"color": BOUND_COLOURS[bound], "size": _sizes([r["duration_ns"] for r in group]), "opacity": 0.8,
                     "line": {"width": [3 if r["kernel_name"] == highlight else 0.5 for r in group], "color": "black"}},
             customdata=[r["kernel_name"] for r in group],
@@ -119,8 +142,7 @@ def roofline_figure(analysis: Analysis, highlight: str | None = None, per_launch
     # SI prefixes (G, T) with the unit: Plotly's default "B" for 10⁹ reads as bytes.
     figure.update_xaxes(type="log", title="arithmetic intensity (FLOP per DRAM byte)", exponentformat="SI")
     figure.update_yaxes(type="log", title="achieved performance", tickformat="~s", ticksuffix="FLOP/s")
-    sources = sorted({p.source for p in peaks.values() if p.source})
-    figure.update_layout(title=f"Roofline — {_text(analysis.device.name or 'unknown device')} (peaks from {', '.join(sources) or 'nowhere'})", **_LAYOUT)
+    figure.update_layout(title=title, **_LAYOUT)
     return figure
 
 

@@ -100,4 +100,11 @@ def side(analysis: Analysis) -> Document:
 
 
 def figure(analysis: Analysis, highlight: str | None = None, per_launch: bool = False) -> Any:
+    """The op roofline where the trace recorded shapes and its kernels carry no counters (a PyTorch trace never has
+    them: the kernels' own chart would be empty), else the kernels' chart."""
+    from traceview.app.figures import has_roofline_points, op_roofline_figure
+
+    run = detail_of(analysis, TorchRun)
+    if run.ops and not has_roofline_points(analysis):
+        return op_roofline_figure(analysis, run.ops, highlight)
     return kernels.figure(analysis, highlight, per_launch)
