@@ -4,7 +4,6 @@ checks before it reads an export too large for the machine, so that the user get
 from __future__ import annotations
 
 import os
-import resource
 from pathlib import Path
 
 from traceview.errors import UsageError
@@ -66,6 +65,10 @@ def _meminfo_available_bytes(path: Path = Path("/proc/meminfo")) -> int | None:
 
 
 def _address_space_room_bytes() -> int | None:
+    try:
+        import resource  # Unix only
+    except ImportError:
+        return None
     soft, _ = resource.getrlimit(resource.RLIMIT_AS)
     if soft == resource.RLIM_INFINITY:
         return None

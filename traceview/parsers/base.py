@@ -31,9 +31,9 @@ class Head:
 
 
 def line_of(*keywords: str) -> str:
-    """Return a regex that finds a line of one of `keywords`' (a keyword anywhere, after a word boundary), or a line
-    cut inside its first keyword: one that ends in two or more of a keyword's first characters (`n_accep`,
-    `draft acceptance rat`). For a Format's data_line: the cut check sees only what is left of the line."""
+    """Return a regex that finds a line holding one of `keywords` (anywhere, after a word boundary), or a line cut
+    inside one: one that ends in the first two or more characters of a keyword (`n_accep`, `draft acceptance rat`).
+    For a Format's data_line, where the cut check sees only what is left of the line."""
     def prefixes(word: str) -> str:
         rest = "".join(f"(?:{re.escape(char)}" for char in word[2:]) + ")?" * len(word[2:])
         return re.escape(word[:2]) + rest
