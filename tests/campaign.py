@@ -1,7 +1,8 @@
 """The mutation campaign of issue 32: N mutants per family of real files, each run as a whole process
 (`traceview analyze MUTANT --format json`) with a time limit and its peak memory measured, and the promise checked —
 a result, or one `Error:` line with exit 1; never a traceback, a hang, more than 4 GB, or a file cut inside one of its
-rows answered without saying so where the cut lost what the answer uses. Not run in CI (hours for thousands of mutants); docs/reliability.md quotes its table.
+rows answered without saying so where the cut lost what the answer uses. Not run in CI (hours for thousands of
+mutants); docs/reliability.md quotes its table.
 
     python tests/campaign.py --per-family 2000 [--family llama.cpp] [--seed 7] [--workers 2]
 
@@ -79,11 +80,14 @@ def make(family: str, rng: random.Random, folder: Path, index: int) -> tuple[Pat
 
 def _answer(path: Path) -> dict | None:
     """Return the JSON answer for `path` without what may differ for the same data (its path, its notes), or None."""
-    result = subprocess.run([sys.executable, "-m", "traceview", "analyze", str(path), "--format", "json"], capture_output=True, text=True,
-                            errors="replace", timeout=TIME_LIMIT_S)
-    if result.returncode != 0:
+    try:
+        result = subprocess.run([sys.executable, "-m", "traceview", "analyze", str(path), "--format", "json"], capture_output=True, text=True,
+                                errors="replace", timeout=TIME_LIMIT_S)
+        if result.returncode != 0:
+            return None
+        data = json.loads(result.stdout)
+    except (subprocess.TimeoutExpired, ValueError):  # judged by run() itself; here only a difference counts
         return None
-    data = json.loads(result.stdout)
     for key in ("source", "notes", "provenance"):
         data.pop(key, None)
     return data
