@@ -478,3 +478,21 @@ def test_numbers_with_several_dots_in_profiler_text_are_no_figure_not_a_crash(tm
     result = invoke("analyze", damaged, "-f", "json")
     assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
     assert result.exit_code in (0, 1)
+
+
+def test_numbers_of_thousands_of_digits_in_any_cell_are_unknown_not_a_crash(tmp_path):
+    # The campaign of issue 32 (seed 31) put 6,000 digits in an ncu block size: int() refuses more than 4,300.
+    from pathlib import Path
+
+    from traceview.analyzer.diagnosis import block_threads
+
+    assert block_threads("(32, 4, 1)") == 128
+    assert block_threads("(" + "9" * 6000 + ", 1, 1)") is None
+    # And in a llama-batched-bench settings line (`n_kv_max = 2048, …`).
+    source = Path(__file__).resolve().parent / "fixtures" / "found" / "llama_batched_bench_readme_llama7b_f16.md"
+    damaged = tmp_path / "batched.md"
+    settings = "main: n_kv_max = " + "7" * 6000 + ", n_batch = 2048, n_ubatch = 512, flash_attn = 0, is_pp_shared = 0, n_gpu_layers = 99\n"
+    damaged.write_text(settings + source.read_text(encoding="utf-8"), encoding="utf-8")
+    result = CliRunner().invoke(app, ["analyze", str(damaged), "--format", "json"])
+    assert "Traceback" not in result.output and "digits" not in result.output
+    assert result.exit_code == 0 or (result.exit_code == 1 and len(result.stderr.strip().splitlines()) == 1), result.output

@@ -180,8 +180,11 @@ def block_threads(block_size: str | None) -> int | None:
     """Return the threads per block of an ncu block size: `(32, 4, 1)` → 128, `256` → 256; None when unreadable."""
     if not block_size:
         return None
-    numbers = [int(n) for n in re.findall(r"\d+", block_size)]
-    return math.prod(numbers) if numbers and all(numbers) else None
+    digits = re.findall(r"\d+", block_size)
+    if not digits or any(len(n) > 9 for n in digits):  # no block has a billion threads; int() refuses 4,300 digits
+        return None
+    numbers = [int(n) for n in digits]
+    return math.prod(numbers) if all(numbers) else None
 
 
 def _weighted(values: list[tuple[float | None, float]]) -> float | None:

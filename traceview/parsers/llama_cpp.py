@@ -608,7 +608,9 @@ class _Speculative:
 _BATCHED_HEADER = re.compile(r"^\s*\|\s*PP\s*\|\s*TG\s*\|\s*B\s*\|\s*N_KV\s*\|")
 _SWEEP_HEADER = re.compile(r"^\s*\|\s*PP\s*\|\s*TG\s*\|\s*N_KV\s*\|\s*T_PP s\s*\|")
 _BATCHED_SETTINGS = re.compile(r"^\s*\w+: (n_kv_max = \d+.*)$")
-_SETTING = re.compile(r"(?<!\w)(\w+) = (-?\d+)")  # from a word's start only: `\w+` retried inside a long word is quadratic
+# From a word's start only (`\w+` retried inside a long word is quadratic); a number of more than 18 digits is no
+# setting (and int() refuses one of over 4,300).
+_SETTING = re.compile(r"(?<!\w)(\w+) = (-?\d{1,18})(?!\d)")
 _BATCHED_COLUMNS = {"PP": "pp", "TG": "tg", "B": "pl", "N_KV": "n_kv", "T_PP s": "t_pp", "S_PP t/s": "speed_pp",
                     "T_TG s": "t_tg", "S_TG t/s": "speed_tg", "T s": "t", "S t/s": "speed"}
 
