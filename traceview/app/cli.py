@@ -10,8 +10,10 @@ import io
 import os
 import re
 import shlex
+import signal
 import sys
 import tempfile
+import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
 from enum import Enum
@@ -157,6 +159,20 @@ def _refuse_overwrite(output: Path | None, force: bool) -> None:
         raise UsageError(f"{output} already exists — pass --force to overwrite it, or choose another -o path")
 
 
+def _commit_point() -> None:
+    """From here on Ctrl-C is ignored: the output is about to be renamed into place, and once it is the command's work
+    is done, so an interrupt can no longer leave the promised state (the whole output, exit 0, or nothing, exit 130).
+    A Ctrl-C that came just before is raised here, by signal.signal itself, while nothing has been written yet."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _interruptible() -> None:
+    """Ctrl-C ends the command again (after _commit_point), for work that follows one written output."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def write_output(text: str, output: Path | None, force: bool) -> None:
     """Write to stdout, or atomically to `output` (refusing to overwrite without force)."""
     if output is None:
@@ -184,6 +200,7 @@ def write_output(text: str, output: Path | None, force: bool) -> None:
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(handle.name, 0o666 & ~umask)  # NamedTemporaryFile creates 0600; a report is an ordinary file
+        _commit_point()
         os.replace(handle.name, output)
     except OSError as error:
         Path(handle.name).unlink(missing_ok=True)
@@ -292,6 +309,7 @@ def report_command(
         text += f"\n![main figure]({png_path.name})\n"
     write_output(text, output, force)
     if png:
+        _interruptible()  # the report is whole; Ctrl-C during the PNG leaves it and no PNG
         write_png(analysis, png_path)
 
 
