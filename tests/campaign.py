@@ -4,9 +4,15 @@ a result, or one `Error:` line with exit 1; never a traceback, a hang, more than
 rows answered without saying so where the cut lost what the answer uses. Not run in CI (hours for thousands of
 mutants); docs/reliability.md quotes its table.
 
-    python tests/campaign.py --per-family 2000 [--family llama.cpp] [--seed 7] [--workers 2]
+    python tests/campaign.py --per-family 2000 [--family llama.cpp] [--seed 7] [--workers 2] [--fork]
 
 Prints one line per new kind of failure (the mutant kept under the temporary folder), then the table.
+
+`--fork` runs each mutant as a process forked from a worker that has already imported traceview, instead of a new
+interpreter: the same `main()` with the same arguments, judged the same way (exit code, stderr, JSON on stdout, peak
+RSS from wait4, the time limit), without the second of imports that was most of each run's time. The worker is
+single-threaded and has run no analysis, so each child starts from the same state a new interpreter reaches after
+its imports.
 """
 
 from __future__ import annotations
@@ -14,6 +20,8 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import json
+import multiprocessing
+import os
 import random
 import re
 import shutil
@@ -21,7 +29,9 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -78,15 +88,112 @@ def make(family: str, rng: random.Random, folder: Path, index: int) -> tuple[Pat
     return target, source, what
 
 
+@dataclass(frozen=True)
+class Ran:
+    """One whole-process run of `traceview analyze PATH --format json`."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    peak_kb: int | None  # peak resident set, where it was measured
+    timed_out: bool
+
+
+FORK = False  # set by --fork, in the workers too (they are forked from the main process' state or given it)
+
+
+def _command(path: Path) -> list[str]:
+    return ["analyze", str(path), "--format", "json"]
+
+
+def _spawned(path: Path) -> Ran:
+    command = [sys.executable, "-m", "traceview", *_command(path)]
+    timed = shutil.which("time") and Path("/usr/bin/time").exists()
+    if timed:
+        command = ["/usr/bin/time", "-f", "MAXRSS %M", *command]
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, errors="replace", timeout=TIME_LIMIT_S)
+    except subprocess.TimeoutExpired:
+        return Ran(-9, "", "", None, True)
+    stderr, peak_kb = result.stderr, None
+    peak = re.search(r"MAXRSS (\d+)\s*$", stderr)
+    if peak:
+        # GNU time's own lines: the peak, and a line on the exit status.
+        stderr = re.sub(r"(?m)^Command (?:exited with non-zero status|terminated by signal) \d+\n?", "", stderr[: peak.start()])
+        peak_kb = int(peak.group(1))
+    return Ran(result.returncode, result.stdout, stderr, peak_kb, False)
+
+
+def _child(path: Path) -> int:
+    """In the forked child: run the CLI as `python -m traceview` would, and return its exit status."""
+    sys.argv = ["traceview", *_command(path)]
+    try:
+        from traceview.__main__ import main as traceview_main
+
+        traceview_main()
+        code = 0
+    except SystemExit as exit_:
+        if exit_.code is None or isinstance(exit_.code, int):
+            code = exit_.code or 0
+        else:  # sys.exit("message"): printed, status 1, as the interpreter does
+            print(exit_.code, file=sys.stderr)
+            code = 1
+    except BaseException:  # noqa: BLE001 - what the interpreter would do with an uncaught exception
+        traceback.print_exc()
+        code = 1
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except Exception:  # noqa: BLE001 - the interpreter's final flush fails quietly too
+        pass
+    return code
+
+
+def _forked(path: Path) -> Ran:
+    """Run one mutant in a child forked from this (single-threaded) worker, with the time limit and wait4's peak RSS."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, open(os.devnull, "rb") as null:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:  # the child never returns into the campaign
+            code = 1
+            try:
+                os.dup2(null.fileno(), 0)
+                os.dup2(out.fileno(), 1)
+                os.dup2(err.fileno(), 2)
+                code = _child(path)
+            finally:
+                os._exit(code)
+        deadline = time.monotonic() + TIME_LIMIT_S
+        timed_out = False
+        while True:
+            done, status, usage = os.wait4(pid, os.WNOHANG)
+            if done:
+                break
+            if time.monotonic() > deadline:
+                os.kill(pid, 9)
+                _, status, usage = os.wait4(pid, 0)
+                timed_out = True
+                break
+            time.sleep(0.005)
+        out.seek(0)
+        err.seek(0)
+        returncode = os.waitstatus_to_exitcode(status)
+        return Ran(returncode, out.read().decode(errors="replace"), err.read().decode(errors="replace"), int(usage.ru_maxrss), timed_out)
+
+
+def execute(path: Path) -> Ran:
+    return _forked(path) if FORK else _spawned(path)
+
+
 def _answer(path: Path) -> dict | None:
     """Return the JSON answer for `path` without what may differ for the same data (its path, its notes), or None."""
+    ran = execute(path)
+    if ran.timed_out or ran.returncode != 0:  # judged by run() itself; here only a difference counts
+        return None
     try:
-        result = subprocess.run([sys.executable, "-m", "traceview", "analyze", str(path), "--format", "json"], capture_output=True, text=True,
-                                errors="replace", timeout=TIME_LIMIT_S)
-        if result.returncode != 0:
-            return None
-        data = json.loads(result.stdout)
-    except (subprocess.TimeoutExpired, ValueError):  # judged by run() itself; here only a difference counts
+        data = json.loads(ran.stdout)
+    except ValueError:
         return None
     for key in ("source", "notes", "provenance"):
         data.pop(key, None)
@@ -109,33 +216,35 @@ def loses_data(cut: Path, source: Path) -> bool:
 def run(path: Path, kind: str, source: Path | None = None) -> str:
     """Return the outcome of one whole-process run: one of COLUMNS. A cut inside a line with no note is a failure
     only where it lost data (loses_data), judged against `source` when given."""
-    command = [sys.executable, "-m", "traceview", "analyze", str(path), "--format", "json"]
-    timed = shutil.which("time") and Path("/usr/bin/time").exists()
-    if timed:
-        command = ["/usr/bin/time", "-f", "MAXRSS %M", *command]
-    try:
-        result = subprocess.run(command, capture_output=True, text=True, errors="replace", timeout=TIME_LIMIT_S)
-    except subprocess.TimeoutExpired:
+    ran = execute(path)
+    if ran.timed_out:
         return "hang"
-    stderr = result.stderr
-    peak = re.search(r"MAXRSS (\d+)\s*$", stderr)
-    if peak:
-        # GNU time's own lines: the peak, and a line on the exit status.
-        stderr = re.sub(r"(?m)^Command (?:exited with non-zero status|terminated by signal) \d+\n?", "", stderr[: peak.start()])
-        if int(peak.group(1)) > MEMORY_LIMIT_KB:
-            return "memory"
-    if result.returncode == 0:
+    if ran.peak_kb is not None and ran.peak_kb > MEMORY_LIMIT_KB:
+        return "memory"
+    if ran.returncode == 0:
         try:
-            data = json.loads(result.stdout, parse_constant=lambda constant: (_ for _ in ()).throw(ValueError(constant)))
+            data = json.loads(ran.stdout, parse_constant=lambda constant: (_ for _ in ()).throw(ValueError(constant)))
         except ValueError:
             return "crash"
         if kind == "cut_in_row" and not any("cut short" in note for note in data.get("notes", [])):
             return "cut, no note" if source is None or loses_data(path, source) else "ok"
         return "ok"
-    lines = stderr.strip().splitlines()
-    if result.returncode == 1 and len(lines) == 1 and lines[0].startswith("Error: ") and "Traceback" not in stderr:
+    lines = ran.stderr.strip().splitlines()
+    if ran.returncode == 1 and len(lines) == 1 and lines[0].startswith("Error: ") and "Traceback" not in ran.stderr:
         return "clean error"
     return "crash"
+
+
+def _judge(mutant: tuple[Path, Path, str]) -> str:
+    path, source, kind = mutant
+    return run(path, kind, source)
+
+
+def _fork_worker() -> None:
+    """A worker of --fork: import what every run imports, once, before the first fork."""
+    global FORK
+    FORK = True
+    import traceview.app.cli  # noqa: F401
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -146,6 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--only-kind", action="append", help="run only the mutants of this kind (cut_in_row, flip, …) of the same "
                         "seed's sequence: a failure class judged again after a fix, without running the rest")
+    parser.add_argument("--fork", action="store_true", help="fork each run from a worker that has imported traceview (see above)")
     args = parser.parse_args(argv)
     table: dict[str, Counter[str]] = {}
     keep = Path(tempfile.mkdtemp(prefix="traceview-campaign-"))
@@ -156,11 +266,14 @@ def main(argv: list[str] | None = None) -> int:
         rng = random.Random(f"{args.seed}-{family}")
         counts: Counter[str] = Counter()
         started = time.perf_counter()
-        with tempfile.TemporaryDirectory() as folder, concurrent.futures.ThreadPoolExecutor(args.workers) as pool:
+        # Forked runs come from worker processes (a forkserver's, single-threaded); spawned ones from threads.
+        pool = (concurrent.futures.ProcessPoolExecutor(args.workers, mp_context=multiprocessing.get_context("forkserver"), initializer=_fork_worker)
+                if args.fork else concurrent.futures.ThreadPoolExecutor(args.workers))
+        with tempfile.TemporaryDirectory() as folder, pool:
             mutants = [make(family, rng, Path(folder), i) for i in range(args.per_family)]
             if args.only_kind:
                 mutants = [m for m in mutants if m[2] in args.only_kind]
-            outcomes = pool.map(lambda m: run(m[0], m[2], m[1]), mutants)
+            outcomes = pool.map(_judge, [(path, source, kind) for path, source, kind in mutants], chunksize=4 if args.fork else 1)
             seen: set[tuple[str, str]] = set()
             for (path, source, kind), outcome in zip(mutants, outcomes, strict=True):
                 counts[outcome] += 1
