@@ -1081,3 +1081,28 @@ def test_kernel_shares_do_not_depend_on_the_order_of_the_rows(realdata_file):
             shuffled = kernel_summary(export.kernels.sample(fraction=1.0, shuffle=True, seed=seed), export.names)
             assert shuffled.select("kernel_name", "launches", "duration_ns", "share_pct").equals(
                 as_read.select("kernel_name", "launches", "duration_ns", "share_pct")), seed
+
+
+def test_deepep_all_to_all_kernels_are_communication(tmp_path):
+    """DeepEP's MoE dispatch/combine kernels (DeepSeek's published PyTorch traces name them `dpsk::ep::internode::…`)
+    move tokens between GPUs: communication, overlapped with the GEMMs of the other micro-batch, not compute."""
+    from traceview.analyzer.kernel_kinds import kernel_kind
+
+    assert kernel_kind("void dpsk::ep::internode::combine<false, 8, __nv_bfloat16, 8, 2, 16, 24>(int4*, float*, bool const*)") == "communication"
+    assert kernel_kind("void deep_ep::internode_ll::dispatch<3, 10, 7168>(void*, float*, int*)") == "communication"
+    assert kernel_kind("void deep_ep::intranode::notify_dispatch<8>(int const*, int*, int)") == "communication"
+    # The routing layout is computed locally.
+    assert kernel_kind("void dpsk::ep::cuda::get_dispatch_layout<256, 32, 8>(long const*, int*, int*, int*, bool*, int, int, int, int)") != "communication"
+    # A GEMM from 0 to 100 us beside a combine from 20 to 120 us: span 120 us, each 100 us, 80 us overlapped.
+    events = [{"ph": "X", "cat": "kernel", "name": "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64", "pid": 0, "tid": 7,
+               "ts": 1000.0, "dur": 100.0, "args": {"device": 0, "stream": 7, "correlation": 1}},
+              {"ph": "X", "cat": "kernel", "name": "void deep_ep::internode::combine<__nv_bfloat16, 8, 2>(int4*, float*)", "pid": 0, "tid": 27,
+               "ts": 1020.0, "dur": 100.0, "args": {"device": 0, "stream": 27, "correlation": 2}}]
+    trace = tmp_path / "deepep.json"
+    trace.write_text(json.dumps({"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3", "computeMajor": 9,
+                                                                            "computeMinor": 0, "numSms": 132}], "traceEvents": events}))
+    device = analyze_json(trace)["timeline"]["devices"][0]
+    assert device["span_ns"] == 120_000
+    assert device["breakdown"]["communication_pct"] == pytest.approx(100 / 1.2)
+    assert device["breakdown"]["overlaps"]["compute+communication"] == pytest.approx(80 / 1.2)
+    assert device["exposed_pct"]["communication"] == pytest.approx(20 / 1.2)
