@@ -176,7 +176,12 @@ class _Reader:
                 step = _STEP_FUNCTION.search(function) if "step" in function or "execute_model" in function else None
                 if step is None:
                     return
-                module = function[:step.start()].replace("\\", "/").rsplit("/", 1)[-1][-200:]
+                path = "/" + function[:step.start()].replace("\\", "/")
+                if "/torch/" in path:
+                    # PyTorch's own step functions (prof.step(), an optimizer's or a scheduler's step) are not the
+                    # program's iterations: prof.step()'s frame, taken for one, hid the ProfilerStep ranges.
+                    return
+                module = path.rsplit("/", 1)[-1][-200:]
                 event = {**event, "name": f"{module}.{step.group(1)}"}
         if not (category in _KERNEL or category in _MEMCPY or category in _MEMSET or category in _RUNTIME or category in _OPS):
             return
