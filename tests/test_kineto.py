@@ -244,3 +244,14 @@ def test_optimizer_step_ranges_are_not_iterations(tmp_path):
     ranges += [("user_annotation", "Optimizer.step#CombinedOptimizer.step", 100.0 + 1000 * i, 100.0 * (i + 1)) for i in range(5)]
     ranges += [("python_function", "lr_scheduler.step", 700.0 + 1000 * i, 10.0) for i in range(5)]
     assert run_analysis(_annotations(tmp_path, ranges), None).detail.steps is None
+
+
+def test_another_accelerators_trace_is_not_called_cpu_only(tmp_path):
+    """Meta's MTIA traces (HTA's test data) hold their device work as `mtia_ccp_events` and `mtia_runtime`, which
+    traceview does not read: it says so, rather than that the profile is CPU-only."""
+    ranges = [("cpu_op", "aten::mm", 0.0, 50.0)] + [("mtia_ccp_events", "kernel_x", 10.0 * i, 5.0) for i in range(3)]
+    ranges += [("mtia_runtime", "mtiaLaunch", 1.0, 2.0), ("Trace", "PyTorch Profiler (0)", 0.0, 100.0)]
+    headline = run_analysis(_annotations(tmp_path, ranges), None).detail.headline
+    assert "mtia_ccp_events ×3, mtia_runtime ×1" in headline and "CPU-only" not in headline and "Trace" not in headline
+    only_cpu = run_analysis(_annotations(tmp_path, ranges[:1] + ranges[-1:]), None).detail.headline
+    assert only_cpu.endswith("a CPU-only profile")

@@ -256,6 +256,16 @@ def weights_per_step(trace: TorchTrace, steps: int) -> float | None:
     return total / steps if total else None
 
 
+def _no_gpu_activity(trace: TorchTrace) -> str:
+    """Return what a trace with neither GPU activity nor kernel launches is: a CPU-only profile, or another
+    accelerator's (MTIA, XPU, HPU), whose device events are of categories traceview does not read."""
+    if not trace.unread_categories:
+        return "the trace holds no GPU activity and no kernel launch: a CPU-only profile"
+    listed = ", ".join(f"{category} ×{count:,}" for category, count in trace.unread_categories[:3])
+    return (f"the trace holds no CUDA or ROCm GPU activity; its other events are of kinds traceview does not read ({listed}): "
+            "another accelerator's profile, of which only the host side (ops, ranges) is analysed here")
+
+
 def analyze_torch(trace: TorchTrace, source: Source, options: AnalysisOptions) -> Analysis:
     """Return the analysis of a PyTorch profiler trace: the whole run as for an Nsight Systems export, the op
     roofline estimated from shapes, the collectives and the graphs (TorchRun in `detail`). Takes --gpu,
@@ -273,7 +283,7 @@ def analyze_torch(trace: TorchTrace, source: Source, options: AnalysisOptions) -
         headline = (f"the trace holds no GPU activity (no kernel, copy or memset event) though {counted(launches, 'kernel launch call')} "
                         "were made: the profiler recorded the CPU only — profile with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA] "
                         "and let the profiler flush (exit the profile context, or call prof.stop()) before exporting"
-                    if launches else "the trace holds no GPU activity and no kernel launch: a CPU-only profile")
+                    if launches else _no_gpu_activity(trace))
     elif graphs["captured_launch_calls"] >= 10 and graphs["captured_launch_calls"] > 5 * graphs["kernels"]:
         headline = (f"a trace of {'HIP' if trace.rocm else 'CUDA'} graph capture: {graphs['captured_launch_calls']:,} launch calls were recorded "
                     f"into graphs inside stream capture and only {counted(graphs['kernels'], 'kernel')} ran — the idle GPU is the capture, "

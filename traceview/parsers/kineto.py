@@ -23,6 +23,7 @@ import json
 import math
 import re
 import zlib
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,6 +69,9 @@ _MEMCPY = {"gpu_memcpy", "memcpy"}
 _MEMSET = {"gpu_memset", "memset"}
 _RUNTIME = {"cuda_runtime", "runtime", "cuda_driver"}
 _OPS = {"cpu_op", "operator", "user_annotation", "python_function"}
+# Complete events that are not activity of their own: the profiled window, the GPU-side copies of annotations, and
+# the profiler's own overhead.
+_NOT_ACTIVITY = {"trace", "gpu_user_annotation", "overhead", "cuda_profiler_range"}
 # `vllm/v1/worker/gpu_model_runner.py(1002): execute_model`: Python functions whose calls are steps.
 _MODULE_INDEX = re.compile(r"_\d+$")
 # Named module.function: a worker's execute_model calls the model runner's, and the two are told apart.
@@ -96,6 +100,9 @@ class TorchTrace:
     record_shapes: bool = False
     python_functions: int = 0
     notes: list[str] = field(default_factory=list)
+    # Complete events of categories no reader here takes (an MTIA trace's `mtia_ccp_events`), most frequent first:
+    # what a trace without CUDA or ROCm activity holds instead.
+    unread_categories: tuple[tuple[str, int], ...] = ()
 
 
 def _open(path: Path) -> IO[bytes]:
@@ -156,6 +163,7 @@ class _Reader:
         self.frames: dict[str, list[pl.DataFrame]] = {"kernels": [], "memops": [], "api": [], "ops": [], "collectives": []}
         self.op_count = 0  # ops read so far, flushed or not: the next op's op_id
         self.python_functions = 0
+        self.unread: Counter[str] = Counter()
         self.hip = 0
         self.events = 0
         self.bad = 0
@@ -184,6 +192,10 @@ class _Reader:
                 module = path.rsplit("/", 1)[-1][-200:]
                 event = {**event, "name": f"{module}.{step.group(1)}"}
         if not (category in _KERNEL or category in _MEMCPY or category in _MEMSET or category in _RUNTIME or category in _OPS):
+            if category not in _NOT_ACTIVITY and len(self.unread) < 64:
+                self.unread[category[:64]] += 1
+            elif category in self.unread:
+                self.unread[category] += 1
             return
         times = _ns(event.get("ts"), event.get("dur"))
         args = event.get("args") if isinstance(event.get("args"), dict) else {}
@@ -426,7 +438,8 @@ def parse(path: Path) -> TorchTrace:
     distributed: dict[str, Any] = header["distributedInfo"] if isinstance(header.get("distributedInfo"), dict) else {}
     return TorchTrace(export, ops, _kernel_ops(links, api, ops), reader.frame("collectives", TORCH_COLLECTIVES),
                       None if schema is None else str(schema), rocm, _int(distributed.get("rank")), _int(distributed.get("world_size")),
-                      bool(ops["input_dims"].is_not_null().any()) if ops.height else False, reader.python_functions, notes)
+                      bool(ops["input_dims"].is_not_null().any()) if ops.height else False, reader.python_functions, notes,
+                      tuple(reader.unread.most_common()))
 
 
 def _read(path: Path, found: object, options: ReadOptions) -> Parsed:
