@@ -165,6 +165,25 @@ def test_an_nsys_json_export_is_named_with_the_sqlite_export_to_make_instead(tmp
     _assert_one_line_error(invoke("analyze", path), "Nsight Systems JSON export", "nsys export --type sqlite")
 
 
+@pytest.mark.parametrize("compressed", [False, True])
+def test_rocprofv3_json_is_named_plain_or_gzipped(tmp_path, compressed):
+    """rocprofiler-sdk's JSON (TraceLens keeps a gzipped one in its tests) was 'a binary file of an unknown kind'."""
+    import gzip
+
+    text = '{"rocprofiler-sdk-tool":[{"metadata":{"node":{"id":0,"hostname":"mi350"},"pid":908},"kernel_dispatch":[]}]}'
+    path = tmp_path / ("908_results.json.gz" if compressed else "908_results.json")
+    path.write_bytes(gzip.compress(text.encode()) if compressed else text.encode())
+    _assert_one_line_error(invoke("analyze", path), "rocprofv3's JSON", "torch.profiler trace")
+
+
+def test_a_gzipped_nsys_json_export_is_named_too(tmp_path):
+    import gzip
+
+    path = tmp_path / "report.json.gz"
+    path.write_bytes(gzip.compress(b'{"type":"String","id":"1","value":"cudaLaunchKernel"}\n'))
+    _assert_one_line_error(invoke("analyze", path), "Nsight Systems JSON export", "nsys export --type sqlite")
+
+
 def test_header_without_launches(tmp_path):
     path = tmp_path / "header_only.csv"
     path.write_text(ELEMENTWISE.read_text().splitlines()[0] + "\n")

@@ -5,6 +5,7 @@ listings, an nsys JSON export, nvprof's report of a failed run)."""
 from __future__ import annotations
 
 import re
+import zlib
 from enum import StrEnum
 from pathlib import Path
 
@@ -77,6 +78,9 @@ _NSYS_JSON_EXPORT = re.compile(r'^\{\s*"(?:Type"\s*:\s*\d+\s*,\s*"\w+Event"\s*:|
 # `ncu -i R --csv --page source`: one row per SASS instruction or source line (`"Address","Source","Warp Stall
 # Sampling (All Cycles)",...`, newer versions with a leading `"#"`), after a `"Kernel Name","..."` line.
 _SOURCE_PAGE = re.compile(r'^(?:"#",)?"Address","Source",', re.MULTILINE)
+# AMD's rocprofv3 (rocprofiler-sdk) writes its JSON under this key; TraceLens' tests keep one gzipped.
+_ROCPROF_SDK_JSON = re.compile(r'^\s*\{\s*"rocprofiler-sdk-tool"\s*:')
+_GZIP_MAGIC = b"\x1f\x8b"
 
 
 # nvprof's last words when it profiled nothing: `======== Error: Application received signal 139`, `==8542== Error: ...`,
@@ -95,6 +99,10 @@ def _unread_profiler_output(text: str) -> tuple[str, str] | None:
         return (f"nvprof's output of a run it could not profile (it says: {said}): nothing was measured",
                 ("fix what stopped the run (a crash or signal in the application, a wrong path, a missing libcuinj or driver), "
                 "check that it runs without nvprof, then profile it again"))
+    if _ROCPROF_SDK_JSON.match(text):
+        return ("this is rocprofv3's JSON (rocprofiler-sdk), which traceview does not read",
+                ("for a PyTorch program on ROCm, record a torch.profiler trace instead (its HIP kernels, copies and calls are read) and pass "
+                 "the .pt.trace.json[.gz]"))
     if _NSYS_JSON_EXPORT.search(text):
         return ("this is an Nsight Systems JSON export (nsys export --type json), which traceview does not read",
                 "export the same report as SQLite, which holds the same events in tables: nsys export --type sqlite REPORT.nsys-rep")
@@ -136,6 +144,15 @@ def detected(path: Path, formats: tuple[Format, ...]) -> tuple[Format, object]:
             "pass an `ncu --csv` export, an nsys SQLite export or `nsys stats` CSV, a torch.profiler trace (.pt.trace.json), "
             "a `tegrastats --logfile` log, or llama-bench / llama.cpp output",
         )
+    if head.raw.startswith(_GZIP_MAGIC):
+        # A compressed file no reader took: what it holds, when that is profiler output traceview knows of.
+        try:
+            inside = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head.raw, SNIFF_BYTES)
+        except zlib.error:
+            inside = b""
+        listing = _unread_profiler_output(inside.decode("utf-8", errors="replace")) if inside else None
+        if listing is not None:
+            raise UnknownFormatError(path, *listing)
     if path.suffix.lower() in (".nsys-rep", ".qdrep"):
         raise UnknownFormatError(path, "an Nsight Systems report (.nsys-rep) is a binary format only nsys reads",
                                  f"export it first: nsys export --type sqlite {path.name} (or run nsys stats on it) and pass the .sqlite")
