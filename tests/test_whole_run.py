@@ -1101,7 +1101,9 @@ def test_deepep_all_to_all_kernels_are_communication(tmp_path):
     trace = tmp_path / "deepep.json"
     trace.write_text(json.dumps({"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3", "computeMajor": 9,
                                                                             "computeMinor": 0, "numSms": 132}], "traceEvents": events}))
-    device = analyze_json(trace)["timeline"]["devices"][0]
+    answer = analyze_json(trace)
+    assert [(c["collective"], c["count"], c["kernel_ns"]) for c in answer["torch"]["collectives"]] == [("all-to-all", 1, 100_000)]
+    device = answer["timeline"]["devices"][0]
     assert device["span_ns"] == 120_000
     assert device["breakdown"]["communication_pct"] == pytest.approx(100 / 1.2)
     assert device["breakdown"]["overlaps"]["compute+communication"] == pytest.approx(80 / 1.2)

@@ -15,12 +15,13 @@ from collections import defaultdict
 from traceview.analyzer.names import normalise_kernel_name
 from traceview.parsers.ncu_csv import closed_if_cut, short_kernel_name
 
+# DeepEP's expert-parallel all-to-all (MoE dispatch and combine over NVLink and RDMA) lives in the namespaces
+# `deep_ep::intranode`, `::internode` and `::internode_ll` (`dpsk::ep::internode::combine<…>` in DeepSeek's published
+# traces); its routing layout (`…::layout::get_dispatch_layout`) is local work, not communication.
+EXPERT_ALL_TO_ALL = r"\b(?:inter|intra)node(?:_ll)?::"
 # First match wins: attention kernels are often CUTLASS GEMMs inside, elementwise functors mention Add/Mul.
 _KINDS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(pattern, re.IGNORECASE)) for kind, pattern in (
-    # DeepEP's expert-parallel all-to-all (MoE dispatch and combine over NVLink and RDMA) lives in the namespaces
-    # `deep_ep::intranode`, `::internode` and `::internode_ll` (`dpsk::ep::internode::combine<…>` in DeepSeek's published
-    # traces); its routing layout (`…::layout::get_dispatch_layout`) is local work, not communication.
-    ("communication", r"nccl|nvshmem|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|cross_device_reduce|sendrecv|\b(?:inter|intra)node(?:_ll)?::"),
+    ("communication", r"nccl|nvshmem|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|cross_device_reduce|sendrecv|" + EXPERT_ALL_TO_ALL),
     ("attention", r"flash|fmha|attention|\battn|_attn|sdpa|paged_?att|xformers|mha_|_mha"),
     # Before GEMM: cuDNN's and TensorRT's convolutions are GEMMs inside (`implicit_convolve_sgemm`,
     # `xmma_fprop_implicit_gemm`: fprop/dgrad/wgrad are a convolution's passes); `conv` alone would match `convert`.

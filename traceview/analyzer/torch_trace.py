@@ -20,7 +20,7 @@ import numpy as np
 import polars as pl
 
 from traceview.analyzer.analysis import Analysis, Device, Source, analyze_nsys
-from traceview.analyzer.kernel_kinds import is_communication
+from traceview.analyzer.kernel_kinds import EXPERT_ALL_TO_ALL, is_communication
 from traceview.analyzer.roofline import LATENCY_THRESHOLD_PCT
 from traceview.analyzer.timeline import Timeline
 from traceview.parsers.kineto import TorchTrace
@@ -45,7 +45,7 @@ _ELEMENTWISE = {"aten::add", "aten::add_", "aten::mul", "aten::mul_", "aten::sub
                 "aten::where", "aten::threshold_backward"}
 # Collective kernels by what they do; NCCL and RCCL name them alike.
 _COLLECTIVES = (("all-reduce", re.compile(r"AllReduce|cross_device_reduce|custom_all_reduce", re.IGNORECASE)), ("all-gather", re.compile(r"AllGather", re.IGNORECASE)),
-                ("reduce-scatter", re.compile(r"ReduceScatter", re.IGNORECASE)), ("all-to-all", re.compile(r"AllToAll|alltoall", re.IGNORECASE)),
+                ("reduce-scatter", re.compile(r"ReduceScatter", re.IGNORECASE)), ("all-to-all", re.compile(r"AllToAll|alltoall|" + EXPERT_ALL_TO_ALL, re.IGNORECASE)),
                 ("broadcast", re.compile(r"Broadcast", re.IGNORECASE)), ("send/recv", re.compile(r"SendRecv|Send|Recv", re.IGNORECASE)))
 _LAUNCHES = re.compile(r"^(?:cuda|hip)(?:LaunchKernel|LaunchKernelExC|ModuleLaunchKernel|ExtModuleLaunchKernel|LaunchCooperativeKernel)|^cuLaunchKernel")
 _CAPTURE_BEGIN = re.compile(r"^(?:cuda|hip)StreamBeginCapture")
