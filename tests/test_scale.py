@@ -95,3 +95,36 @@ def test_repeated_correlation_ids_give_the_distinct_ids_answer_and_a_note(origin
     assert theirs["timeline"]["findings"] == ours["timeline"]["findings"]
     assert theirs["timeline"]["idle_by_cause"] == ours["timeline"]["idle_by_cause"]
     assert theirs["kernels"] == ours["kernels"]
+
+
+@pytest.mark.parametrize("chunk_rows", [997, 4_096])
+def test_an_export_read_in_small_chunks_gives_exactly_the_whole_answer(realdata_file, monkeypatch, chunk_rows):
+    """The SQLite reader reads each table in row-id ranges on two connections: ranges of a few hundred rows put chunk
+    edges inside every kind of row (kernels, copies, NVTX ranges, calls) and between the two ends of idle gaps; the
+    answer must not move. The real 2×H100 export has 51 k timed rows, so each default read is one or two ranges."""
+    from traceview.parsers import nsys_sqlite
+
+    path = realdata_file(H100)
+    whole = _answer_without_provenance(path)
+    monkeypatch.setattr(nsys_sqlite, "_CHUNK_ROWS", chunk_rows)
+    monkeypatch.setattr(nsys_sqlite, "_SPLIT_ROWS", chunk_rows)
+    assert len(nsys_sqlite.row_ranges(1, 20_000)) > 4
+    assert _answer_without_provenance(path) == whole
+
+
+@pytest.mark.parametrize("chunk_events", [613, 5_000])
+def test_a_pytorch_trace_read_in_small_chunks_gives_exactly_the_whole_answer(realdata_file, monkeypatch, chunk_events):
+    """The PyTorch reader flushes its rows into frames every CHUNK_EVENTS events: small chunks cut between a launch
+    call and its kernel, an op and its kernels, a collective and its arguments."""
+    from traceview.parsers import kineto
+
+    path = realdata_file("kineto/vllm_h100x4_tp4_rank0_cudagraphs_nccl_tracemap.pt.trace.json.gz")
+    whole = _answer_without_provenance(path)
+    monkeypatch.setattr(kineto, "CHUNK_EVENTS", chunk_events)
+    assert _answer_without_provenance(path) == whole
+
+
+def _answer_without_provenance(path) -> dict:
+    answer = analyze_json(path)
+    answer.pop("provenance", None)
+    return answer
