@@ -192,10 +192,9 @@ class _Reader:
                 module = path.rsplit("/", 1)[-1][-200:]
                 event = {**event, "name": f"{module}.{step.group(1)}"}
         if not (category in _KERNEL or category in _MEMCPY or category in _MEMSET or category in _RUNTIME or category in _OPS):
-            if category not in _NOT_ACTIVITY and len(self.unread) < 64:
-                self.unread[category[:64]] += 1
-            elif category in self.unread:
-                self.unread[category] += 1
+            key = category[:64]  # a damaged trace's categories are bounded in length and in number
+            if category not in _NOT_ACTIVITY and (key in self.unread or len(self.unread) < 64):
+                self.unread[key] += 1
             return
         times = _ns(event.get("ts"), event.get("dur"))
         args = event.get("args") if isinstance(event.get("args"), dict) else {}
