@@ -176,6 +176,18 @@ def test_rocprofv3_json_is_named_plain_or_gzipped(tmp_path, compressed):
     _assert_one_line_error(invoke("analyze", path), "rocprofv3's JSON", "torch.profiler trace")
 
 
+@pytest.mark.parametrize(("root", "compressed"), [("execution_trace", True), ("execution_graph", False)])
+def test_a_pytorch_execution_trace_is_named_with_the_profiler_trace_to_pass(tmp_path, root, compressed):
+    """ExecutionTraceObserver's output (param's et_replay keeps both schema generations in its tests) has no times."""
+    import gzip
+
+    text = ('{\n  "schema": "1.1.0-chakra.0.0.4", "pid": 1734239, "time": "2024-06-30 11:23:59", "start_ts": 8727390555,\n  "nodes": [\n'
+            f'    {{"id": 2, "name": "[pytorch|profiler|{root}|thread]", "ctrl_deps": 1}}\n  ]\n}}\n')
+    path = tmp_path / ("resnet_et.json.gz" if compressed else "linear_et.json")
+    path.write_bytes(gzip.compress(text.encode()) if compressed else text.encode())
+    _assert_one_line_error(invoke("analyze", path), "PyTorch execution trace", ".pt.trace.json")
+
+
 def test_a_gzipped_nsys_json_export_is_named_too(tmp_path):
     import gzip
 

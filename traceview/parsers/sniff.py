@@ -81,6 +81,10 @@ _SOURCE_PAGE = re.compile(r'^(?:"#",)?"Address","Source",', re.MULTILINE)
 # AMD's rocprofv3 (rocprofiler-sdk) writes its JSON under this key; TraceLens' tests keep one gzipped.
 _ROCPROF_SDK_JSON = re.compile(r'^\s*\{\s*"rocprofiler-sdk-tool"\s*:')
 _GZIP_MAGIC = b"\x1f\x8b"
+# PyTorch's execution trace (ExecutionTraceObserver, the input of Chakra and et_replay): operators and tensors, no
+# times. Its first node is the observer's thread root (`[pytorch|profiler|execution_trace|thread]`, earlier
+# `…|execution_graph|…`).
+_EXECUTION_TRACE = re.compile(r"\[pytorch\|profiler\|execution_(?:trace|graph)\|")
 
 
 # nvprof's last words when it profiled nothing: `======== Error: Application received signal 139`, `==8542== Error: ...`,
@@ -103,6 +107,10 @@ def _unread_profiler_output(text: str) -> tuple[str, str] | None:
         return ("this is rocprofv3's JSON (rocprofiler-sdk), which traceview does not read",
                 ("for a PyTorch program on ROCm, record a torch.profiler trace instead (its HIP kernels, copies and calls are read) and pass "
                  "the .pt.trace.json[.gz]"))
+    if _EXECUTION_TRACE.search(text[:4096]):
+        return ("this is a PyTorch execution trace (ExecutionTraceObserver: operators and tensors, without times), not a profiler trace",
+                ("pass the torch.profiler trace recorded with it (the Kineto .pt.trace.json[.gz] from prof.export_chrome_trace or "
+                 "tensorboard_trace_handler)"))
     if _NSYS_JSON_EXPORT.search(text):
         return ("this is an Nsight Systems JSON export (nsys export --type json), which traceview does not read",
                 "export the same report as SQLite, which holds the same events in tables: nsys export --type sqlite REPORT.nsys-rep")
