@@ -232,7 +232,7 @@ def test_profiler_steps_are_the_steps_though_a_stack_trace_nests_them_inside_pro
 def test_a_programs_own_step_function_still_marks_its_steps(tmp_path):
     """`train.py(50): step`, a with_stack frame of the program's own loop, is a step; torch's own are not."""
     ranges = [("python_function", "train.py(50): step", 1000.0 * i, 900.0 + i) for i in range(4)]
-    ranges += [("python_function", "torch/optim/lr_scheduler.py(200): step", 1000.0 * i + 950, 10.0) for i in range(4)]
+    ranges += [("python_function", "/usr/lib/python3/dist-packages/torch/optim/lr_scheduler.py(200): step", 1000.0 * i + 950, 10.0) for i in range(4)]
     steps = run_analysis(_annotations(tmp_path, ranges), None).detail.steps
     assert steps["name"] == "train.step" and steps["median_ns"] == 901_500
 

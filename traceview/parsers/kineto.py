@@ -184,10 +184,11 @@ class _Reader:
                 step = _STEP_FUNCTION.search(function) if "step" in function or "execute_model" in function else None
                 if step is None:
                     return
-                path = "/" + function[:step.start()].replace("\\", "/")
-                if "/torch/" in path:
-                    # PyTorch's own step functions (prof.step(), an optimizer's or a scheduler's step) are not the
-                    # program's iterations: prof.step()'s frame, taken for one, hid the ProfilerStep ranges.
+                path = function[:step.start()].replace("\\", "/")
+                # PyTorch's own step functions (prof.step(), an optimizer's or a scheduler's step) are not the
+                # program's iterations: prof.step()'s frame, taken for one, hid the ProfilerStep ranges. The profiler
+                # names frames relative to the sys.path entry they came from (`torch/profiler/profiler.py`).
+                if path.startswith("torch/") or "-packages/torch/" in path:
                     return
                 module = path.rsplit("/", 1)[-1][-200:]
                 event = {**event, "name": f"{module}.{step.group(1)}"}
