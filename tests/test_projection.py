@@ -80,3 +80,15 @@ def test_the_projection_is_in_every_output(tmp_path):
 def test_an_unknown_target_is_one_line_before_the_file_is_read():
     result = CliRunner().invoke(app, ["analyze", str(ELEMENTWISE), "--what-if", "h100-sxm,no-such-gpu"])
     assert result.exit_code == 1 and len(result.stderr.strip().splitlines()) == 1 and "no-such-gpu" in result.stderr
+
+
+def test_an_h800_run_has_its_peaks_and_projects():
+    """DeepSeek's published traces ran on H800s (the export-market H100 SXM5): the name alone gave no peaks, and every
+    projection from it was n/a."""
+    from traceview.analyzer.devices import find_by_name, lookup_gpu
+
+    h800, h100 = find_by_name("NVIDIA H800"), lookup_gpu("h100-sxm")
+    assert h800 is not None and h800.key == "h800" and find_by_name("NVIDIA H800 PCIe") is None
+    assert (h800.dram_bytes_per_s, h800.tensor_fp16_flop_per_s, h800.fp32_flop_per_s) == (h100.dram_bytes_per_s, h100.tensor_fp16_flop_per_s,
+                                                                                           h100.fp32_flop_per_s)
+    assert h800.fp64_flop_per_s == 1e12

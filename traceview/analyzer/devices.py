@@ -200,6 +200,10 @@ GPUS: tuple[GpuSpec, ...] = (
           "NVIDIA H100 datasheet"),
     _spec("h100-sxm", "H100 SXM5", "9.0", 132, 3350, 34, 67, 989.4, 494.7, 1978.9, 1978.9,
           (r"h100",), "NVIDIA H100 datasheet (SXM5 80GB HBM3)"),
+    # The export-market H100 SXM5 (China, 2023; DeepSeek's published traces ran on it): the same GH100 and HBM3, FP64 cut.
+    _spec("h800", "H800 SXM5", "9.0", 132, 3350, 1, 67, 989.4, 494.7, 1978.9, 1978.9, (r"h800(?!.*pcie)",),
+          "NVIDIA H800 figures as published for the China market (SXM5, 80 GB HBM3, 3.35 TB/s; FP32 and tensor as H100 SXM5; "
+          "FP64 1 TFLOPS; NVLink 400 GB/s)"),
     # Before the H200: "gh200" contains "h200".
     _spec("gh200-144gb", "GH200 144GB HBM3e", "9.0", 132, 4900, 34, 67, 989.4, 494.7, 1978.9, 1978.9, (r"gh200.*144",),
           "NVIDIA GH200 datasheet (144 GB HBM3e; GPU compute as H100 SXM)"),
@@ -384,7 +388,7 @@ _PCIE_LINK: dict[str, tuple[int, int]] = {
                                 "rtx4090", "rtx4080", "rtx4070ti", "rtx4070")},
     **{key: (4, 8) for key in ("rtx4060ti", "rtx4060")},
     **{key: (5, 8) for key in ("rtx5060ti", "rtx5060")},
-    **{key: (5, 16) for key in ("h100-nvl", "h100-pcie", "h100-sxm", "h200", "b200", "rtx5090", "rtx-pro-6000-blackwell", "rtx5080",
+    **{key: (5, 16) for key in ("h100-nvl", "h100-pcie", "h100-sxm", "h800", "h200", "b200", "rtx5090", "rtx-pro-6000-blackwell", "rtx5080",
                                 "rtx5070ti", "rtx5070")},
 }
 
