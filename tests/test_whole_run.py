@@ -1083,6 +1083,29 @@ def test_kernel_shares_do_not_depend_on_the_order_of_the_rows(realdata_file):
                 as_read.select("kernel_name", "launches", "duration_ns", "share_pct")), seed
 
 
+def test_collectives_written_in_snake_case_are_named(tmp_path):
+    """PyTorch's symmetric-memory all-reduce (`multimem_all_reduce_kernel`, 73 launches in TraceLens' B200 vLLM trace)
+    was listed as an 'other' collective: only NCCL's CamelCase names were matched."""
+    from traceview.analyzer.torch_trace import _collective
+
+    assert _collective("void (anonymous namespace)::multimem_all_reduce_kernel<c10::BFloat16, 16>(c10::BFloat16*, unsigned long)") == "all-reduce"
+    assert _collective("void c10d::symmetric_memory::two_shot_all_reduce_kernel<float, 8>(float*)") == "all-reduce"
+    assert _collective("void vllm::cross_device_reduce_1stage<__nv_bfloat16, 8>(vllm::RankData*)") == "all-reduce"
+    assert _collective("multimem_all_gather_kernel") == "all-gather" and _collective("ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL") == "reduce-scatter"
+    assert _collective("ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)") == "all-gather"
+
+
+def test_an_inductor_kernel_named_after_a_collective_it_sits_beside_is_not_one():
+    """TorchInductor names fused Triton kernels after their ops: the vLLM H100 trace's
+    `triton_poi_fused_add_all_reduce_…` is pointwise work beside an all-reduce, not communication."""
+    from traceview.analyzer.kernel_kinds import is_communication, kernel_kind
+
+    name = "triton_poi_fused_add_all_reduce_bitwise_and_bitwise_or_embedding_ge_lt_masked_fill_mul_sub_0"
+    assert kernel_kind(name) == "elementwise" and not is_communication(name)
+    assert kernel_kind("triton_red_fused_all_gather_sum_1") == "reduction"
+    assert kernel_kind("ncclDevKernel_AllReduce_Sum_bf16_RING_LL") == "communication"
+
+
 def test_deepep_all_to_all_kernels_are_communication(tmp_path):
     """DeepEP's MoE dispatch/combine kernels (DeepSeek's published PyTorch traces name them `dpsk::ep::internode::…`)
     move tokens between GPUs: communication, overlapped with the GEMMs of the other micro-batch, not compute."""

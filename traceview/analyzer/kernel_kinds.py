@@ -19,6 +19,9 @@ from traceview.parsers.ncu_csv import closed_if_cut, short_kernel_name
 # `deep_ep::intranode`, `::internode` and `::internode_ll` (`dpsk::ep::internode::combine<…>` in DeepSeek's published
 # traces); its routing layout (`…::layout::get_dispatch_layout`) is local work, not communication.
 EXPERT_ALL_TO_ALL = r"\b(?:inter|intra)node(?:_ll)?::"
+# TorchInductor names a fused Triton kernel after the ops it fused, collectives' neighbours included
+# (`triton_poi_fused_add_all_reduce_bitwise_and_…` in a real vLLM trace): pointwise work, never a collective itself.
+_INDUCTOR_FUSED = re.compile(r"triton_(?:poi|red|per)_", re.IGNORECASE)
 # First match wins: attention kernels are often CUTLASS GEMMs inside, elementwise functors mention Add/Mul.
 _KINDS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(pattern, re.IGNORECASE)) for kind, pattern in (
     ("communication", r"nccl|nvshmem|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|cross_device_reduce|sendrecv|" + EXPERT_ALL_TO_ALL),
@@ -88,7 +91,9 @@ def kernel_kind(name: str) -> str:
     for text in (short_kernel_name(head), _without_parameter_list(head)):
         for kind, pattern in _KINDS:
             if pattern.search(text):
-                return kind
+                fused = _INDUCTOR_FUSED.search(text) if kind == "communication" else None
+                # Inductor's prefix says what the kernel is: pointwise, or a (persistent) reduction.
+                return kind if fused is None else "elementwise" if fused.group(0).lower() == "triton_poi_" else "reduction"
     return "other"
 
 
@@ -131,7 +136,8 @@ def likely_bound(name: str, kind: str) -> str | None:
 
 def is_communication(name: str) -> bool:
     """True for collective-communication kernels (NCCL and its peers), which count as communication, not compute."""
-    return _KINDS[0][1].search(name[:KIND_CHARS]) is not None
+    head = name[:KIND_CHARS]
+    return _KINDS[0][1].search(head) is not None and _INDUCTOR_FUSED.search(head) is None
 
 
 _ANONYMOUS = re.compile(r"(<unnamed>|\(anonymous namespace\))::")

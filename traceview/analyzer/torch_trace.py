@@ -43,9 +43,11 @@ _NORM = {"aten::layer_norm", "aten::native_layer_norm", "aten::rms_norm", "aten:
 _ELEMENTWISE = {"aten::add", "aten::add_", "aten::mul", "aten::mul_", "aten::sub", "aten::div", "aten::silu", "aten::gelu", "aten::relu",
                 "aten::sigmoid", "aten::tanh", "aten::exp", "aten::neg", "aten::pow", "aten::rsqrt", "aten::copy_", "aten::clone",
                 "aten::where", "aten::threshold_backward"}
-# Collective kernels by what they do; NCCL and RCCL name them alike.
-_COLLECTIVES = (("all-reduce", re.compile(r"AllReduce|cross_device_reduce|custom_all_reduce", re.IGNORECASE)), ("all-gather", re.compile(r"AllGather", re.IGNORECASE)),
-                ("reduce-scatter", re.compile(r"ReduceScatter", re.IGNORECASE)), ("all-to-all", re.compile(r"AllToAll|alltoall|" + EXPERT_ALL_TO_ALL, re.IGNORECASE)),
+# Collective kernels by what they do; NCCL and RCCL name them alike (`ncclDevKernel_AllReduce_Sum_bf16_RING_LL`), PyTorch's
+# symmetric-memory kernels and vLLM's custom all-reduce in snake case (`multimem_all_reduce_kernel`, `cross_device_reduce_1stage`).
+_COLLECTIVES = (("all-reduce", re.compile(r"all_?reduce|cross_device_reduce", re.IGNORECASE)), ("all-gather", re.compile(r"all_?gather", re.IGNORECASE)),
+                ("reduce-scatter", re.compile(r"reduce_?scatter", re.IGNORECASE)),
+                ("all-to-all", re.compile(r"all_?to_?all|" + EXPERT_ALL_TO_ALL, re.IGNORECASE)),
                 ("broadcast", re.compile(r"Broadcast", re.IGNORECASE)), ("send/recv", re.compile(r"SendRecv|Send|Recv", re.IGNORECASE)))
 _LAUNCHES = re.compile(r"^(?:cuda|hip)(?:LaunchKernel|LaunchKernelExC|ModuleLaunchKernel|ExtModuleLaunchKernel|LaunchCooperativeKernel)|^cuLaunchKernel")
 _CAPTURE_BEGIN = re.compile(r"^(?:cuda|hip)StreamBeginCapture")
