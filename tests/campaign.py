@@ -5,6 +5,7 @@ rows answered without saying so where the cut lost what the answer uses. Not run
 mutants); docs/reliability.md quotes its table.
 
     python tests/campaign.py --per-family 2000 [--family llama.cpp] [--seed 7] [--workers 2] [--fork]
+    python tests/campaign.py --per-family 500 --family "PyTorch trace" --from DIR --fork   # seeds no test reads
 
 Prints one line per new kind of failure (the mutant kept under the temporary folder), then the table.
 
@@ -52,7 +53,12 @@ FAMILIES = {
 COLUMNS = ("ok", "clean error", "crash", "hang", "memory", "cut, no note")
 
 
+SEEDS_FROM: Path | None = None  # --from: mutate the files of this folder instead of the family's own
+
+
 def family_files(family: str) -> list[Path]:
+    if SEEDS_FROM is not None:
+        return sorted(p for p in SEEDS_FROM.iterdir() if p.is_file())
     globs, _ = FAMILIES[family]
     found: list[Path] = []
     for pattern in globs:
@@ -99,7 +105,7 @@ class Ran:
     timed_out: bool
 
 
-FORK = False  # set by --fork, in the workers too (they are forked from the main process' state or given it)
+FORK = False  # True in the worker processes of --fork (their initializer, _fork_worker, sets it): they judge the runs
 
 
 def _command(path: Path) -> list[str]:
@@ -256,7 +262,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only-kind", action="append", help="run only the mutants of this kind (cut_in_row, flip, …) of the same "
                         "seed's sequence: a failure class judged again after a fix, without running the rest")
     parser.add_argument("--fork", action="store_true", help="fork each run from a worker that has imported traceview (see above)")
+    parser.add_argument("--from", dest="seeds_from", type=Path, help="mutate the files in this folder (real files no test reads) instead "
+                        "of the family's own; give one --family, whose kind of mutation they take")
     args = parser.parse_args(argv)
+    global SEEDS_FROM
+    SEEDS_FROM = args.seeds_from
     table: dict[str, Counter[str]] = {}
     keep = Path(tempfile.mkdtemp(prefix="traceview-campaign-"))
     for family in args.family or list(FAMILIES):
