@@ -90,7 +90,7 @@ def test_device_lookup():
     assert find_by_name("NVIDIA GeForce RTX 3090").key == "rtx3090"
     assert find_by_name("NVIDIA GeForce GTX 1650") is None
     assert [g.key for g in find_by_compute_capability("12.0")] == ["rtx5090", "rtx-pro-6000-blackwell", "rtx5080", "rtx5070ti", "rtx5070", "rtx5060ti", "rtx5060"]
-    assert len(find_by_compute_capability("9.0")) == 7
+    assert len(find_by_compute_capability("9.0")) == 8  # H100 NVL, PCIe and SXM5, H800, both GH200s, H20, H200
     # The H20 (GH100 with 78 SMs, China market) is not an H200, though its name is that name's prefix.
     assert find_by_name("NVIDIA H20", 78).key == "h20" and find_by_name("NVIDIA H200", 132).key == "h200"
     assert find_by_name("NVIDIA H20").dram_bytes_per_s == 4.0e12 and find_by_name("NVIDIA H20", 132) is None
