@@ -4,12 +4,23 @@ the Parsed data; the Trace that load_trace makes of it. A new format is a Format
 from __future__ import annotations
 
 import re
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 SNIFF_BYTES = 64 * 1024
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def gunzip_prefix(raw: bytes, limit: int) -> bytes:
+    """Return up to `limit` bytes of what the gzip stream starting `raw` holds (a file's head: the stream may be cut),
+    or b"" where it is not a readable gzip stream."""
+    try:
+        return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(raw, limit)
+    except zlib.error:
+        return b""
 
 
 class Head:

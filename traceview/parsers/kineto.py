@@ -33,7 +33,7 @@ import ijson
 import polars as pl
 
 from traceview.errors import TraceFormatError
-from traceview.parsers.base import Format, Head, Parsed, ReadOptions
+from traceview.parsers.base import GZIP_MAGIC, Format, Head, Parsed, ReadOptions, gunzip_prefix
 from traceview.parsers.nsys_sqlite import (
     NSYS_API,
     NSYS_GPUS,
@@ -46,7 +46,6 @@ from traceview.parsers.nsys_sqlite import (
 )
 from traceview.parsers.schema import schema_of
 
-GZIP_MAGIC = b"\x1f\x8b"
 # Events turned into frames at a time: bounds the Python objects held while reading.
 CHUNK_EVENTS = 100_000
 # A host thread id as nsys packs a global one (process id in bits 24-47): the whole-run code finds the process in it.
@@ -116,10 +115,7 @@ def _open(path: Path) -> IO[bytes]:
 def _sniff(head: Head) -> bool:
     raw = head.raw
     if raw.startswith(GZIP_MAGIC):
-        try:
-            raw = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(raw, 256 * 1024)
-        except zlib.error:
-            return False
+        raw = gunzip_prefix(raw, 256 * 1024)
     text = raw.decode("utf-8", errors="replace").lstrip()
     return text.startswith("{") and '"traceEvents"' in text[:1 << 20] or (
         text.startswith("{") and '"schemaVersion"' in text and '"deviceProperties"' in text)

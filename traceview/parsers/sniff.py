@@ -5,12 +5,11 @@ listings, an nsys JSON export, nvprof's report of a failed run)."""
 from __future__ import annotations
 
 import re
-import zlib
 from enum import StrEnum
 from pathlib import Path
 
 from traceview.errors import TraceFormatError, UnknownFormatError
-from traceview.parsers.base import SNIFF_BYTES, Format, Head
+from traceview.parsers.base import GZIP_MAGIC, SNIFF_BYTES, Format, Head, gunzip_prefix
 
 _LFS_POINTER = b"version https://git-lfs.github.com/spec/"
 
@@ -80,7 +79,6 @@ _NSYS_JSON_EXPORT = re.compile(r'^\{\s*"(?:Type"\s*:\s*\d+\s*,\s*"\w+Event"\s*:|
 _SOURCE_PAGE = re.compile(r'^(?:"#",)?"Address","Source",', re.MULTILINE)
 # AMD's rocprofv3 (rocprofiler-sdk) writes its JSON under this key; TraceLens' tests keep one gzipped.
 _ROCPROF_SDK_JSON = re.compile(r'^\s*\{\s*"rocprofiler-sdk-tool"\s*:')
-_GZIP_MAGIC = b"\x1f\x8b"
 # PyTorch's execution trace (ExecutionTraceObserver, the input of Chakra and et_replay): operators and tensors, no
 # times. Its first node is the observer's thread root (`[pytorch|profiler|execution_trace|thread]`, earlier
 # `…|execution_graph|…`).
@@ -152,12 +150,9 @@ def detected(path: Path, formats: tuple[Format, ...]) -> tuple[Format, object]:
             "pass an `ncu --csv` export, an nsys SQLite export or `nsys stats` CSV, a torch.profiler trace (.pt.trace.json), "
             "a `tegrastats --logfile` log, or llama-bench / llama.cpp output",
         )
-    if head.raw.startswith(_GZIP_MAGIC):
+    if head.raw.startswith(GZIP_MAGIC):
         # A compressed file no reader took: what it holds, when that is profiler output traceview knows of.
-        try:
-            inside = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head.raw, SNIFF_BYTES)
-        except zlib.error:
-            inside = b""
+        inside = gunzip_prefix(head.raw, SNIFF_BYTES)
         listing = _unread_profiler_output(inside.decode("utf-8", errors="replace")) if inside else None
         if listing is not None:
             raise UnknownFormatError(path, *listing)
