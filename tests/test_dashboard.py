@@ -95,7 +95,8 @@ def open_run(driver, url, label):
 def choose_run(driver, label):
     from selenium.webdriver.common.by import By
 
-    driver.find_element(By.ID, "run").click()
+    # The first test of a cold browser can see the roofline drawn before the run picker is: wait for it as well.
+    wait_for(lambda: driver.find_element(By.ID, "run")).click()
     option = wait_for(lambda: next((o for o in driver.find_elements(By.CSS_SELECTOR, "[role=option]") if o.text.strip() == label), None))
     option.click()
     wait_for(lambda: label in driver.find_element(By.ID, "run").text)
