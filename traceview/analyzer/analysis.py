@@ -29,7 +29,6 @@ from traceview.analyzer.ncu_steps import decode_steps
 from traceview.analyzer.nvtx import (
     group_summary,
     normalise_range_name,
-    nvtx_ranges,
     steps_from_kernels,
     steps_from_nvtx,
 )
@@ -559,14 +558,13 @@ def analyze_nsys(
     launches = launch_records(kernels, export.api)
     mode = next((v for k, v in export.capture_options.items() if k.endswith("CUDA_GRAPH_TRACE_OPTIONS:MODE")), None)
     say("where the time went, and idle gaps")
-    run = analyze_whole_run(kernels, export.names, export.memops, export.api, export.nvtx, export.graphs, links, gap_threshold_ns,
+    run = analyze_whole_run(kernels, export.names, export.memops, export.api, export.nvtx_chunks, export.graphs, links, gap_threshold_ns,
                             graph_trace_mode=mode, launches=launches)
     for activity in run.devices:
         activity["name"] = device_names.get(activity["device_id"]) or (spec.name if gpu and spec else None)
-    # After the sweep, not beside it: run side by side they took 0.75 s less on the realistic 2 M export but held
-    # 0.4 GB more at once (2.15 GB against 1.75; the bulk read of the same columns peaks at 1.4 GB).
-    say("NVTX ranges and steps")
-    ranges = nvtx_ranges(export.nvtx, launches)
+    # The NVTX ranges were nested in the whole-run pass over them, after the sweep.
+    say("steps")
+    ranges = run.nvtx
     nvtx_groups, steps = group_summary(ranges), steps_from_nvtx(ranges) or steps_from_kernels(kernels, export.names)
 
     # With --gpu the export's own GPU name stays the device's: the peaks are the chosen entry's, and the line says whose.
@@ -675,7 +673,7 @@ def _whole_run_of_trace(stats: StatsReports, specs: dict[int, GpuSpec | None]) -
         pl.col("name").replace_strict({name: i for i, name in names.items()}, return_dtype=pl.Int64).alias("name_id"),
         pl.lit(None, pl.Int64).alias("correlation_id"), pl.lit(None, pl.Int64).alias("pid"), "graph_node_id")
     links: dict[int, tuple[float | None, str | None]] = {device: link for device, spec in specs.items() if (link := host_link(spec)) is not None}
-    return analyze_whole_run(kernels, names, copies, pl.DataFrame(schema=NSYS_API), pl.DataFrame(schema=NSYS_NVTX),
+    return analyze_whole_run(kernels, names, copies, pl.DataFrame(schema=NSYS_API), lambda: [pl.DataFrame(schema=NSYS_NVTX)],
                              pl.DataFrame(schema=NSYS_GRAPHS), links)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +19,6 @@ import numpy as np
 import polars as pl
 
 from traceview.analyzer.ordering import grouped_time_order, time_order
-from traceview.analyzer.threads import pool_for
 from traceview.parsers.nsys_sqlite import PER_CALL_NUMBERS
 from traceview.wording import counted
 
@@ -62,40 +61,6 @@ def normalise_range_name(text: str | None) -> str:
     return " ".join(text.split()).strip(" ,") or "<unnamed>"
 
 
-def _depth_and_parent(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Return each range's nesting depth (0 = outermost) and the index of its parent (-1 for none), both int32, for
-    one thread's ranges ordered by start, longer first on ties (ordering.time_order)."""
-    # A range's depth is the number of ranges before it that are still open when it starts: those before it, less
-    # those that ended by then. Ends come nearly sorted (ranges are short next to the run), which the stable sort
-    # (timsort) exploits.
-    depth = np.arange(len(starts), dtype=np.int64)
-    depth -= np.searchsorted(np.sort(ends, kind="stable"), starts, side="right")
-    # That count of ended ranges also takes in zero-length ranges at the same start that come after (ties are ordered
-    # longer first, so they close each tie): each is given back to the ranges from its tie's first up to itself.
-    zero = np.flatnonzero(ends == starts)
-    if len(zero):
-        given_back = np.zeros(len(starts) + 1, dtype=np.int64)
-        np.add.at(given_back, np.searchsorted(starts, starts[zero], side="left"), 1)
-        np.add.at(given_back, zero + 1, -1)
-        depth += np.cumsum(given_back[:-1])
-    np.clip(depth, 0, None, out=depth)
-    depth = depth.astype(np.int32)  # millions of ranges on a thread: half the memory from here on
-    parent = np.full(len(starts), -1, dtype=np.int32)
-    # A range's parent is the last range one level up that starts before it. Nesting is shallow: the positions at
-    # each level, in order, come from one pass per level (a stable sort by level where it is deep).
-    deepest = int(depth.max(initial=0))
-    if deepest <= _SHALLOW:
-        levels = [np.flatnonzero(depth == level) for level in range(deepest + 1)]
-    else:
-        by_level = np.argsort(depth, kind="stable")
-        bounds = np.concatenate([[0], np.cumsum(np.bincount(depth))])
-        levels = [by_level[bounds[level]:bounds[level + 1]] for level in range(deepest + 1)]
-    for above, here in itertools.pairwise(levels):
-        index = np.searchsorted(above, here) - 1
-        parent[here] = np.where(index >= 0, above[np.clip(index, 0, None)], -1)
-    return depth, parent
-
-
 GROUP_TOTALS = pl.Schema({"group": pl.String, "count": pl.Int64, "cpu_ns": pl.Int64, "gpu_ns": pl.Int64, "kernels": pl.Int64,
                           "depth": pl.Int32, "parent": pl.String})
 STEP_RANGES = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "group": pl.String, "gpu_ns": pl.Int64})
@@ -127,112 +92,259 @@ def _may_mark_steps(names: pl.Series) -> pl.Series:
     return names.to_frame("group").select(pl.any_horizontal(_names_a_step(), *(pl.col("group").str.contains(pattern.pattern) for _, pattern in PHASE_PATTERNS))).to_series()
 
 
-def _thread_ranges(ranges: pl.DataFrame, tids: pl.Series) -> Iterator[tuple[int, np.ndarray, np.ndarray, np.ndarray]]:
-    """Yield each thread's id, row numbers (in row order), starts and ends, one thread at a time."""
-    threads = tids.unique().sort().to_list()
-    if len(threads) <= _FEW_THREADS:
-        for tid in threads:
-            on_thread = tids == tid
-            # A filter reads the (chunked) columns in order, where a gather would look up every row.
-            yield tid, on_thread.arg_true().to_numpy(), ranges["start_ns"].filter(on_thread).to_numpy(), ranges["end_ns"].filter(on_thread).to_numpy()
-        return
-    # Many threads: one stable sort by thread instead of a pass over every row per thread.
-    thread_of_row = tids.to_numpy()
-    by_thread = np.argsort(thread_of_row, kind="stable")
-    ordered = thread_of_row[by_thread]
-    del thread_of_row
-    bounds = np.concatenate([[0], np.flatnonzero(ordered[1:] != ordered[:-1]) + 1, [len(ordered)]])
-    for first, last in itertools.pairwise(bounds.tolist()):
-        rows = by_thread[first:last]
-        yield int(ordered[first]), rows, ranges["start_ns"].gather(rows).to_numpy(), ranges["end_ns"].gather(rows).to_numpy()
+class RangesOutOfOrder(Exception):
+    """A chunk holds a range that starts before one an earlier chunk ended the nesting at, on the same thread: the
+    export is not in start order per thread, and its ranges must be nested whole (RangeNester's caller reads them
+    again as one chunk)."""
 
 
-def nvtx_ranges(nvtx: pl.DataFrame, launches: pl.DataFrame) -> NvtxRanges:
+def _depths(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Return each range's nesting depth (int32; 0 = outermost) among ranges ordered by start, longer first on ties."""
+    # A range's depth is the number of ranges before it that are still open when it starts: those before it, less
+    # those that ended by then. Ends come nearly sorted (ranges are short next to the run), which the stable sort
+    # (timsort) exploits.
+    depth = np.arange(len(starts), dtype=np.int64)
+    depth -= np.searchsorted(np.sort(ends, kind="stable"), starts, side="right")
+    # That count of ended ranges also takes in zero-length ranges at the same start that come after (ties are ordered
+    # longer first, so they close each tie): each is given back to the ranges from its tie's first up to itself.
+    zero = np.flatnonzero(ends == starts)
+    if len(zero):
+        given_back = np.zeros(len(starts) + 1, dtype=np.int64)
+        np.add.at(given_back, np.searchsorted(starts, starts[zero], side="left"), 1)
+        np.add.at(given_back, zero + 1, -1)
+        depth += np.cumsum(given_back[:-1])
+    np.clip(depth, 0, None, out=depth)
+    return depth.astype(np.int32)  # millions of ranges on a thread: half the memory from here on
+
+
+def _levels(depth: np.ndarray) -> list[np.ndarray]:
+    """Return, for each depth from 0 to the deepest, the positions at that depth in order."""
+    deepest = int(depth.max(initial=-1))
+    if deepest <= _SHALLOW:  # nesting is shallow: one pass per level
+        return [np.flatnonzero(depth == level) for level in range(deepest + 1)]
+    by_level = np.argsort(depth, kind="stable")
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(depth))])
+    return [by_level[bounds[level]:bounds[level + 1]] for level in range(deepest + 1)]
+
+
+def _depth_and_parent(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Return each range's nesting depth (0 = outermost) and the index of its parent (-1 for none), both int32, for
+    one thread's ranges ordered by start, longer first on ties (ordering.time_order)."""
+    depth = _depths(starts, ends)
+    parent = np.full(len(starts), -1, dtype=np.int32)
+    # A range's parent is the last range one level up that starts before it.
+    for above, here in itertools.pairwise(_levels(depth)):
+        index = np.searchsorted(above, here) - 1
+        parent[here] = np.where(index >= 0, above[np.clip(index, 0, None)], -1)
+    return depth, parent
+
+
+@dataclass
+class _ThreadState:
+    """What one thread's ranges already nested leave to the ranges still to come (RangeNester)."""
+
+    open_starts: np.ndarray  # the nested ranges still open after the last start nested, in time order
+    open_ends: np.ndarray
+    last_code_at_depth: np.ndarray  # the group of the last range nested at each depth (-1: none yet)
+    cutoff: int | None = None  # ranges starting at or after this wait for the next chunk; none may start before it
+    pending: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None  # starts, ends, codes, row numbers
+
+
+class RangeNester:
+    """Nests NVTX ranges chunk by chunk, thread by thread, and sums them per group: feed chunks of NSYS_NVTX rows in
+    the export's row order to `add`, then call `finish` for the NvtxRanges.
+
+    What it holds is the per-group sums, the ranges that could mark steps, and per thread the ranges still open at the
+    chunk's edge with the last group seen at each depth: never the table. Depth and parent are exactly those of the
+    whole thread's ranges nested at once, provided that no range starts before a range an earlier chunk held of its
+    thread (the ranges at a chunk's last start wait for the next chunk, so ties are ordered whole); a chunk that breaks
+    that raises RangesOutOfOrder. Nsight Systems writes NVTX_EVENTS in start order on each thread (every real export
+    here); a single chunk may come in any order.
+    """
+
+    def __init__(self, launches: pl.DataFrame) -> None:
+        self._number: dict[str, int] = {"<unnamed>": 0}  # group name → code, in the order found
+        self._code_of_text: dict[str | None, int] = {None: 0}
+        self._threads: dict[int, _ThreadState] = {}
+        self._rows = 0
+        self._totals: list[pl.DataFrame] = []
+        self._pairs: list[pl.DataFrame] = []
+        self._steps: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []  # rows, starts, ends, codes, gpu
+        self._marks_steps = np.zeros(1, dtype=bool)
+        self._marks_steps[0] = bool(_may_mark_steps(pl.Series(["<unnamed>"], dtype=pl.String))[0])
+        self.call_tids, self.call_starts, self.call_time = np.array([], dtype=np.int64), np.array([], dtype=np.int64), np.zeros(1, dtype=np.int64)
+        if launches.height:
+            calls = launches.select(pl.col("tid").fill_null(-1), pl.col("call_start_ns").fill_null(-1), (pl.col("end_ns") - pl.col("start_ns")).alias("d"))
+            call_tids, call_starts = calls["tid"].to_numpy(), calls["call_start_ns"].to_numpy()
+            call_order = grouped_time_order(call_tids, call_starts)
+            self.call_tids, self.call_starts = call_tids[call_order], call_starts[call_order]
+            self.call_time = np.concatenate([[0], np.cumsum(calls["d"].to_numpy()[call_order])])
+
+    def _codes(self, texts: pl.Series) -> np.ndarray:
+        """Return each range's group code (uint32): the distinct texts of a chunk are few, each normalised once."""
+        stripped = texts.cast(pl.Categorical)
+        distinct = stripped.unique().drop_nulls()
+        new = [text for text in distinct.cast(pl.String).to_list() if text not in self._code_of_text]
+        if new:
+            names = [normalise_range_name(text) for text in new]
+            for text, name in zip(new, names, strict=True):
+                self._code_of_text[text] = self._number.setdefault(name, len(self._number))
+            if len(self._number) > len(self._marks_steps):
+                known = list(self._number)[len(self._marks_steps):]
+                self._marks_steps = np.concatenate([self._marks_steps, _may_mark_steps(pl.Series(known, dtype=pl.String)).to_numpy()])
+        physical = distinct.to_physical().to_numpy()
+        lookup = np.zeros(int(physical.max(initial=0)) + 2, dtype=np.uint32)  # the last entry: no text, <unnamed> (code 0)
+        lookup[physical] = [self._code_of_text[text] for text in distinct.cast(pl.String).to_list()]
+        codes: np.ndarray = lookup[stripped.to_physical().fill_null(len(lookup) - 1).to_numpy()]
+        return codes
+
+    def add(self, chunk: pl.DataFrame) -> None:
+        """Nest and sum one chunk of NSYS_NVTX rows (marks and ranges without an end are left out)."""
+        is_range = ((pl.col("kind") != "Mark") & pl.col("end_ns").is_not_null() & (pl.col("end_ns") >= pl.col("start_ns"))).fill_null(False)
+        ranges = chunk.select("start_ns", "end_ns", "text", "tid")
+        if ranges.height and not chunk.select(is_range.all()).item():
+            ranges = ranges.filter(chunk.select(is_range).to_series())  # only when some rows are not ranges: millions of rows are not copied
+        if ranges.height == 0:
+            return
+        codes = self._codes(ranges["text"])
+        rows = np.arange(self._rows, self._rows + ranges.height, dtype=np.int64)
+        self._rows += ranges.height
+        tids = ranges["tid"].fill_null(-1).to_numpy()
+        starts, ends = ranges["start_ns"].to_numpy(), ranges["end_ns"].to_numpy()
+        del ranges
+        threads = np.unique(tids)
+        if len(threads) == 1:
+            self._thread(int(threads[0]), starts, ends, codes, rows)
+            return
+        # One stable sort by thread: each thread's rows keep the export's order.
+        by_thread = np.argsort(tids, kind="stable")
+        ordered = tids[by_thread]
+        bounds = np.concatenate([[0], np.flatnonzero(ordered[1:] != ordered[:-1]) + 1, [len(ordered)]])
+        for first, last in itertools.pairwise(bounds.tolist()):
+            own = by_thread[first:last]
+            self._thread(int(ordered[first]), starts[own], ends[own], codes[own], rows[own])
+
+    def _thread(self, tid: int, starts: np.ndarray, ends: np.ndarray, codes: np.ndarray, rows: np.ndarray, final: bool = False) -> None:
+        state = self._threads.get(tid)
+        if state is None:
+            state = self._threads[tid] = _ThreadState(np.array([], dtype=np.int64), np.array([], dtype=np.int64), np.array([], dtype=np.int64))
+        if state.cutoff is not None and len(starts) and int(starts.min()) < state.cutoff:
+            raise RangesOutOfOrder(f"thread {tid}: a range starts at {int(starts.min())} ns, before {state.cutoff} ns where an earlier chunk's ranges ended")
+        if state.pending is not None:
+            held_starts, held_ends, held_codes, held_rows = state.pending
+            starts, ends = np.concatenate([held_starts, starts]), np.concatenate([held_ends, ends])
+            codes, rows = np.concatenate([held_codes, codes]), np.concatenate([held_rows, rows])
+            state.pending = None
+        if len(starts) == 0:
+            return
+        if not final:
+            # The ranges at the chunk's last start wait: a later chunk may hold more ranges that start then, and a
+            # tie is ordered (longer first) as a whole.
+            state.cutoff = int(starts.max())
+            waiting = starts >= state.cutoff
+            if waiting.any():
+                state.pending = (starts[waiting], ends[waiting], codes[waiting], rows[waiting])
+                keep = ~waiting
+                starts, ends, codes, rows = starts[keep], ends[keep], codes[keep], rows[keep]
+            if len(starts) == 0:
+                return
+        order = time_order(starts, ends)
+        if order is not None:  # one at a time, each copy replacing its original before the next is made
+            starts = starts[order]
+            ends = ends[order]
+            codes = codes[order]
+            rows = rows[order]
+        del order
+        carried = len(state.open_starts)
+        # The ranges still open from earlier chunks count in the depth of these; those that ended before these start
+        # would count once as before and once as ended, so they are not kept.
+        depth = _depths(np.concatenate([state.open_starts, starts]), np.concatenate([state.open_ends, ends]))[carried:]
+        no_parent = np.int64(-1)
+        parent_code = np.full(len(starts), no_parent, dtype=np.int64)
+        levels = _levels(depth)
+        last = state.last_code_at_depth
+        for level in range(1, len(levels)):
+            above, here = levels[level - 1], levels[level]
+            index = np.searchsorted(above, here) - 1
+            # A range whose parent is not among these has the last range one level up that an earlier chunk nested.
+            earlier = last[level - 1] if level - 1 < len(last) else no_parent
+            if len(above) == 0:  # every range one level up is an earlier chunk's
+                parent_code[here] = earlier
+                continue
+            parent_code[here] = np.where(index >= 0, codes[above[np.clip(index, 0, None)]].astype(np.int64), earlier)
+        if len(levels) > len(last):
+            last = np.concatenate([last, np.full(len(levels) - len(last), -1, dtype=np.int64)])
+        for level, positions in enumerate(levels):
+            if len(positions):
+                last[level] = codes[positions[-1]]
+        state.last_code_at_depth = last
+        latest_start = int(starts[-1])
+        all_starts, all_ends = np.concatenate([state.open_starts, starts]), np.concatenate([state.open_ends, ends])
+        still_open = all_ends > latest_start
+        state.open_starts, state.open_ends = all_starts[still_open], all_ends[still_open]
+        del all_starts, all_ends, still_open, levels
+        # The kernels each range launched: those whose launch call, on this thread, starts inside the range.
+        first_call, after_calls = np.searchsorted(self.call_tids, tid, "left"), np.searchsorted(self.call_tids, tid, "right")
+        own_calls = self.call_starts[first_call:after_calls]
+        for block in range(0, len(starts), _BLOCK_ROWS):  # summed a block at a time: per-range figures are never all held
+            part = slice(block, block + _BLOCK_ROWS)
+            low = np.searchsorted(own_calls, starts[part], side="left") + first_call
+            high = np.searchsorted(own_calls, ends[part], side="right") + first_call
+            kernels, gpu = (high - low).astype(np.int32), self.call_time[high] - self.call_time[low]
+            block_codes = codes[part]
+            own = pl.DataFrame({"code": block_codes, "d": ends[part] - starts[part], "gpu_ns": gpu, "kernels": kernels, "depth": depth[part],
+                                "parent": parent_code[part]})
+            self._totals.append(own.group_by("code").agg(pl.len().alias("count"), pl.col("d").sum().alias("cpu_ns"), pl.col("gpu_ns").sum(),
+                                                         pl.col("kernels").cast(pl.Int64).sum(), pl.col("depth").min()))
+            self._pairs.append(own.filter(pl.col("parent") >= 0).group_by("code", "parent").len())
+            kept = np.flatnonzero(self._marks_steps[block_codes])
+            if len(kept):
+                self._steps.append((rows[part][kept], starts[part][kept], ends[part][kept], block_codes[kept], gpu[kept]))
+
+    def finish(self) -> NvtxRanges:
+        """Return the ranges' NvtxRanges, nesting the ranges still waiting at the last chunk's edge first."""
+        for tid, state in list(self._threads.items()):
+            if state.pending is not None:
+                empty = np.array([], dtype=np.int64)
+                self._thread(tid, empty, empty, np.array([], dtype=np.uint32), empty, final=True)
+        if not self._totals:
+            return NvtxRanges(pl.DataFrame(schema=GROUP_TOTALS), pl.DataFrame(schema=STEP_RANGES))
+        # Codes were given in the order the names were found; ties between parents go to the first by name.
+        group_names = sorted(self._number)
+        rank = np.zeros(len(self._number), dtype=np.int64)
+        rank[[self._number[name] for name in group_names]] = np.arange(len(group_names))
+        by_rank = dict(enumerate(rank.tolist()))
+        name_of: dict[int, str] = dict(enumerate(group_names))
+        pairs = pl.concat(self._pairs).group_by("code", "parent").agg(pl.col("len").sum()).with_columns(
+            pl.col("code").replace_strict(by_rank, return_dtype=pl.Int64), pl.col("parent").replace_strict(by_rank, return_dtype=pl.Int64))
+        # The enclosing group: the most frequent parent, the first by name on ties.
+        parents = pairs.sort("code", "len", "parent", descending=[False, True, False]).unique("code", keep="first").select(
+            "code", pl.col("parent").alias("parent_code"))
+        totals = pl.concat(self._totals).with_columns(pl.col("code").replace_strict(by_rank, return_dtype=pl.Int64))
+        groups = totals.group_by("code").agg(pl.col("count", "cpu_ns", "gpu_ns", "kernels").sum(), pl.col("depth").min()).join(
+            parents, on="code", how="left").with_columns(
+            pl.col("code").replace_strict(name_of, return_dtype=pl.String).alias("group"),
+            pl.col("parent_code").replace_strict(name_of, default=None, return_dtype=pl.String).alias("parent"))
+        if self._steps:
+            kept_rows, kept_starts, kept_ends, kept_codes, kept_gpu = (np.concatenate(part) for part in zip(*self._steps, strict=True))
+        else:
+            kept_rows = kept_starts = kept_ends = kept_gpu = np.array([], dtype=np.int64)
+            kept_codes = np.array([], dtype=np.uint32)
+        in_order = np.argsort(kept_rows, kind="stable")  # the export's row order
+        steps = pl.DataFrame({"start_ns": kept_starts[in_order], "end_ns": kept_ends[in_order],
+                              "group": pl.Series(rank[kept_codes[in_order]]).replace_strict(name_of, return_dtype=pl.String),
+                              "gpu_ns": kept_gpu[in_order]}, schema=STEP_RANGES)
+        return NvtxRanges(groups.select(list(GROUP_TOTALS.keys())).cast(dict(GROUP_TOTALS)), steps)  # type: ignore[arg-type]
+
+
+def nvtx_ranges(nvtx: pl.DataFrame | Iterable[pl.DataFrame], launches: pl.DataFrame) -> NvtxRanges:
     """Return the export's NVTX ranges nested thread by thread, with the kernels each launched (launch_records'
-    frame), summed per group."""
-    is_range = ((pl.col("kind") != "Mark") & pl.col("end_ns").is_not_null() & (pl.col("end_ns") >= pl.col("start_ns"))).fill_null(False)
-    ranges = nvtx.select("start_ns", "end_ns", "text", "tid")
-    if ranges.height and not nvtx.select(is_range.all()).item():
-        ranges = ranges.filter(nvtx.select(is_range).to_series())  # only when some rows are not ranges: ten million rows are not copied
-    if ranges.height == 0:
-        return NvtxRanges(pl.DataFrame(schema=GROUP_TOTALS), pl.DataFrame(schema=STEP_RANGES))
-    # A range carries the number of its group, not the string, through the nesting. The reader has taken the numbers
-    # that change on every call out of the texts (PyTorch numbers every op), so the distinct texts are few and each is
-    # normalised once.
-    stripped = ranges["text"].cast(pl.Categorical)
-    distinct = stripped.unique().drop_nulls()
-    names = [normalise_range_name(value) for value in distinct.cast(pl.String).to_list()]
-    group_names = sorted({*names, "<unnamed>"})
-    number = {name: i for i, name in enumerate(group_names)}
-    physical = distinct.to_physical().to_numpy()
-    lookup = np.full(int(physical.max(initial=0)) + 2, number["<unnamed>"], dtype=np.uint32)  # the last entry: no text
-    lookup[physical] = [number[name] for name in names]
-    codes = lookup[stripped.to_physical().fill_null(len(lookup) - 1).to_numpy()]
-    no_parent = len(group_names)
-    may_mark_steps = _may_mark_steps(pl.Series(group_names, dtype=pl.String)).to_numpy()
-    call_tids, call_starts, call_time = np.array([], dtype=np.int64), np.array([], dtype=np.int64), np.zeros(1, dtype=np.int64)
-    if launches.height:
-        calls = launches.select(pl.col("tid").fill_null(-1), pl.col("call_start_ns").fill_null(-1), (pl.col("end_ns") - pl.col("start_ns")).alias("d"))
-        call_tids, call_starts = calls["tid"].to_numpy(), calls["call_start_ns"].to_numpy()
-        call_order = grouped_time_order(call_tids, call_starts)
-        call_tids, call_starts = call_tids[call_order], call_starts[call_order]
-        call_time = np.concatenate([[0], np.cumsum(calls["d"].to_numpy()[call_order])])
-    totals, pairs, step_rows, step_gpu = [], [], [], []
-    tids = ranges["tid"].fill_null(-1)
-    # Nesting and the launched kernels need only the starts and ends: the nesting runs on a second thread meanwhile
-    # (numpy releases the GIL in its sorts and searches).
-    with pool_for(ranges.height, workers=1) as pool:
-        for tid, rows, starts, ends in _thread_ranges(ranges, tids):
-            # Depth and parent assume one thread's ranges nest: each thread's are nested apart, in time order.
-            order = time_order(starts, ends)
-            if order is not None:  # one at a time, each copy replacing its original before the next is made
-                starts = starts[order]
-                ends = ends[order]
-                rows = rows[order]
-            del order
-            nesting = pool.submit(_depth_and_parent, starts, ends)
-            own_codes = codes[rows]
-            first_call, after_calls = np.searchsorted(call_tids, tid, "left"), np.searchsorted(call_tids, tid, "right")
-            own_calls = call_starts[first_call:after_calls]
-            blocks = [slice(block, block + _BLOCK_ROWS) for block in range(0, len(rows), _BLOCK_ROWS)]
-            # The calls before each range's start, counted from the calls' side (there are fewer calls than ranges,
-            # and the starts are in order): a call before k starts is before every start from the k-th on.
-            before_start = np.cumsum(np.bincount(np.searchsorted(starts, own_calls, side="right"), minlength=len(starts) + 1)[:len(starts)]) + first_call
-            launched = []
-            for part in blocks:
-                low = before_start[part]
-                high = np.searchsorted(own_calls, ends[part], side="right") + first_call
-                launched.append(((high - low).astype(np.int32), call_time[high] - call_time[low]))
-            del before_start
-            depth, parent = nesting.result()
-            # Summed a block at a time: what is kept is one row per group, and the ranges that could be steps.
-            for part, (kernels, gpu) in zip(blocks, launched, strict=True):
-                block_codes = own_codes[part]
-                own_parent = parent[part]
-                own = pl.DataFrame({"code": block_codes, "d": ends[part] - starts[part], "gpu_ns": gpu, "kernels": kernels, "depth": depth[part],
-                                    "parent": np.where(own_parent >= 0, own_codes[np.clip(own_parent, 0, None)], no_parent).astype(np.uint32)})
-                totals.append(own.group_by("code").agg(pl.len().alias("count"), pl.col("d").sum().alias("cpu_ns"), pl.col("gpu_ns").sum(),
-                                                       pl.col("kernels").cast(pl.Int64).sum(), pl.col("depth").min()))
-                pairs.append(own.filter(pl.col("parent") != no_parent).group_by("code", "parent").len())
-                kept = np.flatnonzero(may_mark_steps[block_codes])
-                step_rows.append(rows[part][kept])
-                step_gpu.append(gpu[kept])
-            # The next thread's arrays are built while these would still be bound: a thread's ranges are millions.
-            del launched, depth, parent, rows, starts, ends, own_codes
-    name_of: dict[int, str] = dict(enumerate(group_names))
-    # The enclosing group: the most frequent parent, the first by name on ties (codes are in name order).
-    parents = pl.concat(pairs).group_by("code", "parent").agg(pl.col("len").sum()).sort("code", "len", "parent", descending=[False, True, False]).unique(
-        "code", keep="first").select("code", pl.col("parent").alias("parent_code"))
-    groups = pl.concat(totals).group_by("code").agg(pl.col("count", "cpu_ns", "gpu_ns", "kernels").sum(), pl.col("depth").min()).join(
-        parents, on="code", how="left").with_columns(
-        pl.col("code").replace_strict(name_of, return_dtype=pl.String).alias("group"),
-        pl.col("parent_code").replace_strict(name_of, default=None, return_dtype=pl.String).alias("parent"))
-    kept_rows, kept_gpu = np.concatenate(step_rows), np.concatenate(step_gpu)
-    in_order = np.argsort(kept_rows, kind="stable")
-    kept_rows, kept_gpu = kept_rows[in_order], kept_gpu[in_order]
-    steps = ranges.select("start_ns", "end_ns")[kept_rows].with_columns(
-        pl.Series(codes[kept_rows]).replace_strict(name_of, return_dtype=pl.String).alias("group"), pl.Series("gpu_ns", kept_gpu, dtype=pl.Int64))
-    return NvtxRanges(groups.select(list(GROUP_TOTALS.keys())).cast(dict(GROUP_TOTALS)), steps)  # type: ignore[arg-type]
+    frame), summed per group: from one frame, or from chunks in the export's row order (RangeNester; raises
+    RangesOutOfOrder where the chunks are not in start order per thread)."""
+    nester = RangeNester(launches)
+    for chunk in [nvtx] if isinstance(nvtx, pl.DataFrame) else nvtx:
+        nester.add(chunk)
+    return nester.finish()
 
 
 def group_summary(ranges: NvtxRanges, top: int = 60) -> list[dict[str, Any]]:

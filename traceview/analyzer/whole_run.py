@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +31,7 @@ import numpy as np
 import polars as pl
 
 from traceview.analyzer.kernel_kinds import is_communication
+from traceview.analyzer.nvtx import NvtxRanges, RangeNester, RangesOutOfOrder
 from traceview.analyzer.ordering import group_ranks, grouped_time_order, time_order
 from traceview.analyzer.threads import pool_for
 from traceview.numbers import reduced
@@ -127,6 +129,7 @@ class WholeRun:
     launch: dict[str, Any]
     findings: list[dict[str, Any]]
     notes: list[str]
+    nvtx: NvtxRanges  # the NVTX ranges nested and summed per group
 
 
 def _category_of_names(names: dict[int, str], ids: list[int]) -> dict[int, int]:
@@ -399,11 +402,14 @@ def api_classes(api: pl.DataFrame, first_launches: pl.DataFrame | None = None) -
     return api.select("start_ns", "end_ns", "pid", pl.when(slow_launch).then(pl.lit("module_load", dtype=API_CLASS)).otherwise(named).alias("class"))
 
 
-def _host_rows(frame: pl.DataFrame, pids: set[int]) -> pl.Expr:
+def _host_rows(frame: pl.DataFrame, pids: set[int], ids_known: bool | None = None) -> pl.Expr:
     """A filter for the rows of a host-side frame from the processes that own a device (every row where the export
-    has no pids). A filter, not the rows: each device would otherwise copy millions of NVTX and API rows."""
+    has no pids). A filter, not the rows: each device would otherwise copy millions of NVTX and API rows.
+    `ids_known`: whether any row of the whole table has its process or thread, where `frame` holds only some rows."""
     by_thread = "pid" not in frame.columns  # NVTX ranges carry their process in the thread id
-    if not pids or frame.height == 0 or frame["tid" if by_thread else "pid"].null_count() == frame.height:
+    if ids_known is None:
+        ids_known = frame["tid" if by_thread else "pid"].null_count() < frame.height
+    if not pids or frame.height == 0 or not ids_known:
         return pl.lit(True)
     return pl.col("tid").is_in(threads_of(frame["tid"], pids).implode()) if by_thread else pl.col("pid").is_in(list(pids))
 
@@ -418,22 +424,24 @@ _CAUSE_OF_CLASS = {"synchronization": "synchronization", "synchronous_copy": "sy
                    "launch": "launch_overhead"}
 
 
-def range_names_matching(nvtx: pl.DataFrame) -> tuple[list[str], list[str]]:
-    """Return the NVTX range names that say JIT/module loading and those that say data loading. Names repeat millions
-    of times but are few: each distinct one is matched once, for every device."""
-    texts = nvtx["text"].unique().drop_nulls().cast(pl.String)
-    either = texts.filter(texts.str.contains(f"(?i)(?:{JIT_RANGE.pattern})|(?:{DATA_RANGE.pattern})"))
+_JIT_OR_DATA = f"(?i)(?:{JIT_RANGE.pattern})|(?:{DATA_RANGE.pattern})"
+
+
+def range_names_matching(texts: pl.Series) -> tuple[list[str], list[str]]:
+    """Return, of the distinct NVTX texts, those that say JIT/module loading and those that say data loading. Names
+    repeat millions of times but are few: each distinct one is matched once, for every device."""
+    texts = texts.cast(pl.String)
+    either = texts.filter(texts.str.contains(_JIT_OR_DATA))
     return [either.filter(either.str.contains("(?i)" + pattern.pattern)).sort().to_list() for pattern in (JIT_RANGE, DATA_RANGE)]  # type: ignore[return-value]
 
 
-def gap_causes(gaps: pl.DataFrame, classes: pl.DataFrame, nvtx: pl.DataFrame, queued_before: np.ndarray,
-               calls_host: pl.Expr | None = None, ranges_host: pl.Expr | None = None,
-               matching: tuple[list[str], list[str]] | None = None, between_migrations: np.ndarray | None = None,
-               host_traced: bool = True) -> pl.Series:
+def gap_causes(gaps: pl.DataFrame, classes: pl.DataFrame, jit_ranges: pl.DataFrame, data_ranges: pl.DataFrame, queued_before: np.ndarray,
+               calls_host: pl.Expr | None = None, between_migrations: np.ndarray | None = None, host_traced: bool = True) -> pl.Series:
     """Return a cause (a CAUSES key) for each gap of one device, from the host activity of its processes.
 
-    `classes` is api_classes' frame; `calls_host` and `ranges_host` (_host_rows) keep the device's processes in it and
-    in `nvtx`; `between_migrations` marks the gaps with a unified-memory migration on each side. In order: the kernel,
+    `classes` is api_classes' frame, `calls_host` (_host_rows) keeps the device's processes in it; `jit_ranges` and
+    `data_ranges` are the NVTX ranges of those processes that say JIT/module loading and data loading
+    (range_names_matching); `between_migrations` marks the gaps with a unified-memory migration on each side. In order: the kernel,
     copy or graph that ends the gap was already queued when it began (GPU launch latency; `queued_waiting` beyond
     QUEUED_LATENCY_NS); JIT/module loading covers half the gap; one class of CUDA call covers half of it; a
     data-loading NVTX range does; other CUDA calls do; a module is loaded in it (the host code before the load
@@ -451,22 +459,17 @@ def gap_causes(gaps: pl.DataFrame, classes: pl.DataFrame, nvtx: pl.DataFrame, qu
         starts, durations = gaps["start_ns"].to_numpy(), gaps["duration_ns"].to_numpy()
         a = starts[open_gaps]
         b = a + durations[open_gaps]
-        codes[open_gaps] = _host_cause(a, b, classes, nvtx, calls_host, ranges_host, matching) if host_traced else code("not_traced")
+        codes[open_gaps] = _host_cause(a, b, classes, jit_ranges, data_ranges, calls_host) if host_traced else code("not_traced")
     if between_migrations is not None:
         # Host code between page migrations is the host touching managed memory: each fault moves the next pages.
         codes[np.isin(codes, [code("host_code"), code("not_traced")]) & np.asarray(between_migrations, dtype=bool)] = code("unified_memory")
     return pl.Series("cause", codes, dtype=pl.Int64).replace_strict(dict(enumerate(CAUSE_CODES)), return_dtype=pl.String)
 
 
-def _host_cause(a: np.ndarray, b: np.ndarray, classes: pl.DataFrame, nvtx: pl.DataFrame, calls_host: pl.Expr | None,
-                ranges_host: pl.Expr | None, matching: tuple[list[str], list[str]] | None) -> np.ndarray:
+def _host_cause(a: np.ndarray, b: np.ndarray, classes: pl.DataFrame, jit_ranges: pl.DataFrame, data_ranges: pl.DataFrame,
+                calls_host: pl.Expr | None) -> np.ndarray:
     """Return the CAUSE_CODES index of each gap [a, b) that no queued kernel explains, from gap_causes' host rules."""
     half = (b - a) / 2
-    # Only the matching ranges are taken out of the table.
-    jit_names, data_names = matching or range_names_matching(nvtx)
-    ranges = (pl.lit(True) if ranges_host is None else ranges_host) & (pl.col("kind") != "Mark")
-    jit_ranges = nvtx.filter(ranges & pl.col("text").is_in(jit_names))
-    data_ranges = nvtx.filter(ranges & pl.col("text").is_in(data_names))
     of_class = classes.filter(pl.lit(True) if calls_host is None else calls_host).partition_by("class", as_dict=True)  # one pass over the calls, not one filter per class
 
     def covered(label: str) -> np.ndarray:
@@ -507,6 +510,59 @@ def _overlapping_any(frame: pl.DataFrame, starts: np.ndarray, ends: np.ndarray, 
     # without an index or a copy of their times.
     hit = pl.any_horizontal([(row_start < int(b)) & (row_end > int(a)) for a, b in zip(starts.tolist(), ends.tolist(), strict=True)])
     return frame.filter(hit & (pl.lit(True) if rows is None else rows))
+
+
+@dataclass(frozen=True)
+class NvtxPass:
+    """What the whole-run analysis takes from the NVTX rows, in one pass over them (read_nvtx).
+
+    `ranges`: nested and summed per group; `texts`: the distinct texts; `named`: the ranges whose text says JIT/module
+    loading or data loading (range_names_matching); `near`: the rows (marks too) that overlap one of the gaps listed;
+    `threads_known`: whether any row has a thread id.
+    """
+
+    ranges: NvtxRanges
+    texts: pl.Series
+    named: pl.DataFrame
+    near: pl.DataFrame
+    threads_known: bool
+
+
+def read_nvtx(chunks: Callable[[], Iterable[pl.DataFrame]], launches: pl.DataFrame, starts: np.ndarray, ends: np.ndarray) -> NvtxPass:
+    """Return the NvtxPass of the NVTX rows that `chunks()` yields in the input's row order (NSYS_NVTX frames),
+    `starts` and `ends` being the listed gaps of every device. Only the per-group sums and the few rows the gaps need
+    are kept. Rows not in start order per thread (RangesOutOfOrder) are read again and nested as one chunk."""
+    try:
+        return _read_nvtx(chunks(), launches, starts, ends)
+    except RangesOutOfOrder:
+        return _read_nvtx([pl.concat(list(chunks()), rechunk=False)], launches, starts, ends)
+
+
+def _read_nvtx(chunks: Iterable[pl.DataFrame], launches: pl.DataFrame, starts: np.ndarray, ends: np.ndarray) -> NvtxPass:
+    nester = RangeNester(launches)
+    texts: list[pl.Series] = []
+    named: list[pl.DataFrame] = []
+    near: list[pl.DataFrame] = []
+    says: dict[str, bool] = {}  # text → whether it says JIT or data loading
+    threads_known = False
+    for chunk in chunks:
+        nester.add(chunk)
+        distinct = chunk["text"].unique().drop_nulls().cast(pl.String)
+        texts.append(distinct)
+        new = [text for text in distinct.to_list() if text not in says]
+        if new:
+            found = pl.Series(new, dtype=pl.String)
+            says.update(zip(new, found.str.contains(_JIT_OR_DATA).to_list(), strict=True))
+        matching = [text for text in distinct.to_list() if says[text]]
+        if matching:
+            named.append(chunk.filter((pl.col("kind") != "Mark") & pl.col("text").cast(pl.String).is_in(matching)))
+        near.append(_overlapping_any(chunk, starts, ends))
+        threads_known = threads_known or chunk["tid"].null_count() < chunk.height
+        del chunk
+    empty = pl.DataFrame(schema=near[0].schema) if near else pl.DataFrame(schema={"start_ns": pl.Int64, "end_ns": pl.Int64, "text": pl.Categorical(),
+                                                                                    "kind": pl.Categorical(), "tid": pl.Int64})
+    return NvtxPass(nester.finish(), pl.concat(texts).unique().sort() if texts else pl.Series("text", [], dtype=pl.String),
+                    pl.concat(named) if named else empty, pl.concat(near) if near else empty, threads_known)
 
 
 def _gap_evidence(start: int, end: int, api: pl.DataFrame, nvtx: pl.DataFrame) -> dict[str, Any]:
@@ -854,11 +910,18 @@ def time_util_rule(pieces: pl.DataFrame, devices: list[dict[str, Any]]) -> dict[
                     "see the idle gaps and their causes for those stretches", {"chunks": low_chunks[:60]})
 
 
-def _device_gaps(device: dict[str, Any], pieces: pl.DataFrame, queued_work: pl.DataFrame, pids: set[int], classified: pl.DataFrame,
-                 api: pl.DataFrame, nvtx: pl.DataFrame, matching: tuple[list[str], list[str]], migrations: bool = False) -> list[dict[str, Any]]:
-    """Return the device's largest idle gaps with their causes and evidence; add gap_count, idle_by_cause (ns per
-    cause, largest first) and largest_gap_ns to `device`. `migrations`: the export has unified-memory migrations."""
-    device_id = device["device_id"]
+@dataclass(frozen=True)
+class _IdleGaps:
+    """One device's idle gaps (start_ns, duration_ns), whether each lies between two unified-memory migrations, and the
+    LISTED_GAPS longest of them (of equal ones the earliest, so that the list is the same on every run)."""
+
+    gaps: pl.DataFrame
+    between: np.ndarray | None
+    listed: pl.DataFrame
+
+
+def _idle_gaps(device_id: int, pieces: pl.DataFrame, migrations: bool) -> _IdleGaps:
+    """Return the device's idle gaps; `migrations`: the export has unified-memory migrations."""
     between = None
     if migrations:
         # The sweep's pieces are in time order: the pieces either side of an idle one are what the GPU did around it.
@@ -870,24 +933,36 @@ def _device_gaps(device: dict[str, Any], pieces: pl.DataFrame, queued_work: pl.D
         gaps = gaps.select("start_ns", "duration_ns")
     else:
         gaps = pieces.filter((pl.col("device_id") == device_id) & (pl.col("mask") == 0)).select("start_ns", "duration_ns")
-    api_rows, nvtx_rows = _host_rows(api, pids), _host_rows(nvtx, pids)
+    listed = gaps.top_k(LISTED_GAPS, by=["duration_ns", "start_ns"], reverse=[False, True]).sort(["duration_ns", "start_ns"], descending=[True, False])
+    return _IdleGaps(gaps, between, listed)
+
+
+def _device_gaps(device: dict[str, Any], idle: _IdleGaps, queued_work: pl.DataFrame, pids: set[int], classified: pl.DataFrame,
+                 api: pl.DataFrame, nvtx: NvtxPass, matching: tuple[list[str], list[str]]) -> list[dict[str, Any]]:
+    """Return the device's largest idle gaps with their causes and evidence; add gap_count, idle_by_cause (ns per
+    cause, largest first) and largest_gap_ns to `device`."""
+    device_id = device["device_id"]
+    gaps = idle.gaps
+    api_rows = _host_rows(api, pids)
     # The kernel, copy or graph that ends each gap (queued_starts): was its launch call already over when the gap began?
     own_launches = queued_work.filter(pl.col("device_id") == device_id).select("start_ns", "call_end_ns")
     ends = gaps.with_columns((pl.col("start_ns") + pl.col("duration_ns")).alias("next_start"))
     queued = ends.join(own_launches.unique("start_ns"), left_on="next_start", right_on="start_ns", how="left").select(
         (pl.col("call_end_ns") <= pl.col("start_ns")).fill_null(False)).to_series().to_numpy()
-    causes = gap_causes(gaps, classified, nvtx, queued, _host_rows(classified, pids), nvtx_rows, matching, between, host_traced=api.height > 0)
+    jit_names, data_names = matching
+    named = nvtx.named.filter(_host_rows(nvtx.named, pids, nvtx.threads_known))
+    jit_ranges, data_ranges = (named.filter(pl.col("text").cast(pl.String).is_in(names)) for names in (jit_names, data_names))
+    causes = gap_causes(gaps, classified, jit_ranges, data_ranges, queued, _host_rows(classified, pids), idle.between, host_traced=api.height > 0)
     device["gap_count"] = gaps.height
     with_causes = gaps.with_columns(causes)
     totals = with_causes.group_by("cause").agg(pl.col("duration_ns").sum()).sort(["duration_ns", "cause"], descending=[True, False])
     device["idle_by_cause"] = {row["cause"]: int(row["duration_ns"]) for row in totals.iter_rows(named=True)}
-    # The longest gaps; of equal ones the earliest, so that the list is the same on every run.
-    ranked = with_causes.top_k(LISTED_GAPS, by=["duration_ns", "start_ns"], reverse=[False, True]).sort(["duration_ns", "start_ns"], descending=[True, False])
+    ranked = idle.listed.join(with_causes, on=["start_ns", "duration_ns"], how="left", maintain_order="left")
     # Only the rows around the listed gaps, found in one pass, are searched gap by gap.
     gap_starts = ranked["start_ns"].to_numpy()
     gap_ends = gap_starts + ranked["duration_ns"].to_numpy()
     near_api = _overlapping_any(api, gap_starts, gap_ends, api_rows)
-    near_nvtx = _overlapping_any(nvtx, gap_starts, gap_ends, nvtx_rows)
+    near_nvtx = _overlapping_any(nvtx.near, gap_starts, gap_ends, _host_rows(nvtx.near, pids, nvtx.threads_known))
     listed = []
     first_kernel = device.get("first_kernel_ns")
     for gap in ranked.iter_rows(named=True):
@@ -905,7 +980,7 @@ def analyze_whole_run(
     names: dict[int, str],
     memops: pl.DataFrame,
     api: pl.DataFrame,
-    nvtx: pl.DataFrame,
+    nvtx: Callable[[], Iterable[pl.DataFrame]],
     graphs: pl.DataFrame,
     link_peaks: dict[int, tuple[float | None, str | None]],
     gap_threshold_ns: int = DEFAULT_GAP_THRESHOLD_NS,
@@ -914,7 +989,9 @@ def analyze_whole_run(
 ) -> WholeRun:
     """Return the time breakdown, verdicts, copies, gaps with causes, launch statistics and findings of one export.
 
-    `launches` is launch_records(kernels, api) when the caller has it already; `graph_trace_mode` is the capture's
+    `nvtx()` yields the NVTX rows in chunks in the input's row order (NsysExport.nvtx_chunks): they are read once,
+    after the sweep has found the gaps, and never held whole. `launches` is launch_records(kernels, api) when the
+    caller has it already; `graph_trace_mode` is the capture's
     CUDA graph trace mode (`Graph`, nsys's default, or `Node`), which matters only where graphs were launched."""
     # Parts that need only the input run on a second thread beside the sweep and the gaps (numpy and polars release
     # the GIL): on a large export of kernels alone, the second core is otherwise idle.
@@ -943,13 +1020,18 @@ def analyze_whole_run(
         owners = pl.concat([kernels.lazy().select("device_id", "pid"), memops.lazy().select("device_id", "pid")]).drop_nulls().unique().collect()
         pids_of = {device: set(group["pid"].to_list()) for (device,), group in owners.group_by("device_id")}
         classified = api_classes(api, first_launches)
-        matching = range_names_matching(nvtx) if devices else ([], [])
         migrations = bool(memops.height) and bool(memops.select(pl.col("copy_kind").is_in(UNIFIED_KINDS).any()).item())
         queued_work = queued_starts(launches, memops, graphs, api)
+        idle = [_idle_gaps(device["device_id"], pieces, migrations) for device in devices]
+        # The NVTX rows, read once now that the gaps they are evidence for are known.
+        listed = pl.concat([gaps.listed for gaps in idle]) if idle else pl.DataFrame(schema={"start_ns": pl.Int64, "duration_ns": pl.Int64})
+        nvtx_pass = read_nvtx(nvtx, launches, listed["start_ns"].to_numpy(), (listed["start_ns"] + listed["duration_ns"]).to_numpy())
+        matching = range_names_matching(nvtx_pass.texts) if devices else ([], [])
         # One device at a time, beside the input-only work on the pool: two at once held about 0.1 GB more on the
         # realistic 2 M export (its peak), for no time this machine could tell apart from its noise.
-        per_device = [_device_gaps(device, pieces, queued_work, pids_of.get(device["device_id"], set()), classified, api, nvtx, matching, migrations)
-                      for device in devices]
+        per_device = [_device_gaps(device, gaps, queued_work, pids_of.get(device["device_id"], set()), classified, api, nvtx_pass, matching)
+                      for device, gaps in zip(devices, idle, strict=True)]
+        del idle
         tiny, (found_by_api, wait_windows) = tiny_work.result(), api_work.result()
         devices_of_pid: dict[int, set[int]] = {}
         for device, pids in pids_of.items():
@@ -1040,7 +1122,7 @@ def analyze_whole_run(
         notes.append(f"{launch['graph_launches']} cudaGraphLaunch calls but no kernel carries a graph node id: the graphs' kernels may be missing "
                      "from the export; profile with --cuda-graph-trace=node")
     findings.sort(key=lambda f: -f["cost_ns"])
-    return WholeRun(verdict, devices, copies, all_gaps, causes_list, launch, findings, notes)
+    return WholeRun(verdict, devices, copies, all_gaps, causes_list, launch, findings, notes, nvtx_pass.ranges)
 
 
 # Faults move managed memory in pages of 4-64 kB (up to a few hundred kB when the driver groups them); prefetches and

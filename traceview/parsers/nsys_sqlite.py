@@ -10,10 +10,13 @@ ADBC, in row-id chunks so a progress callback can report long reads.
 from __future__ import annotations
 
 import contextlib
+import copy
 import math
+import os
 import re
 import sqlite3
-from collections.abc import Callable, Iterable
+import weakref
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass, field
@@ -85,6 +88,48 @@ _SYNC_TYPES = {0: "Unknown", 1: "Event sync", 2: "Stream wait sync", 3: "Stream 
 _NVTX_KINDS = {59: "PushPop", 60: "StartEnd", 34: "Mark"}
 
 
+class TableStream:
+    """One table of an export, read again chunk by chunk in row order each time `chunks()` is called: the next chunk
+    is read (on the reader's second connection) while the caller works on this one, and no more than that is held.
+
+    The export is read through a descriptor opened with the first read, so a file removed since (the dashboard's
+    uploads are) can still be read where the system names open descriptors (/proc/self/fd)."""
+
+    def __init__(self, reader: _Reader, table: str, select: str, schema: pl.Schema, where: str | None,
+                 finish: Callable[[pl.DataFrame], pl.DataFrame]) -> None:
+        self.table, self.rows, self._ranges = table, reader.rows.get(table, 0), reader.ranges(table)
+        self._path = reader.path
+        reader = copy.copy(reader)
+        if Path("/proc/self/fd").is_dir():
+            descriptor = os.open(reader.path, os.O_RDONLY)
+            weakref.finalize(self, os.close, descriptor)
+            reader.path = Path(f"/proc/self/fd/{descriptor}")
+        condition = f" AND ({where})" if where else ""
+        self._queries = [f'SELECT {select} FROM "{table}" WHERE rowid BETWEEN {low} AND {high}{condition}' for low, high in self._ranges]
+        self._schema, self._finish, self._reader = schema, finish, reader
+
+    def chunks(self) -> Iterator[pl.DataFrame]:
+        """Yield the table's rows as frames of the schema, after `finish`, in row order."""
+        if not self._queries:
+            yield self._finish(pl.DataFrame(schema=self._schema))
+            return
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            ahead = pool.submit(self._chunk, self._queries[0])
+            for following in [*self._queries[1:], None]:
+                part = ahead.result()
+                if following is not None:
+                    ahead = pool.submit(self._chunk, following)
+                yield part
+                del part
+
+    def _chunk(self, sql: str) -> pl.DataFrame:
+        try:
+            return self._finish(self._reader.chunk(sql, self._schema))
+        except _read_errors() as error:
+            raise TraceFormatError(self._path, f"the table {self.table} cannot be read ({error}); the export may be truncated or changed since it was opened",
+                                   "re-export it with nsys export --type sqlite") from error
+
+
 @dataclass
 class NsysExport:
     """Everything traceview reads from one export; frames are empty where the export lacks the table."""
@@ -98,12 +143,30 @@ class NsysExport:
     memops: pl.DataFrame
     sync: pl.DataFrame
     api: pl.DataFrame
-    nvtx: pl.DataFrame
+    held_nvtx: pl.DataFrame  # the NVTX rows where the input's are held (a PyTorch trace); empty where they are streamed
     tables: set[str] = field(default_factory=set)
     graphs: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=NSYS_GRAPHS))
     capture_options: dict[str, str] = field(default_factory=dict)  # META_DATA_CAPTURE (nsys 2024+)
     notes: list[str] = field(default_factory=list)  # optional columns or tables the export lacks
     kernel_release: str | None = None  # the profiled host's Linux kernel release (`5.15.90.1-microsoft-standard-WSL2`)
+    nvtx_stream: TableStream | None = None  # NVTX_EVENTS of an Nsight Systems export: read again chunk by chunk, never held
+
+    def nvtx_chunks(self) -> Iterator[pl.DataFrame]:
+        """Yield the NVTX rows (NSYS_NVTX) in the input's row order: streamed from the export in chunks of at most
+        _CHUNK_ROWS rows, or the held frame as one chunk."""
+        if self.nvtx_stream is None:
+            yield self.held_nvtx
+        else:
+            yield from self.nvtx_stream.chunks()
+
+    @property
+    def nvtx(self) -> pl.DataFrame:
+        """Return every NVTX row (NSYS_NVTX) at once, read from the export on first use and then kept: for the
+        dashboard's timeline lanes, not for the analysis, which streams them (nvtx_chunks)."""
+        if self.nvtx_stream is not None:
+            self.held_nvtx = pl.concat(list(self.nvtx_stream.chunks()), rechunk=False)
+            self.nvtx_stream = None
+        return self.held_nvtx
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -264,6 +327,8 @@ def _read(path: Path, connection: sqlite3.Connection, tables: set[str], progress
     timed = [t for t in (KERNEL_TABLE, "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
                          "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS", GRAPH_TRACE_TABLE) if t in tables]
     reader = _Reader(path, connection, progress, timed)
+    # NVTX ranges are streamed by the analysis (TableStream), not read here: the progress count is of the rest.
+    reader.total -= reader.rows.get("NVTX_EVENTS", 0)
     _check_memory(path, reader.rows)
     kernels = _read_kernels(path, connection, tables, reader)
     if "CUPTI_ACTIVITY_KIND_MEMCPY" in tables:
@@ -315,14 +380,16 @@ def _read(path: Path, connection: sqlite3.Connection, tables: set[str], progress
         api = frame.select(_copied("start_ns"), _copied("end_ns"),
                            pl.col("name_id").replace_strict(api_names, default="?", return_dtype=pl.String).cast(pl.Categorical).alias("name"),
                            _copied("correlation_id"), _copied("tid"), "pid")
-    nvtx = pl.DataFrame(schema=NSYS_NVTX)
+    nvtx_stream = None
     if "NVTX_EVENTS" in tables:
         columns = set(table_columns(connection, "NVTX_EVENTS"))
         # Without eventType (a trimmed export) a row with an end is a push/pop range and one without an end a mark.
         kind = optional_column(columns, "eventType", missing='CASE WHEN "end" IS NULL THEN 34 ELSE 59 END')
         sql = f'start, "end", {kind}, {optional_column(columns, "text")}, {optional_column(columns, "textId")}, {optional_column(columns, "globalTid")}'
         raw = schema_of({"start_ns": pl.Int64, "end_ns": pl.Int64, "type": pl.Int64, "text": pl.String, "text_id": pl.Int64, "tid": pl.Int64})
-        nvtx = reader.read("NVTX_EVENTS", sql, raw, where=f"{kind} IN (59, 60, 34)", finish=lambda chunk: _nvtx_rows(chunk, names))
+        # Read again chunk by chunk when the analysis comes to it, never whole: ten million launches come with
+        # fifty million ranges.
+        nvtx_stream = TableStream(reader, "NVTX_EVENTS", sql, raw, where=f"{kind} IN (59, 60, 34)", finish=lambda chunk: _nvtx_rows(chunk, names))
     graphs = pl.DataFrame(schema=NSYS_GRAPHS)
     if GRAPH_TRACE_TABLE in tables:
         columns = set(table_columns(connection, GRAPH_TRACE_TABLE))
@@ -335,7 +402,8 @@ def _read(path: Path, connection: sqlite3.Connection, tables: set[str], progress
     if cut_names:
         notes.append(f"{counted(len(cut_names), 'kernel name')} longer than {MAX_NAME_CHARS:,} characters cut (a damaged export?)")
     return NsysExport(path, meta.get("EXPORT_PRODUCT_VERSION"), meta.get("EXPORT_SCHEMA_VERSION"), _read_gpus(connection, tables),
-                      kernels, names, memops, sync, api, nvtx, tables, graphs, capture, notes, _kernel_release(connection, tables))
+                      kernels, names, memops, sync, api, pl.DataFrame(schema=NSYS_NVTX), tables, graphs, capture, notes,
+                      _kernel_release(connection, tables), nvtx_stream)
 
 
 def _check_memory(path: Path, rows: dict[str, int]) -> None:
@@ -487,13 +555,13 @@ class _Reader:
             return int(self.connection.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0])
         return high - low + 1
 
-    def _ranges(self, table: str) -> list[tuple[int, int]]:
+    def ranges(self, table: str) -> list[tuple[int, int]]:
         low, high = self.bounds.get(table) or (None, None)
         if low is None or high is None:
             return []
         return row_ranges(low, high)
 
-    def _chunk(self, sql: str, schema: pl.Schema) -> pl.DataFrame:
+    def chunk(self, sql: str, schema: pl.Schema) -> pl.DataFrame:
         if self.driver is not None and self.manager is not None:
             try:
                 with (self.driver.connect(read_only_uri(self.path)) as database, self.manager.AdbcConnection(database) as connection,
@@ -520,7 +588,7 @@ class _Reader:
         """Return `SELECT {select} FROM table [WHERE where]` as a frame of `schema` (types declared, never inferred);
         `finish` turns each chunk into its final rows on the thread that read it, so only one raw chunk per thread is
         held at a time."""
-        ranges = self._ranges(table)
+        ranges = self.ranges(table)
         if not ranges:
             empty = pl.DataFrame(schema=schema)
             return empty if finish is None else finish(empty)
@@ -529,7 +597,7 @@ class _Reader:
         parts: list[pl.DataFrame] = []
 
         def chunk(sql: str) -> pl.DataFrame:
-            part = self._chunk(sql, schema)
+            part = self.chunk(sql, schema)
             return part if finish is None else finish(part)
 
         with ThreadPoolExecutor(max_workers=min(_CONNECTIONS, len(queries))) as pool:
