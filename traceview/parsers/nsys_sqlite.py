@@ -9,8 +9,10 @@ ADBC, in row-id chunks so a progress callback can report long reads.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import copy
+import itertools
 import math
 import os
 import re
@@ -89,8 +91,8 @@ _NVTX_KINDS = {59: "PushPop", 60: "StartEnd", 34: "Mark"}
 
 
 class TableStream:
-    """One table of an export, read again chunk by chunk in row order each time `chunks()` is called: the next chunk
-    is read (on the reader's second connection) while the caller works on this one, and no more than that is held.
+    """One table of an export, read again chunk by chunk in row order each time `chunks()` is called: the next chunks
+    are read (one per connection) while the caller works on this one, and no more than those are held.
 
     The export is read through a descriptor opened with the first read, so a file removed since (the dashboard's
     uploads are) can still be read where the system names open descriptors (/proc/self/fd)."""
@@ -113,12 +115,15 @@ class TableStream:
         if not self._queries:
             yield self._finish(pl.DataFrame(schema=self._schema))
             return
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            ahead = pool.submit(self._chunk, self._queries[0])
-            for following in [*self._queries[1:], None]:
-                part = ahead.result()
+        # As many chunks read ahead as there are connections: the caller's work on one chunk is shorter than a read.
+        with ThreadPoolExecutor(max_workers=_CONNECTIONS) as pool:
+            queries = iter(self._queries)
+            ahead = collections.deque(pool.submit(self._chunk, sql) for sql in itertools.islice(queries, _CONNECTIONS))
+            while ahead:
+                part = ahead.popleft().result()
+                following = next(queries, None)
                 if following is not None:
-                    ahead = pool.submit(self._chunk, following)
+                    ahead.append(pool.submit(self._chunk, following))
                 yield part
                 del part
 
