@@ -11,18 +11,19 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import copy
 import itertools
 import math
-import os
+import queue
 import re
 import sqlite3
+import threading
 import weakref
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -94,21 +95,28 @@ class TableStream:
     """One table of an export, read again chunk by chunk in row order each time `chunks()` is called: the next chunks
     are read (one per connection) while the caller works on this one, and no more than those are held.
 
-    The export is read through a descriptor opened with the first read, so a file removed since (the dashboard's
-    uploads are) can still be read where the system names open descriptors (/proc/self/fd)."""
+    Its connections are opened with it and kept open until it is dropped, so the export can still be read after the
+    file is removed (the dashboard removes an upload once it is analysed; its timeline reads the ranges later)."""
 
     def __init__(self, reader: _Reader, table: str, select: str, schema: pl.Schema, where: str | None,
                  finish: Callable[[pl.DataFrame], pl.DataFrame]) -> None:
         self.table, self.rows, self._ranges = table, reader.rows.get(table, 0), reader.ranges(table)
-        self._path = reader.path
-        reader = copy.copy(reader)
-        if Path("/proc/self/fd").is_dir():
-            descriptor = os.open(reader.path, os.O_RDONLY)
-            weakref.finalize(self, os.close, descriptor)
-            reader.path = Path(f"/proc/self/fd/{descriptor}")
         condition = f" AND ({where})" if where else ""
         self._queries = [f'SELECT {select} FROM "{table}" WHERE rowid BETWEEN {low} AND {high}{condition}' for low, high in self._ranges]
         self._schema, self._finish, self._reader = schema, finish, reader
+        self._free: queue.SimpleQueue[object] = queue.SimpleQueue()
+        opened: list[Any] = []
+        if reader.driver is not None and reader.manager is not None:
+            for _ in range(_CONNECTIONS):
+                database = reader.driver.connect(read_only_uri(reader.path))
+                connection = reader.manager.AdbcConnection(database)
+                opened += [connection, database]  # closed in this order
+                self._free.put(connection)
+        # For the chunks whose cells defeat ADBC's type inference (_Reader.chunk), one at a time.
+        self._typed = sqlite3.connect(read_only_uri(reader.path), uri=True, check_same_thread=False)
+        self._typed.text_factory = bytes
+        self._typed_lock = threading.Lock()
+        weakref.finalize(self, _close_all, [*opened, self._typed])
 
     def chunks(self) -> Iterator[pl.DataFrame]:
         """Yield the table's rows as frames of the schema, after `finish`, in row order."""
@@ -128,11 +136,21 @@ class TableStream:
                 del part
 
     def _chunk(self, sql: str) -> pl.DataFrame:
+        connection = self._free.get() if self._reader.driver is not None else None
         try:
-            return self._finish(self._reader.chunk(sql, self._schema))
+            return self._finish(self._reader.chunk(sql, self._schema, connection, (self._typed, self._typed_lock)))
         except _read_errors() as error:
-            raise TraceFormatError(self._path, f"the table {self.table} cannot be read ({error}); the export may be truncated or changed since it was opened",
+            raise TraceFormatError(self._reader.path, f"the table {self.table} cannot be read ({error}); the export may be truncated or changed since it was opened",
                                    "re-export it with nsys export --type sqlite") from error
+        finally:
+            if connection is not None:
+                self._free.put(connection)
+
+
+def _close_all(handles: list[Any]) -> None:
+    for handle in handles:
+        with contextlib.suppress(Exception):  # closing at exit or after a failed read: nothing left to do about it
+            handle.close()
 
 
 @dataclass
@@ -566,11 +584,17 @@ class _Reader:
             return []
         return row_ranges(low, high)
 
-    def chunk(self, sql: str, schema: pl.Schema) -> pl.DataFrame:
+    def chunk(self, sql: str, schema: pl.Schema, held: object | None = None,
+              typed: tuple[sqlite3.Connection, threading.Lock] | None = None) -> pl.DataFrame:
+        """Return one query's rows as a frame of `schema`: on `held`, an open ADBC connection, or a new one; through
+        `typed` (a connection and its lock), or a new connection, where ADBC cannot read them."""
         if self.driver is not None and self.manager is not None:
             try:
-                with (self.driver.connect(read_only_uri(self.path)) as database, self.manager.AdbcConnection(database) as connection,
-                      self.manager.AdbcStatement(connection) as statement):
+                with contextlib.ExitStack() as opened:
+                    if held is None:
+                        database = opened.enter_context(self.driver.connect(read_only_uri(self.path)))
+                        held = opened.enter_context(self.manager.AdbcConnection(database))
+                    statement = opened.enter_context(self.manager.AdbcStatement(held))
                     # ADBC hands over record batches of 1,024 rows by default; in larger batches it decodes a tenth
                     # faster and infers each column's type from more rows. The whole range in one batch: then the
                     # rechunk below (thousands of chunks per table would make every later operation pay per chunk)
@@ -585,6 +609,10 @@ class _Reader:
                 return part.cast(dict(schema)).rechunk()  # type: ignore[arg-type]
             except _read_errors():
                 pass  # the driver infers a column's type from its first rows; read this range with declared types instead
+        if typed is not None:
+            connection, lock = typed
+            with lock:
+                return typed_frame(connection, sql, schema)
         with closing(_connect(self.path)) as own:
             return typed_frame(own, sql, schema)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from contextlib import closing
 from pathlib import Path
@@ -14,8 +13,7 @@ from traceview.parsers.base import Head
 def read_only_uri(path: Path) -> str:
     """Return the `file:` URI that opens `path` read-only, every character that means something in a URI
     percent-encoded (`?`, `#` and `%` in a file name are part of the name)."""
-    # Made absolute, not resolved: /proc/self/fd/N names an open file (nsys_sqlite.TableStream) only as a link.
-    return f"file:{quote(os.path.abspath(path), safe='/')}?mode=ro"
+    return f"file:{quote(str(path.resolve()), safe='/')}?mode=ro"
 
 
 def open_read_only(path: Path) -> sqlite3.Connection:
