@@ -436,8 +436,9 @@ def range_names_matching(texts: pl.Series) -> tuple[list[str], list[str]]:
 
 
 def gap_causes(gaps: pl.DataFrame, classes: pl.DataFrame, jit_ranges: pl.DataFrame, data_ranges: pl.DataFrame, queued_before: np.ndarray,
-               calls_host: pl.Expr | None = None, between_migrations: np.ndarray | None = None, host_traced: bool = True) -> pl.Series:
-    """Return a cause (a CAUSES key) for each gap of one device, from the host activity of its processes.
+               calls_host: pl.Expr | None = None, between_migrations: np.ndarray | None = None, host_traced: bool = True) -> np.ndarray:
+    """Return a cause for each gap of one device (int8: its index in CAUSE_CODES), from the host activity of its
+    processes.
 
     `classes` is api_classes' frame, `calls_host` (_host_rows) keeps the device's processes in it; `jit_ranges` and
     `data_ranges` are the NVTX ranges of those processes that say JIT/module loading and data loading
@@ -449,7 +450,7 @@ def gap_causes(gaps: pl.DataFrame, classes: pl.DataFrame, jit_ranges: pl.DataFra
     call was traced at all (`host_traced` false) the host rules cannot run: those gaps are `not_traced`.
     """
     if gaps.height == 0:
-        return pl.Series("cause", [], dtype=pl.String)
+        return np.zeros(0, dtype=np.int8)
     code = CAUSE_CODES.index
     codes = np.where(gaps["duration_ns"].to_numpy() > QUEUED_LATENCY_NS, code("queued_waiting"), code("gpu_launch_latency"))
     # A gap before already queued work is the GPU's whatever the host did: only the others are looked into
@@ -463,18 +464,22 @@ def gap_causes(gaps: pl.DataFrame, classes: pl.DataFrame, jit_ranges: pl.DataFra
     if between_migrations is not None:
         # Host code between page migrations is the host touching managed memory: each fault moves the next pages.
         codes[np.isin(codes, [code("host_code"), code("not_traced")]) & np.asarray(between_migrations, dtype=bool)] = code("unified_memory")
-    return pl.Series("cause", codes, dtype=pl.Int64).replace_strict(dict(enumerate(CAUSE_CODES)), return_dtype=pl.String)
+    # Codes, not names: a run of ten million launches has millions of gaps, and only the listed ones are named.
+    return codes.astype(np.int8)
 
 
 def _host_cause(a: np.ndarray, b: np.ndarray, classes: pl.DataFrame, jit_ranges: pl.DataFrame, data_ranges: pl.DataFrame,
                 calls_host: pl.Expr | None) -> np.ndarray:
     """Return the CAUSE_CODES index of each gap [a, b) that no queued kernel explains, from gap_causes' host rules."""
     half = (b - a) / 2
-    of_class = classes.filter(pl.lit(True) if calls_host is None else calls_host).partition_by("class", as_dict=True)  # one pass over the calls, not one filter per class
+    host = pl.lit(True) if calls_host is None else calls_host
+    present = set(classes.select(pl.col("class").filter(host).unique().cast(pl.String)).to_series().to_list())
 
     def covered(label: str) -> np.ndarray:
-        calls = of_class.get((label,))
-        return np.zeros(len(a), dtype=np.int64) if calls is None else _coverage(calls).overlap(a, b)
+        # One class's calls at a time (launch calls are most of millions): never every class's copy at once.
+        if label not in present:
+            return np.zeros(len(a), dtype=np.int64)
+        return _coverage(classes.filter(host & (pl.col("class") == label)).select("start_ns", "end_ns")).overlap(a, b)
 
     code = CAUSE_CODES.index
     loading = covered("module_load")
@@ -484,7 +489,7 @@ def _host_cause(a: np.ndarray, b: np.ndarray, classes: pl.DataFrame, jit_ranges:
     most = np.zeros(len(a), dtype=np.int64)
     best_cause = np.full(len(a), code(_CAUSE_OF_CLASS[_GAP_API_CLASSES[0]]), dtype=np.int64)
     for label in _GAP_API_CLASSES:
-        if (label,) in of_class:
+        if label in present:
             overlap = covered(label)
             best_cause[overlap > most] = code(_CAUSE_OF_CLASS[label])
             np.maximum(most, overlap, out=most)
@@ -913,7 +918,8 @@ def time_util_rule(pieces: pl.DataFrame, devices: list[dict[str, Any]]) -> dict[
 @dataclass(frozen=True)
 class _IdleGaps:
     """One device's idle gaps (start_ns, duration_ns), whether each lies between two unified-memory migrations, and the
-    LISTED_GAPS longest of them (of equal ones the earliest, so that the list is the same on every run)."""
+    LISTED_GAPS longest of them with their row in `gaps` (of equal ones the earliest, so that the list is the same on
+    every run)."""
 
     gaps: pl.DataFrame
     between: np.ndarray | None
@@ -933,7 +939,8 @@ def _idle_gaps(device_id: int, pieces: pl.DataFrame, migrations: bool) -> _IdleG
         gaps = gaps.select("start_ns", "duration_ns")
     else:
         gaps = pieces.filter((pl.col("device_id") == device_id) & (pl.col("mask") == 0)).select("start_ns", "duration_ns")
-    listed = gaps.top_k(LISTED_GAPS, by=["duration_ns", "start_ns"], reverse=[False, True]).sort(["duration_ns", "start_ns"], descending=[True, False])
+    listed = gaps.with_row_index("gap").top_k(LISTED_GAPS, by=["duration_ns", "start_ns"], reverse=[False, True]).sort(
+        ["duration_ns", "start_ns"], descending=[True, False])
     return _IdleGaps(gaps, between, listed)
 
 
@@ -954,10 +961,13 @@ def _device_gaps(device: dict[str, Any], idle: _IdleGaps, queued_work: pl.DataFr
     jit_ranges, data_ranges = (named.filter(pl.col("text").cast(pl.String).is_in(names)) for names in (jit_names, data_names))
     causes = gap_causes(gaps, classified, jit_ranges, data_ranges, queued, _host_rows(classified, pids), idle.between, host_traced=api.height > 0)
     device["gap_count"] = gaps.height
-    with_causes = gaps.with_columns(causes)
-    totals = with_causes.group_by("cause").agg(pl.col("duration_ns").sum()).sort(["duration_ns", "cause"], descending=[True, False])
+    totals = pl.DataFrame({"code": causes, "duration_ns": gaps["duration_ns"]}).group_by("code").agg(pl.col("duration_ns").sum()).with_columns(
+        pl.col("code").cast(pl.Int64).replace_strict(dict(enumerate(CAUSE_CODES)), return_dtype=pl.String).alias("cause"))
+    totals = totals.sort(["duration_ns", "cause"], descending=[True, False])
     device["idle_by_cause"] = {row["cause"]: int(row["duration_ns"]) for row in totals.iter_rows(named=True)}
-    ranked = idle.listed.join(with_causes, on=["start_ns", "duration_ns"], how="left", maintain_order="left")
+    del totals
+    names = np.array(CAUSE_CODES)
+    ranked = idle.listed.with_columns(pl.Series("cause", names[causes[idle.listed["gap"].to_numpy()]] if len(causes) else [], dtype=pl.String))
     # Only the rows around the listed gaps, found in one pass, are searched gap by gap.
     gap_starts = ranked["start_ns"].to_numpy()
     gap_ends = gap_starts + ranked["duration_ns"].to_numpy()
@@ -995,7 +1005,9 @@ def analyze_whole_run(
     CUDA graph trace mode (`Graph`, nsys's default, or `Node`), which matters only where graphs were launched."""
     # Parts that need only the input run on a second thread beside the sweep and the gaps (numpy and polars release
     # the GIL): on a large export of kernels alone, the second core is otherwise idle.
-    with pool_for(kernels.height + memops.height + api.height, workers=2) as pool:
+    # One job at a time on the pool: two at once ran three threads on a two-core machine, and the three jobs' arrays
+    # (about 1.4 GB each on the 10 M-launch realistic export) were all held at the same moment.
+    with pool_for(kernels.height + memops.height + api.height, workers=1) as pool:
         tiny_work = pool.submit(tiny_kernel_stretches, kernels)
         api_work = pool.submit(api_rules, memops, api)
         intervals = activity_intervals(kernels, memops, graphs, names)
