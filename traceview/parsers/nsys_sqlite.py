@@ -39,12 +39,14 @@ GRAPH_TRACE_TABLE = "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"
 _CHUNK_ROWS = 500_000  # rows per query at most, and per ADBC record batch (the driver's default is 1,024): see _Reader._chunk
 _CONNECTIONS = 2  # tables are read on this many connections at once
 _SPLIT_ROWS = 50_000  # a table with fewer rows is one query: a second connection would cost more than it gives
-# The analysis's peak memory per row read (the sweep, the launch joins and the timeline hold each kernel several
-# times over), from benchmarks/bench_nsys_realistic.py and bench_nsys.py on this machine (2026-12-04): the realistic
-# exports of 2 M and 10 M launches peak at 1.37-1.44 GB and 5.90 GB, kernels alone (2 M) at 0.70 GB; these figures
-# give 1.32 GB and 6.2 GB for the first two. Used to refuse, before reading, an export the machine cannot hold.
-_PEAK_BYTES_PER_KERNEL = 275
-_PEAK_BYTES_PER_ROW = 48  # any other timed row: runtime calls, NVTX ranges, copies, synchronisation
+# The analysis's peak memory per row read (the sweep, the launch joins and the gaps hold each kernel several times
+# over; NVTX ranges are streamed, only their per-group sums and step ranges kept), from
+# benchmarks/bench_nsys_realistic.py on this machine (2026-12-06): the realistic exports of 2 M and 10 M launches peak at
+# 0.91 GB and 4.00 GB (these figures give 0.88 and 4.0 GB), kernels alone (2 M) at 0.70 GB. Used to refuse, before
+# reading, an export the machine cannot hold.
+_PEAK_BYTES_PER_KERNEL = 300
+_PEAK_BYTES_PER_ROW = 40  # any other timed row held: runtime calls, copies, synchronisation
+_PEAK_BYTES_PER_NVTX_ROW = 2
 _PEAK_BASE_BYTES = 100_000_000
 # Beyond this many row ids (a damaged page can make max(rowid) ~2**62) a table is read as one range, counted first.
 _MAX_ROWID_SPAN = 256 * _CHUNK_ROWS
@@ -435,9 +437,9 @@ def _check_memory(path: Path, rows: dict[str, int]) -> None:
     budget = memory_budget_bytes()
     if budget is None:
         return
-    kernels = rows.get(KERNEL_TABLE, 0)
+    kernels, ranges = rows.get(KERNEL_TABLE, 0), rows.get("NVTX_EVENTS", 0)
     others = sum(rows.values()) - kernels
-    needed = _PEAK_BASE_BYTES + kernels * _PEAK_BYTES_PER_KERNEL + others * _PEAK_BYTES_PER_ROW
+    needed = _PEAK_BASE_BYTES + kernels * _PEAK_BYTES_PER_KERNEL + (others - ranges) * _PEAK_BYTES_PER_ROW + ranges * _PEAK_BYTES_PER_NVTX_ROW
     if needed > budget:
         raise TooLargeError(path, f"analysing this export needs about {needed / 1e9:.3g} GB of memory ({kernels:,} kernels and {others:,} other timed rows), "
                                   f"more than the {budget / 1e9:.3g} GB this process may take",
