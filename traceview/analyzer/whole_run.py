@@ -776,7 +776,17 @@ def _duration(ns: float) -> str:
 WAIT_WINDOWS = pl.Schema({"rule": pl.String, "device_id": pl.Int64, "pid": pl.Int64, "from_ns": pl.Int64, "until_ns": pl.Int64})
 
 
-def discount_waits(findings: list[dict[str, Any]], windows: pl.DataFrame, pieces: pl.DataFrame, devices_of_pid: dict[int, set[int]]) -> None:
+def busy_coverage(pieces: pl.DataFrame, devices: list[dict[str, Any]]) -> dict[int, Coverage]:
+    """Return, per device, the union of the sweep's busy pieces (any GPU work): one device's pieces taken out at a
+    time, and only their merged stretches kept."""
+    busy = {}
+    for device in devices:
+        own = pieces.filter((pl.col("device_id") == device["device_id"]) & (pl.col("mask") != 0)).select("start_ns", "duration_ns")
+        busy[device["device_id"]] = Coverage(own["start_ns"].to_numpy(), (own["start_ns"] + own["duration_ns"]).to_numpy(), presorted=True)  # _sweep's pieces are in time order
+    return busy
+
+
+def discount_waits(findings: list[dict[str, Any]], windows: pl.DataFrame, busy: dict[int, Coverage], devices_of_pid: dict[int, set[int]]) -> None:
     """Take out of each blocking-call finding (synchronous copies and memsets, synchronize calls) the time its calls
     waited while the GPU still ran the work queued before them: a synchronous copy starts after that work and a
     synchronize returns after it, so that wait is the work's own time (kernels, copies), not the call's. The finding
@@ -784,17 +794,14 @@ def discount_waits(findings: list[dict[str, Any]], windows: pl.DataFrame, pieces
     the device a copy ran on, or for a synchronize only its process, whose devices' busy time is taken (the most of
     them: a synchronize waits for one device's work at a time)."""
     by_rule = {f["rule"]: f for f in findings}
-    worked = pieces.filter(pl.col("mask") != 0)
-    if worked.height == 0:
+    busy = {device: coverage for device, coverage in busy.items() if len(coverage.starts)}
+    if not busy:
         # No kernel or copy in the export (its GPU side was not traced): what the calls waited for is unknown.
         for rule in windows["rule"].unique().to_list():
             if rule in by_rule:
                 by_rule[rule]["evidence"]["waiting_for_gpu_ns"] = None
                 by_rule[rule]["message"] += "; the export has no GPU activity, so how much of it was waiting for GPU work is unknown"
         return
-    busy = {}
-    for (device,), own in worked.group_by("device_id"):
-        busy[device] = Coverage(own["start_ns"].to_numpy(), (own["start_ns"] + own["duration_ns"]).to_numpy(), presorted=True)
     for (rule,), calls in windows.filter(pl.col("until_ns") > pl.col("from_ns")).group_by("rule"):
         finding = by_rule.get(rule)
         if finding is None:
@@ -914,13 +921,13 @@ def _launches_onto_idle(launches: pl.DataFrame, pieces: pl.DataFrame) -> dict[st
     return {"kernels": onto_idle.height, "median_latency_ns": _quantile(latency, 0.5), "p99_latency_ns": _quantile(latency, 0.99)}
 
 
-def time_util_rule(pieces: pl.DataFrame, devices: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """nsys analyze's gpu_time_util: each device's span in 30 chunks; chunks under 50% busy (all GPU work counts)."""
+def time_util_rule(busy_of: dict[int, Coverage], devices: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """nsys analyze's gpu_time_util: each device's span in 30 chunks; chunks under 50% busy (all GPU work counts);
+    `busy_of` is busy_coverage's."""
     low_chunks = []
     cost = 0.0
     for device in devices:
-        own = pieces.filter((pl.col("device_id") == device["device_id"]) & (pl.col("mask") != 0))
-        busy = Coverage(own["start_ns"].to_numpy(), (own["start_ns"] + own["duration_ns"]).to_numpy(), presorted=True)  # _sweep's pieces are in time order
+        busy = busy_of[device["device_id"]]
         edges = np.linspace(device["first_ns"], device["first_ns"] + device["span_ns"], TIME_UTIL_CHUNKS + 1).astype(np.int64)
         used = busy.overlap(edges[:-1], edges[1:])
         for i, (a, b) in enumerate(itertools.pairwise(edges)):
@@ -947,10 +954,12 @@ class _IdleGaps:
     gaps: pl.DataFrame
     between: np.ndarray | None
     listed: pl.DataFrame
+    queued: np.ndarray  # whether the work that ends each gap had been launched before it began (queued_starts)
 
 
-def _idle_gaps(device_id: int, pieces: pl.DataFrame, migrations: bool) -> _IdleGaps:
-    """Return the device's idle gaps; `migrations`: the export has unified-memory migrations."""
+def _idle_gaps(device_id: int, pieces: pl.DataFrame, migrations: bool, queued_work: pl.DataFrame) -> _IdleGaps:
+    """Return the device's idle gaps; `migrations`: the export has unified-memory migrations; `queued_work` is
+    queued_starts'."""
     between = None
     if migrations:
         # The sweep's pieces are in time order: the pieces either side of an idle one are what the GPU did around it.
@@ -964,25 +973,25 @@ def _idle_gaps(device_id: int, pieces: pl.DataFrame, migrations: bool) -> _IdleG
         gaps = pieces.filter((pl.col("device_id") == device_id) & (pl.col("mask") == 0)).select("start_ns", "duration_ns")
     listed = gaps.with_row_index("gap").top_k(LISTED_GAPS, by=["duration_ns", "start_ns"], reverse=[False, True]).sort(
         ["duration_ns", "start_ns"], descending=[True, False])
-    return _IdleGaps(gaps, between, listed)
+    # The kernel, copy or graph that ends each gap: was its launch call already over when the gap began?
+    own_launches = queued_work.filter(pl.col("device_id") == device_id).select("start_ns", "call_end_ns")
+    ends = gaps.with_columns((pl.col("start_ns") + pl.col("duration_ns")).alias("next_start"))
+    queued = ends.join(own_launches.unique("start_ns"), left_on="next_start", right_on="start_ns", how="left").select(
+        (pl.col("call_end_ns") <= pl.col("start_ns")).fill_null(False)).to_series().to_numpy()
+    return _IdleGaps(gaps, between, listed, queued)
 
 
-def _device_gaps(device: dict[str, Any], idle: _IdleGaps, queued_work: pl.DataFrame, pids: set[int], api: pl.DataFrame, call_class: pl.Expr,
+def _device_gaps(device: dict[str, Any], idle: _IdleGaps, pids: set[int], api: pl.DataFrame, call_class: pl.Expr,
                  nvtx: NvtxPass, matching: tuple[list[str], list[str]]) -> list[dict[str, Any]]:
     """Return the device's largest idle gaps with their causes and evidence; add gap_count, idle_by_cause (ns per
     cause, largest first) and largest_gap_ns to `device`."""
     device_id = device["device_id"]
     gaps = idle.gaps
     api_rows = _host_rows(api, pids)
-    # The kernel, copy or graph that ends each gap (queued_starts): was its launch call already over when the gap began?
-    own_launches = queued_work.filter(pl.col("device_id") == device_id).select("start_ns", "call_end_ns")
-    ends = gaps.with_columns((pl.col("start_ns") + pl.col("duration_ns")).alias("next_start"))
-    queued = ends.join(own_launches.unique("start_ns"), left_on="next_start", right_on="start_ns", how="left").select(
-        (pl.col("call_end_ns") <= pl.col("start_ns")).fill_null(False)).to_series().to_numpy()
     jit_names, data_names = matching
     named = nvtx.named.filter(_host_rows(nvtx.named, pids, nvtx.threads_known))
     jit_ranges, data_ranges = (named.filter(pl.col("text").cast(pl.String).is_in(names)) for names in (jit_names, data_names))
-    causes = gap_causes(gaps, api, call_class, jit_ranges, data_ranges, queued, api_rows, idle.between, host_traced=api.height > 0)
+    causes = gap_causes(gaps, api, call_class, jit_ranges, data_ranges, idle.queued, api_rows, idle.between, host_traced=api.height > 0)
     device["gap_count"] = gaps.height
     totals = pl.DataFrame({"code": causes, "duration_ns": gaps["duration_ns"]}).group_by("code").agg(pl.col("duration_ns").sum()).with_columns(
         pl.col("code").cast(pl.Int64).replace_strict(dict(enumerate(CAUSE_CODES)), return_dtype=pl.String).alias("cause"))
@@ -1057,7 +1066,8 @@ def analyze_whole_run(
         call_class = api_class(api, first_launches)
         migrations = bool(memops.height) and bool(memops.select(pl.col("copy_kind").is_in(UNIFIED_KINDS).any()).item())
         queued_work = queued_starts(launches, memops, graphs, api)
-        idle = [_idle_gaps(device["device_id"], pieces, migrations) for device in devices]
+        idle = [_idle_gaps(device["device_id"], pieces, migrations, queued_work) for device in devices]
+        del queued_work
         # Everything else that needs the sweep's pieces, so that they (two or three per launch) are not held through the
         # NVTX pass and the gaps' causes.
         tiny, (found_by_api, wait_windows) = tiny_work.result(), api_work.result()
@@ -1065,8 +1075,10 @@ def analyze_whole_run(
         for device, pids in pids_of.items():
             for pid in pids:
                 devices_of_pid.setdefault(pid, set()).add(device)
-        discount_waits(found_by_api, wait_windows, pieces, devices_of_pid)
-        utilisation = time_util_rule(pieces, devices)
+        busy = busy_coverage(pieces, devices)
+        discount_waits(found_by_api, wait_windows, busy, devices_of_pid)
+        utilisation = time_util_rule(busy, devices)
+        del busy
         onto_idle = _launches_onto_idle(launches, pieces)
         del pieces
         # The NVTX rows, read once now that the gaps they are evidence for are known.
@@ -1075,7 +1087,7 @@ def analyze_whole_run(
         matching = range_names_matching(nvtx_pass.texts) if devices else ([], [])
         # One device at a time: two at once held about 0.1 GB more on the realistic 2 M export (its peak), for no
         # time this machine could tell apart from its noise.
-        per_device = [_device_gaps(device, gaps, queued_work, pids_of.get(device["device_id"], set()), api, call_class, nvtx_pass, matching)
+        per_device = [_device_gaps(device, gaps, pids_of.get(device["device_id"], set()), api, call_class, nvtx_pass, matching)
                       for device, gaps in zip(devices, idle, strict=True)]
         del idle
     all_gaps: list[dict[str, Any]] = []
