@@ -382,29 +382,24 @@ def _api_class(name: str) -> str:
 API_CLASS = pl.Enum(["module_load", "synchronization", "synchronous_copy", "memory_allocation", "launch", "other_cuda_api"])
 
 
-def api_class(api: pl.DataFrame, first_launches: pl.DataFrame | None = None) -> pl.Expr:
-    """Return an expression for the class (API_CLASS) of each of the calls in `api`: module_load, synchronization,
+def api_classes(api: pl.DataFrame, first_launches: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Return each CUDA API call's start_ns, end_ns, pid and `class` (API_CLASS): module_load, synchronization,
     synchronous_copy, memory_allocation, launch or other_cuda_api. A kernel's first launch call that takes a
     millisecond or more counts as module loading (`first_launches`: pid, correlation_id of each kernel's first
-    launch); later slow launches are a full queue. An expression, not a column: the gap analysis takes out one class
-    at a time, and millions of calls' classes are never held."""
+    launch); later slow launches are a full queue. The times and processes are the calls' own columns, not copies:
+    only the class (an Enum) is new, for the millions of calls held through the gap analysis."""
     if api.height == 0:
-        return pl.lit(None, dtype=API_CLASS)
+        return api.select("start_ns", "end_ns", "pid", pl.lit(None, dtype=API_CLASS).alias("class"))
     mapping = {name: _api_class(name) for name in distinct_names(api["name"])}
     # Replaced on the categorical itself: cast to strings first, the realistic 2 M export's 3.4 M call names were
-    # written out only to be replaced (0.12 s, where the whole of api_classes took 0.09 s).
+    # written out only to be replaced (0.12 s, where the whole of api_classes now takes 0.09 s).
     named = pl.col("name").replace_strict(mapping, default="other_cuda_api", return_dtype=API_CLASS)
     # A first launch is found by its (process, correlation id) in the few first launches, as one number: a join
     # would hash millions of calls to mark a few hundred.
     key = _call_number()
     firsts = first_launches.select(key).to_series().drop_nulls() if first_launches is not None and first_launches.height else pl.Series([], dtype=pl.Int64)
     slow_launch = (named == "launch") & ((pl.col("end_ns") - pl.col("start_ns")) >= SLOW_LAUNCH_CALL_NS) & key.is_in(firsts.implode()).fill_null(False)
-    return pl.when(slow_launch).then(pl.lit("module_load", dtype=API_CLASS)).otherwise(named)
-
-
-def api_classes(api: pl.DataFrame, first_launches: pl.DataFrame | None = None) -> pl.DataFrame:
-    """Return each CUDA API call's start_ns, end_ns, pid and `class` (api_class)."""
-    return api.select("start_ns", "end_ns", "pid", api_class(api, first_launches).alias("class"))
+    return api.select("start_ns", "end_ns", "pid", pl.when(slow_launch).then(pl.lit("module_load", dtype=API_CLASS)).otherwise(named).alias("class"))
 
 
 def _host_rows(frame: pl.DataFrame, pids: set[int], ids_known: bool | None = None) -> pl.Expr:
@@ -440,14 +435,12 @@ def range_names_matching(texts: pl.Series) -> tuple[list[str], list[str]]:
     return [either.filter(either.str.contains("(?i)" + pattern.pattern)).sort().to_list() for pattern in (JIT_RANGE, DATA_RANGE)]  # type: ignore[return-value]
 
 
-def gap_causes(gaps: pl.DataFrame, calls: pl.DataFrame, call_class: pl.Expr, jit_ranges: pl.DataFrame, data_ranges: pl.DataFrame,
-               queued_before: np.ndarray, calls_host: pl.Expr | None = None, between_migrations: np.ndarray | None = None,
-               host_traced: bool = True) -> np.ndarray:
+def gap_causes(gaps: pl.DataFrame, classes: pl.DataFrame, jit_ranges: pl.DataFrame, data_ranges: pl.DataFrame, queued_before: np.ndarray,
+               calls_host: pl.Expr | None = None, between_migrations: np.ndarray | None = None, host_traced: bool = True) -> np.ndarray:
     """Return a cause for each gap of one device (int8: its index in CAUSE_CODES), from the host activity of its
     processes.
 
-    `calls` are the CUDA API calls and `call_class` their class (api_class), `calls_host` (_host_rows) keeps the
-    device's processes in them; `jit_ranges` and
+    `classes` is api_classes' frame, `calls_host` (_host_rows) keeps the device's processes in it; `jit_ranges` and
     `data_ranges` are the NVTX ranges of those processes that say JIT/module loading and data loading
     (range_names_matching); `between_migrations` marks the gaps with a unified-memory migration on each side. In order: the kernel,
     copy or graph that ends the gap was already queued when it began (GPU launch latency; `queued_waiting` beyond
@@ -467,7 +460,7 @@ def gap_causes(gaps: pl.DataFrame, calls: pl.DataFrame, call_class: pl.Expr, jit
         starts, durations = gaps["start_ns"].to_numpy(), gaps["duration_ns"].to_numpy()
         a = starts[open_gaps]
         b = a + durations[open_gaps]
-        codes[open_gaps] = _host_cause(a, b, calls, call_class, jit_ranges, data_ranges, calls_host) if host_traced else code("not_traced")
+        codes[open_gaps] = _host_cause(a, b, classes, jit_ranges, data_ranges, calls_host) if host_traced else code("not_traced")
     if between_migrations is not None:
         # Host code between page migrations is the host touching managed memory: each fault moves the next pages.
         codes[np.isin(codes, [code("host_code"), code("not_traced")]) & np.asarray(between_migrations, dtype=bool)] = code("unified_memory")
@@ -475,18 +468,18 @@ def gap_causes(gaps: pl.DataFrame, calls: pl.DataFrame, call_class: pl.Expr, jit
     return codes.astype(np.int8)
 
 
-def _host_cause(a: np.ndarray, b: np.ndarray, calls: pl.DataFrame, call_class: pl.Expr, jit_ranges: pl.DataFrame, data_ranges: pl.DataFrame,
+def _host_cause(a: np.ndarray, b: np.ndarray, classes: pl.DataFrame, jit_ranges: pl.DataFrame, data_ranges: pl.DataFrame,
                 calls_host: pl.Expr | None) -> np.ndarray:
     """Return the CAUSE_CODES index of each gap [a, b) that no queued kernel explains, from gap_causes' host rules."""
     half = (b - a) / 2
     host = pl.lit(True) if calls_host is None else calls_host
-    present = set(calls.select(call_class.filter(host).unique().cast(pl.String)).to_series().to_list())
+    present = set(classes.select(pl.col("class").filter(host).unique().cast(pl.String)).to_series().to_list())
 
     def covered(label: str) -> np.ndarray:
         # One class's calls at a time (launch calls are most of millions): never every class's copy at once.
         if label not in present:
             return np.zeros(len(a), dtype=np.int64)
-        return _coverage(calls.filter(host & (call_class == label)).select("start_ns", "end_ns")).overlap(a, b)
+        return _coverage(classes.filter(host & (pl.col("class") == label)).select("start_ns", "end_ns")).overlap(a, b)
 
     code = CAUSE_CODES.index
     loading = covered("module_load")
@@ -981,7 +974,7 @@ def _idle_gaps(device_id: int, pieces: pl.DataFrame, migrations: bool, queued_wo
     return _IdleGaps(gaps, between, listed, queued)
 
 
-def _device_gaps(device: dict[str, Any], idle: _IdleGaps, pids: set[int], api: pl.DataFrame, call_class: pl.Expr,
+def _device_gaps(device: dict[str, Any], idle: _IdleGaps, pids: set[int], api: pl.DataFrame, classified: pl.DataFrame,
                  nvtx: NvtxPass, matching: tuple[list[str], list[str]]) -> list[dict[str, Any]]:
     """Return the device's largest idle gaps with their causes and evidence; add gap_count, idle_by_cause (ns per
     cause, largest first) and largest_gap_ns to `device`."""
@@ -991,7 +984,7 @@ def _device_gaps(device: dict[str, Any], idle: _IdleGaps, pids: set[int], api: p
     jit_names, data_names = matching
     named = nvtx.named.filter(_host_rows(nvtx.named, pids, nvtx.threads_known))
     jit_ranges, data_ranges = (named.filter(pl.col("text").cast(pl.String).is_in(names)) for names in (jit_names, data_names))
-    causes = gap_causes(gaps, api, call_class, jit_ranges, data_ranges, idle.queued, api_rows, idle.between, host_traced=api.height > 0)
+    causes = gap_causes(gaps, classified, jit_ranges, data_ranges, idle.queued, _host_rows(classified, pids), idle.between, host_traced=api.height > 0)
     device["gap_count"] = gaps.height
     totals = pl.DataFrame({"code": causes, "duration_ns": gaps["duration_ns"]}).group_by("code").agg(pl.col("duration_ns").sum()).with_columns(
         pl.col("code").cast(pl.Int64).replace_strict(dict(enumerate(CAUSE_CODES)), return_dtype=pl.String).alias("cause"))
@@ -1063,7 +1056,7 @@ def analyze_whole_run(
         # Gaps: the idle pieces of the sweep, with a cause from the host activity of the device's own processes.
         owners = pl.concat([kernels.lazy().select("device_id", "pid"), memops.lazy().select("device_id", "pid")]).drop_nulls().unique().collect()
         pids_of = {device: set(group["pid"].to_list()) for (device,), group in owners.group_by("device_id")}
-        call_class = api_class(api, first_launches)
+        classified = api_classes(api, first_launches)
         migrations = bool(memops.height) and bool(memops.select(pl.col("copy_kind").is_in(UNIFIED_KINDS).any()).item())
         queued_work = queued_starts(launches, memops, graphs, api)
         idle = [_idle_gaps(device["device_id"], pieces, migrations, queued_work) for device in devices]
@@ -1087,7 +1080,7 @@ def analyze_whole_run(
         matching = range_names_matching(nvtx_pass.texts) if devices else ([], [])
         # One device at a time: two at once held about 0.1 GB more on the realistic 2 M export (its peak), for no
         # time this machine could tell apart from its noise.
-        per_device = [_device_gaps(device, gaps, pids_of.get(device["device_id"], set()), api, call_class, nvtx_pass, matching)
+        per_device = [_device_gaps(device, gaps, pids_of.get(device["device_id"], set()), api, classified, nvtx_pass, matching)
                       for device, gaps in zip(devices, idle, strict=True)]
         del idle
     all_gaps: list[dict[str, Any]] = []
