@@ -97,7 +97,7 @@ def test_repeated_correlation_ids_give_the_distinct_ids_answer_and_a_note(origin
     assert theirs["kernels"] == ours["kernels"]
 
 
-@pytest.mark.parametrize("chunk_rows", [997, 4_096])
+@pytest.mark.parametrize("chunk_rows", [211, 997, 4_096])
 def test_an_export_read_in_small_chunks_gives_exactly_the_whole_answer(realdata_file, monkeypatch, chunk_rows):
     """The SQLite reader reads each table in row-id ranges on two connections: ranges of a few hundred rows put chunk
     edges inside every kind of row (kernels, copies, NVTX ranges, calls) and between the two ends of idle gaps; the
