@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -509,12 +509,14 @@ def analyze_nsys(
     gap_threshold_ns: int = DEFAULT_GAP_THRESHOLD_NS,
     weight_bytes: float | None = None,
     phase: Callable[[str], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Analysis:
     """Return the whole-run analysis of Nsight Systems data, with Nsight Compute verdicts joined when given.
 
     `weight_bytes` (the bytes a decode step reads: the model's weights) turns the per-step time into decode tokens/s,
     bytes per token and memory-bandwidth utilisation, with the same maths as `traceview decode`. `phase(name)` is
-    told each step as it starts (a progress display for large exports).
+    told each step as it starts, and `progress(rows, total)` the NVTX rows streamed (a progress display for large
+    exports).
     """
     say = phase or (lambda name: None)
     say("kernel summary")
@@ -558,7 +560,7 @@ def analyze_nsys(
     launches = launch_records(kernels, export.api)
     mode = next((v for k, v in export.capture_options.items() if k.endswith("CUDA_GRAPH_TRACE_OPTIONS:MODE")), None)
     say("where the time went, and idle gaps")
-    run = analyze_whole_run(kernels, export.names, export.memops, export.api, export.nvtx_chunks, export.graphs, links, gap_threshold_ns,
+    run = analyze_whole_run(kernels, export.names, export.memops, export.api, _counted(export, say, progress), export.graphs, links, gap_threshold_ns,
                             graph_trace_mode=mode, launches=launches)
     for activity in run.devices:
         activity["name"] = device_names.get(activity["device_id"]) or (spec.name if gpu and spec else None)
@@ -635,6 +637,26 @@ def analyze_nsys(
     notes += _join_notes(ncu, matched, summary.height, unmatched)
     collection = NVPROF_COLLECTION if before_nsight_compute(device.compute_capability) else NCU_COLLECTION
     return Analysis(source, device, _without_launches(device), ranked, notes, kind="nsys-export", detail=timeline, collection=collection)
+
+
+def _counted(export: NsysExport, say: Callable[[str], None], progress: Callable[[int, int], None] | None) -> Callable[[], Iterator[pl.DataFrame]]:
+    """Return export.nvtx_chunks, telling `say` when the streamed NVTX rows are read and `progress` how many so far
+    (the whole run's longest pass on an export with NVTX ranges), then when the gaps' causes follow."""
+    total = export.nvtx_stream.rows if export.nvtx_stream is not None else export.held_nvtx.height
+
+    def chunks() -> Iterator[pl.DataFrame]:
+        if progress is not None:
+            progress(0, total)  # first, so that a bar is shown for a large table even where the read showed none
+        say("nesting NVTX ranges")
+        done = 0
+        for chunk in export.nvtx_chunks():
+            yield chunk
+            done += chunk.height
+            if progress is not None:
+                progress(min(done, total), total)
+        say("causes of the idle gaps")
+
+    return chunks
 
 
 def _decode_from_steps(steps: dict[str, Any], weight_bytes: float, peak_bytes_per_s: float | None) -> dict[str, Any]:

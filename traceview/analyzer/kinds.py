@@ -82,7 +82,7 @@ class Kind:
 
 
 def _nsys_export(export: Any, source: Source, options: AnalysisOptions) -> Analysis:
-    return analyze_nsys(export, source, options.gpu, options.ncu, options.gap_threshold_ns(), options.weight_bytes(), options.phase)
+    return analyze_nsys(export, source, options.gpu, options.ncu, options.gap_threshold_ns(), options.weight_bytes(), options.phase, options.progress)
 
 
 def _nsys_stats(stats: Any, source: Source, options: AnalysisOptions) -> Analysis:

@@ -91,7 +91,8 @@ class _ProgressBar:
                                      TimeElapsedColumn(), console=stderr, transient=True)
             self.progress.start()
             self.task = self.progress.add_task("reading the export", total=total)
-        self.progress.update(self.task, completed=done)
+        # A second count (the NVTX rows the analysis streams) sets its own total.
+        self.progress.update(self.task, completed=done, total=total)
 
     def phase(self, name: str) -> None:
         """Name the analysis step under way (only once the read showed a bar: small inputs finish before it matters)."""
