@@ -49,7 +49,6 @@ PHASE_PATTERNS = (("prefill", re.compile(r"(?i)prefill|prompt|context")), ("deco
 MIN_STEPS = 3
 MAX_LISTED_STEPS = 1000
 _SHALLOW = 48  # nesting levels up to which each level's ranges are found with one pass, not a sort
-_FEW_THREADS = 32  # threads up to which each thread's ranges are found with one pass over all, not a sort
 
 
 def normalise_range_name(text: str | None) -> str:
@@ -125,18 +124,6 @@ def _levels(depth: np.ndarray) -> list[np.ndarray]:
     by_level = np.argsort(depth, kind="stable")
     bounds = np.concatenate([[0], np.cumsum(np.bincount(depth))])
     return [by_level[bounds[level]:bounds[level + 1]] for level in range(deepest + 1)]
-
-
-def _depth_and_parent(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Return each range's nesting depth (0 = outermost) and the index of its parent (-1 for none), both int32, for
-    one thread's ranges ordered by start, longer first on ties (ordering.time_order)."""
-    depth = _depths(starts, ends)
-    parent = np.full(len(starts), -1, dtype=np.int32)
-    # A range's parent is the last range one level up that starts before it.
-    for above, here in itertools.pairwise(_levels(depth)):
-        index = np.searchsorted(above, here) - 1
-        parent[here] = np.where(index >= 0, above[np.clip(index, 0, None)], -1)
-    return depth, parent
 
 
 @dataclass
