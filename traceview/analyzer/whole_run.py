@@ -1030,8 +1030,8 @@ def analyze_whole_run(
     CUDA graph trace mode (`Graph`, nsys's default, or `Node`), which matters only where graphs were launched."""
     # Parts that need only the input run on a second thread beside the sweep and the gaps (numpy and polars release
     # the GIL): on a large export of kernels alone, the second core is otherwise idle.
-    # One job at a time on the pool: two at once ran three threads on a two-core machine, and the three jobs' arrays
-    # (about 1.4 GB each on the 10 M-launch realistic export) were all held at the same moment.
+    # One job at a time on the pool: two at once ran three threads on a two-core machine, and held the arrays of the
+    # sweep and of both jobs at the same moment, the peak of the 10 M-launch realistic export.
     with pool_for(kernels.height + memops.height + api.height, workers=1) as pool:
         tiny_work = pool.submit(tiny_kernel_stretches, kernels)
         api_work = pool.submit(api_rules, memops, api)
