@@ -171,7 +171,8 @@ class RangeNester:
         """Return each range's group code (uint32): the distinct texts of a chunk are few, each normalised once."""
         stripped = texts.cast(pl.Categorical)
         distinct = stripped.unique().drop_nulls()
-        new = [text for text in distinct.cast(pl.String).to_list() if text not in self._code_of_text]
+        distinct_texts = distinct.cast(pl.String).to_list()
+        new = [text for text in distinct_texts if text not in self._code_of_text]
         if new:
             names = [normalise_range_name(text) for text in new]
             for text, name in zip(new, names, strict=True):
@@ -181,7 +182,7 @@ class RangeNester:
                 self._marks_steps = np.concatenate([self._marks_steps, _may_mark_steps(pl.Series(known, dtype=pl.String)).to_numpy()])
         physical = distinct.to_physical().to_numpy()
         lookup = np.zeros(int(physical.max(initial=0)) + 2, dtype=np.uint32)  # the last entry: no text, <unnamed> (code 0)
-        lookup[physical] = [self._code_of_text[text] for text in distinct.cast(pl.String).to_list()]
+        lookup[physical] = [self._code_of_text[text] for text in distinct_texts]
         codes: np.ndarray = lookup[stripped.to_physical().fill_null(len(lookup) - 1).to_numpy()]
         return codes
 
@@ -245,7 +246,8 @@ class RangeNester:
         carried = len(state.open_starts)
         # The ranges still open from earlier chunks count in the depth of these; those that ended before these start
         # would count once as before and once as ended, so they are not kept.
-        depth = _depths(np.concatenate([state.open_starts, starts]), np.concatenate([state.open_ends, ends]))[carried:]
+        all_starts, all_ends = np.concatenate([state.open_starts, starts]), np.concatenate([state.open_ends, ends])
+        depth = _depths(all_starts, all_ends)[carried:]
         no_parent = np.int64(-1)
         parent_code = np.full(len(starts), no_parent, dtype=np.int64)
         levels = _levels(depth)
@@ -265,9 +267,7 @@ class RangeNester:
             if len(positions):
                 last[level] = codes[positions[-1]]
         state.last_code_at_depth = last
-        latest_start = int(starts[-1])
-        all_starts, all_ends = np.concatenate([state.open_starts, starts]), np.concatenate([state.open_ends, ends])
-        still_open = all_ends > latest_start
+        still_open = all_ends > int(starts[-1])  # open after the latest start nested
         state.open_starts, state.open_ends = all_starts[still_open], all_ends[still_open]
         del all_starts, all_ends, still_open, levels
         # The kernels each range launched: those whose launch call, on this thread, starts inside the range.

@@ -35,7 +35,7 @@ from traceview.analyzer.nvtx import NvtxRanges, RangeNester, RangesOutOfOrder
 from traceview.analyzer.ordering import group_ranks, grouped_time_order, time_order
 from traceview.analyzer.threads import pool_for
 from traceview.numbers import reduced
-from traceview.parsers.nsys_sqlite import threads_of
+from traceview.parsers.nsys_sqlite import NSYS_NVTX, threads_of
 from traceview.wording import counted
 
 CATEGORIES = ("compute", "communication", "copy", "unified_memory")
@@ -554,18 +554,17 @@ def _read_nvtx(chunks: Iterable[pl.DataFrame], launches: pl.DataFrame, starts: n
         nester.add(chunk)
         distinct = chunk["text"].unique().drop_nulls().cast(pl.String)
         texts.append(distinct)
-        new = [text for text in distinct.to_list() if text not in says]
+        distinct_texts = distinct.to_list()
+        new = [text for text in distinct_texts if text not in says]
         if new:
-            found = pl.Series(new, dtype=pl.String)
-            says.update(zip(new, found.str.contains(_JIT_OR_DATA).to_list(), strict=True))
-        matching = [text for text in distinct.to_list() if says[text]]
+            says.update(zip(new, pl.Series(new, dtype=pl.String).str.contains(_JIT_OR_DATA).to_list(), strict=True))
+        matching = [text for text in distinct_texts if says[text]]
         if matching:
             named.append(chunk.filter((pl.col("kind") != "Mark") & pl.col("text").cast(pl.String).is_in(matching)))
         near.append(_overlapping_any(chunk, starts, ends))
         threads_known = threads_known or chunk["tid"].null_count() < chunk.height
         del chunk
-    empty = pl.DataFrame(schema=near[0].schema) if near else pl.DataFrame(schema={"start_ns": pl.Int64, "end_ns": pl.Int64, "text": pl.Categorical(),
-                                                                                    "kind": pl.Categorical(), "tid": pl.Int64})
+    empty = near[0].head(0) if near else pl.DataFrame(schema=NSYS_NVTX)
     return NvtxPass(nester.finish(), pl.concat(texts).unique().sort() if texts else pl.Series("text", [], dtype=pl.String),
                     pl.concat(named) if named else empty, pl.concat(near) if near else empty, threads_known)
 
