@@ -572,6 +572,24 @@ def test_a_slow_first_launch_is_module_loading_a_slow_later_one_is_not():
     assert classes["class"].cast(pl.String).to_list() == ["module_load", "launch", "launch", "synchronization"]
 
 
+def test_hip_calls_have_their_cuda_twins_classes_and_a_slow_first_graph_launch_is_not_module_loading():
+    """ROCm PyTorch traces name HIP's calls: a real SGLang MI300X trace's 463 ms gap was one hipMemcpyWithStream (the
+    blocking copy of `aten::copy_` to the host), said to be 'other CUDA API calls'; its 0.27 ms hipGraphLaunch, the
+    first launch of the graph's kernels, is the graph's own launch cost, not a module being loaded."""
+    import polars as pl
+
+    from traceview.analyzer.whole_run import api_classes
+
+    names = ["hipMemcpyWithStream", "hipMemcpyAsync", "hipDeviceSynchronize", "hipFree", "hipLaunchKernel", "hipGraphLaunch", "cudaGraphLaunch",
+             "hipModuleLoadData", "hipGetDevice"]
+    api = pl.DataFrame({"start_ns": [0] * len(names), "end_ns": [1_000_000] * len(names), "name": names, "correlation_id": list(range(len(names))),
+                        "tid": [7] * len(names), "pid": [5] * len(names)})
+    firsts = pl.DataFrame({"pid": [5, 5, 5], "correlation_id": [4, 5, 6]})
+    classes = api_classes(api, firsts)["class"].cast(pl.String).to_list()
+    assert classes == ["synchronous_copy", "other_cuda_api", "synchronization", "memory_allocation", "module_load", "launch", "launch",
+                       "module_load", "other_cuda_api"]
+
+
 def _stack_nesting(starts, ends, tids):
     """Reference nesting: per thread, ranges by start (longer first on ties) pushed on a stack."""
     depth, parent = [0] * len(starts), [-1] * len(starts)
