@@ -686,6 +686,51 @@ def test_coverage_of_overlapping_intervals_matches_counting_every_nanosecond():
         assert Coverage(starts, ends).overlap(a, b).tolist() == covered
 
 
+@pytest.mark.parametrize("far_apart", [False, True], ids=["packed", "times-too-far-apart-to-pack"])
+def test_the_sweep_matches_cutting_each_device_at_every_event(far_apart):
+    """Each device's span cut at every start and end: the time per set of active categories, the idle pieces, the
+    migrations either side of them and the busy time match a plain cut, with ties, zero-length and invalid rows."""
+    import polars as pl
+
+    from traceview.analyzer.whole_run import UNIFIED, sweep_devices
+
+    rng = np.random.default_rng(11)
+    for _ in range(150):
+        n = int(rng.integers(1, 30))
+        device = rng.choice([0, 3], n).astype(object)
+        starts = rng.integers(0, 60, n).astype(object)
+        ends = (starts + rng.integers(-2, 15, n)).astype(object)  # some end before they start: left out
+        device[rng.random(n) < 0.05] = None
+        if far_apart:  # one stray timestamp far beyond the rest: too far apart to pack
+            ends[int(rng.integers(0, n))] = 2**62
+        category = rng.choice([1, 2, 4, 8], n)
+        rows = pl.LazyFrame({"device_id": list(device), "start_ns": list(starts), "end_ns": list(ends), "category": category},
+                            schema={"device_id": pl.Int64, "start_ns": pl.Int64, "end_ns": pl.Int64, "category": pl.Int8})
+        sweeps, dropped = sweep_devices(rows, migrations=True)
+        valid = [(d, s, e, c) for d, s, e, c in zip(device, starts, ends, category, strict=True) if d is not None and e >= s]
+        assert dropped == n - len(valid)
+        assert [sweep.device_id for sweep in sweeps] == sorted({d for d, *_ in valid})
+        for sweep in sweeps:
+            own = [(s, e, c) for d, s, e, c in valid if d == sweep.device_id]
+            times = sorted({t for s, e, _ in own for t in (s, e)})
+            pieces = [(a, b, int(np.bitwise_or.reduce([c for s, e, c in own if s <= a < e] or [0])))
+                      for a, b in zip(times, times[1:], strict=False)]
+            assert (sweep.first_ns, sweep.span_ns) == (times[0], times[-1] - times[0])
+            expected: dict[int, int] = {}
+            for a, b, mask in pieces:
+                expected[mask] = expected.get(mask, 0) + b - a
+            assert sweep.time_by_mask == expected
+            idle = [i for i, (_, _, mask) in enumerate(pieces) if mask == 0]
+            assert sweep.gaps.rows() == [(pieces[i][0], pieces[i][1] - pieces[i][0]) for i in idle]
+            migrating = [bool(mask & UNIFIED) for _, _, mask in pieces]
+            assert sweep.between_migrations is not None
+            assert sweep.between_migrations.tolist() == [0 < i < len(pieces) - 1 and migrating[i - 1] and migrating[i + 1] for i in idle]
+            busy = [(a, b) for a, b, mask in pieces if mask]
+            windows = np.array([times[0], (times[0] + times[-1]) // 2, times[-1]])
+            covered = [sum(max(0, min(b, y) - max(a, x)) for a, b in busy) for x, y in zip(windows[:-1], windows[1:], strict=True)]
+            assert sweep.busy_of().overlap(windows[:-1], windows[1:]).tolist() == covered
+
+
 def test_threads_give_the_answer_of_one_thread(realdata_file, monkeypatch):
     """Large exports run independent steps on threads, small ones in line: both ways agree on a real export."""
     from traceview.analyzer import threads

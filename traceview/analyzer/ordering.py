@@ -15,12 +15,6 @@ import polars as pl
 _FEW_GROUPS = 32
 
 
-def group_ranks(groups: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Return (the distinct groups sorted, each row's rank among them), the rank 16-bit where the groups allow."""
-    ids = _distinct(groups)
-    return ids, _ranks(ids, groups)
-
-
 def _distinct(groups: np.ndarray) -> np.ndarray:
     return np.sort(pl.Series(groups).unique().to_numpy())
 

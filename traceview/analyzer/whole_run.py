@@ -32,7 +32,7 @@ import polars as pl
 
 from traceview.analyzer.kernel_kinds import is_communication
 from traceview.analyzer.nvtx import NvtxRanges, RangeNester, RangesOutOfOrder
-from traceview.analyzer.ordering import group_ranks, grouped_time_order, time_order
+from traceview.analyzer.ordering import grouped_time_order, time_order
 from traceview.analyzer.threads import pool_for
 from traceview.numbers import reduced
 from traceview.parsers.nsys_sqlite import NSYS_NVTX, threads_of
@@ -141,58 +141,117 @@ def _category_of_names(names: dict[int, str], ids: list[int]) -> dict[int, int]:
     return {i: COMMUNICATION if is_communication(names.get(i, "")) else COMPUTE for i in ids}
 
 
-def activity_intervals(kernels: pl.DataFrame, memops: pl.DataFrame, graphs: pl.DataFrame, names: dict[int, str]) -> pl.DataFrame:
-    """Return every GPU activity as (device_id, start_ns, end_ns, category bit, kind) with end ≥ start."""
+@dataclass(frozen=True)
+class DeviceSweep:
+    """One device's span cut where any of its activities starts or ends: how long each set of categories was active,
+    and its idle pieces (the gaps), in time order. Only the idle pieces are kept: the busy time between them is
+    busy_of(), and two or three pieces per launch are not held through the rest of the analysis."""
+
+    device_id: int
+    first_ns: int  # the first activity's start
+    span_ns: int  # from the first activity's start to the last one's end
+    time_by_mask: dict[int, int]  # ns per bit mask of the categories active together (0 = idle)
+    gaps: pl.DataFrame  # start_ns, duration_ns of each idle piece, in time order
+    between_migrations: np.ndarray | None  # per gap: a unified-memory migration just before and just after it
+
+    def busy_of(self) -> Coverage:
+        """Return the device's busy time (any GPU work): its span less the gaps."""
+        starts = np.concatenate([[self.first_ns], (self.gaps["start_ns"] + self.gaps["duration_ns"]).to_numpy()])
+        ends = np.concatenate([self.gaps["start_ns"].to_numpy(), [self.first_ns + self.span_ns]])
+        stretch = ends > starts
+        return Coverage(starts[stretch], ends[stretch], presorted=True)
+
+
+def _valid_interval() -> pl.Expr:
+    return (pl.col("device_id").is_not_null() & pl.col("start_ns").is_not_null() & (pl.col("end_ns") >= pl.col("start_ns"))).fill_null(False)
+
+
+def activity_intervals(kernels: pl.DataFrame, memops: pl.DataFrame, graphs: pl.DataFrame, names: dict[int, str]) -> pl.LazyFrame:
+    """Return every GPU activity as (device_id, start_ns, end_ns, category bit as Int8), lazily: a device's rows are
+    taken out when it is swept, never all devices' at once."""
     categories = _category_of_names(names, kernels["name_id"].unique().drop_nulls().to_list())
-    parts = [
-        kernels.select("device_id", "start_ns", "end_ns",
-                       pl.col("name_id").replace_strict(categories, default=COMPUTE, return_dtype=pl.Int64).alias("category")),
-        graphs.select("device_id", "start_ns", "end_ns", pl.lit(COMPUTE, dtype=pl.Int64).alias("category")),
-        memops.select("device_id", "start_ns", "end_ns",
-                      pl.when(pl.col("copy_kind").is_in(UNIFIED_KINDS)).then(pl.lit(UNIFIED)).otherwise(pl.lit(COPY)).cast(pl.Int64).alias("category")),
-    ]
-    frame = pl.concat(parts)
-    valid = (pl.col("device_id").is_not_null() & pl.col("start_ns").is_not_null() & (pl.col("end_ns") >= pl.col("start_ns"))).fill_null(False)
-    # Filtered only where a row fails: a filter copies millions of valid rows (0.2 s on the realistic 2 M export).
-    return frame if frame.select(valid.all()).item() else frame.filter(valid)
+    return pl.concat([
+        kernels.lazy().select("device_id", "start_ns", "end_ns",
+                              pl.col("name_id").replace_strict(categories, default=COMPUTE, return_dtype=pl.Int8).alias("category")),
+        graphs.lazy().select("device_id", "start_ns", "end_ns", pl.lit(COMPUTE, dtype=pl.Int8).alias("category")),
+        memops.lazy().select("device_id", "start_ns", "end_ns",
+                             pl.when(pl.col("copy_kind").is_in(UNIFIED_KINDS)).then(pl.lit(UNIFIED)).otherwise(pl.lit(COPY)).cast(pl.Int8).alias("category")),
+    ])
 
 
-def _sweep(intervals: pl.DataFrame) -> pl.DataFrame:
-    """Return (device_id, start_ns, duration_ns, mask): the device's span cut where any interval starts or ends, with
-    the bit mask of the categories active in each piece (0 = idle).
+def sweep_devices(intervals: pl.LazyFrame, migrations: bool) -> tuple[list[DeviceSweep], int]:
+    """Return each device's sweep (by device id) and how many activities were left out for having no device or start,
+    or an end before their start."""
+    valid = _valid_interval()
+    counts = intervals.select(pl.len().alias("rows"), valid.sum().alias("valid")).collect().row(0, named=True)
+    devices = intervals.filter(valid).select(pl.col("device_id").unique().sort()).collect().to_series().to_list()
+    sweeps = []
+    for device in devices:
+        own = intervals.filter(valid & (pl.col("device_id") == device)).select("start_ns", "end_ns", "category").collect()
+        sweeps.append(_sweep(device, own["start_ns"].to_numpy(), own["end_ns"].to_numpy(), own["category"].to_numpy(), migrations))
+        del own
+    return sweeps, int(counts["rows"]) - int(counts["valid"])
 
-    The running counts need no per-device reset: events are ordered by device, and every interval of a device has
-    ended before the next device's first event, so each count is back at zero at every device boundary. Events are
-    ordered by device and time with analyzer.ordering (two stable sorts; a general two-key sort of millions of events
-    costs several times as much).
-    """
-    # Small types where the values are small (categories are 4 bits, devices few): millions of events are held at once.
-    ids, device_rank = group_ranks(intervals["device_id"].to_numpy())
-    rank = np.concatenate([device_rank, device_rank])
-    times = np.concatenate([intervals["start_ns"].to_numpy(), intervals["end_ns"].to_numpy()])
-    order = grouped_time_order(rank, times)
-    times, rank = times[order], rank[order]
-    category = intervals["category"].to_numpy().astype(np.int8)
-    delta = np.concatenate([category, -category])[order]
-    del order
+
+_CODE_BITS = 3  # an event's code: twice its category's bit index, plus one at an end
+_CODE_OF_BIT = np.array([0, 0, 2, 0, 4, 0, 0, 0, 6], dtype=np.int8)  # COMPUTE → 0, COMMUNICATION → 2, COPY → 4, UNIFIED → 6
+
+
+def _sorted_events(starts: np.ndarray, ends: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Return the times (ns) and codes of the intervals' starts and ends, in time order. The order among events at one
+    time does not matter: a piece starts only after the last of them."""
+    first = int(starts.min())
+    if int(ends.max()) - first < 2 ** (63 - _CODE_BITS):
+        # Time (from the first start) and code packed in one integer and sorted in place: no permutation of millions
+        # of events is held, and sorting integers is several times faster than ordering them by a key.
+        packed = np.concatenate([starts - first, ends - first])
+        packed <<= _CODE_BITS
+        packed |= np.concatenate([codes, codes + 1])
+        packed.sort()
+        event_codes = (packed & ((1 << _CODE_BITS) - 1)).astype(np.int8)
+        packed >>= _CODE_BITS
+        packed += first
+        return packed, event_codes
+    # Times too far apart to pack (a damaged export's stray timestamps).
+    times = np.concatenate([starts, ends])
+    order = np.argsort(times, kind="stable")
+    return times[order], np.concatenate([codes, codes + 1])[order]
+
+
+def _sweep(device_id: int, starts: np.ndarray, ends: np.ndarray, categories: np.ndarray, migrations: bool) -> DeviceSweep:
+    """Return the sweep of one device's intervals (start_ns, end_ns, category bit each, end ≥ start)."""
+    first = int(starts.min())
+    span = int(ends.max()) - first
+    present = [bit for bit in (COMPUTE, COMMUNICATION, COPY, UNIFIED) if bool((categories == bit).any())]
+    times, codes = _sorted_events(starts, ends, _CODE_OF_BIT[categories])
     mask = np.zeros(len(times), dtype=np.int8)
-    present = set(intervals["category"].unique().to_list())
-    for bit in (bit for bit in (COMPUTE, COMMUNICATION, COPY, UNIFIED) if bit in present):
+    for bit in present:
         # +1 where an interval of this category starts, -1 where one ends: the running sum is how many are active.
         # Millions of events: 8-bit steps, a 32-bit running sum (fresh memory costs as much as the arithmetic here).
-        step = (delta == bit).view(np.int8) - (delta == -bit).view(np.int8)
-        active = np.cumsum(step, dtype=np.int32) > 0
-        mask |= active.view(np.int8) * np.int8(bit)
-    del delta
-    # A piece runs from one event to the next on the same device, where time passes.
-    keep = np.empty(len(times), dtype=bool)
-    keep[:-1] = (times[1:] > times[:-1]) & (rank[1:] == rank[:-1])
-    keep[-1] = False
-    at = np.flatnonzero(keep)
-    del keep
-    return pl.DataFrame({"device_id": pl.Series(ids).gather(rank[at]), "start_ns": times[at], "duration_ns": times[at + 1] - times[at],
-                         "mask": pl.Series(mask[at]).cast(pl.Int64)},
-                        schema={"device_id": pl.Int64, "start_ns": pl.Int64, "duration_ns": pl.Int64, "mask": pl.Int64})
+        code = 2 * (bit.bit_length() - 1)
+        step = (codes == code).view(np.int8) - (codes == code + 1).view(np.int8)
+        mask |= (np.cumsum(step, dtype=np.int32) > 0).view(np.int8) * np.int8(bit)
+    del codes
+    # A piece runs from one event to the next, where time passes; its categories are those active after the first.
+    at = np.flatnonzero(times[1:] > times[:-1])
+    durations = times[at + 1] - times[at]
+    masks = mask[at]
+    del mask
+    time_by_mask = {int(m): int(durations[masks == m].sum()) for m in np.unique(masks)}
+    idle = np.flatnonzero(masks == 0)
+    between = None
+    if migrations:
+        # The pieces either side of an idle one are what the GPU did around it.
+        migrating = (masks & UNIFIED) != 0
+        before = np.zeros(len(idle), dtype=bool)
+        after = np.zeros(len(idle), dtype=bool)
+        inside = idle > 0
+        after[inside] = migrating[idle[inside] - 1]
+        inside = idle < len(masks) - 1
+        before[inside] = migrating[idle[inside] + 1]
+        between = after & before
+    gaps = pl.DataFrame({"start_ns": times[at[idle]], "duration_ns": durations[idle]}, schema={"start_ns": pl.Int64, "duration_ns": pl.Int64})
+    return DeviceSweep(device_id, first, span, time_by_mask, gaps, between)
 
 
 def _pct(part: float, whole: float) -> float | None:
@@ -203,14 +262,11 @@ def _mask_label(mask: int) -> str:
     return "+".join(name for bit, name in enumerate(CATEGORIES) if mask & (1 << bit))
 
 
-def device_breakdown(pieces: pl.DataFrame, spans: pl.DataFrame) -> list[dict[str, Any]]:
+def device_breakdown(sweeps: list[DeviceSweep]) -> list[dict[str, Any]]:
     """Return per device: span, union share of each category, the overlaps, idle, exposed shares and the verdict."""
-    by_mask = pieces.group_by("device_id", "mask").agg(pl.col("duration_ns").sum()).sort("device_id", "mask")
     devices = []
-    for span_row in spans.sort("device_id").iter_rows(named=True):
-        device = span_row["device_id"]
-        span = int(span_row["span_ns"])
-        times = {int(r["mask"]): int(r["duration_ns"]) for r in by_mask.filter(pl.col("device_id") == device).iter_rows(named=True)}
+    for sweep in sweeps:
+        device, span, times = sweep.device_id, sweep.span_ns, sweep.time_by_mask
         union = {name: sum(t for m, t in times.items() if m & (1 << bit)) for bit, name in enumerate(CATEGORIES)}
         idle = times.get(0, 0)
         exposed = {
@@ -227,7 +283,7 @@ def device_breakdown(pieces: pl.DataFrame, spans: pl.DataFrame) -> list[dict[str
         devices.append({
             "device_id": device,
             "span_ns": span,
-            "first_ns": int(span_row["first_ns"]),
+            "first_ns": sweep.first_ns,
             "busy_ns": span - idle,
             "idle_ns": idle,
             "busy_pct": _pct(span - idle, span),
@@ -778,16 +834,6 @@ def _duration(ns: float) -> str:
 WAIT_WINDOWS = pl.Schema({"rule": pl.String, "device_id": pl.Int64, "pid": pl.Int64, "from_ns": pl.Int64, "until_ns": pl.Int64})
 
 
-def busy_coverage(pieces: pl.DataFrame, devices: list[dict[str, Any]]) -> dict[int, Coverage]:
-    """Return, per device, the union of the sweep's busy pieces (any GPU work): one device's pieces taken out at a
-    time, and only their merged stretches kept."""
-    busy = {}
-    for device in devices:
-        own = pieces.filter((pl.col("device_id") == device["device_id"]) & (pl.col("mask") != 0)).select("start_ns", "duration_ns")
-        busy[device["device_id"]] = Coverage(own["start_ns"].to_numpy(), (own["start_ns"] + own["duration_ns"]).to_numpy(), presorted=True)  # _sweep's pieces are in time order
-    return busy
-
-
 def discount_waits(findings: list[dict[str, Any]], windows: pl.DataFrame, busy: dict[int, Coverage], devices_of_pid: dict[int, set[int]]) -> None:
     """Take out of each blocking-call finding (synchronous copies and memsets, synchronize calls) the time its calls
     waited while the GPU still ran the work queued before them: a synchronous copy starts after that work and a
@@ -907,14 +953,15 @@ def api_rules(memops: pl.DataFrame, api: pl.DataFrame) -> tuple[list[dict[str, A
     return found, pl.concat(windows, how="vertical_relaxed").cast(dict(WAIT_WINDOWS))  # type: ignore[arg-type]
 
 
-def _launches_onto_idle(launches: pl.DataFrame, pieces: pl.DataFrame) -> dict[str, Any]:
+def _launches_onto_idle(launches: pl.DataFrame, sweeps: list[DeviceSweep]) -> dict[str, Any]:
     """Return how many kernels were launched onto an idle GPU, and the median and p99 of their launch latency (ns)."""
     # One lazy plan over only the columns it needs: millions of launches are not copied to be filtered and joined.
     # A kernel launched onto an idle GPU ends an idle stretch and was launched during it: one launched before the GPU
     # went idle waited for something else (a copy, an event) and says nothing of the launch latency (the real 2×H100
     # export: 1,628 of 1,632 kernels after idle stretches were launched ~0.42 s before, behind host-to-device copies).
-    idle_stretches = pieces.lazy().filter(pl.col("mask") == 0).select(
-        "device_id", pl.col("start_ns").alias("idle_from_ns"), (pl.col("start_ns") + pl.col("duration_ns")).alias("start_ns"))
+    idle_stretches = pl.concat([pl.LazyFrame(schema={"device_id": pl.Int64, "idle_from_ns": pl.Int64, "start_ns": pl.Int64})] + [
+        sweep.gaps.lazy().select(pl.lit(sweep.device_id, dtype=pl.Int64).alias("device_id"), pl.col("start_ns").alias("idle_from_ns"),
+                                 (pl.col("start_ns") + pl.col("duration_ns")).alias("start_ns")) for sweep in sweeps])
     onto_idle = (launches.lazy().filter(pl.col("graph_node_id").is_null()).select("device_id", "start_ns", "call_start_ns")
                  .join(idle_stretches, on=["device_id", "start_ns"], how="inner").filter(pl.col("call_start_ns") >= pl.col("idle_from_ns"))
                  .select((pl.col("start_ns") - pl.col("call_start_ns")).alias("latency"))
@@ -925,7 +972,7 @@ def _launches_onto_idle(launches: pl.DataFrame, pieces: pl.DataFrame) -> dict[st
 
 def time_util_rule(busy_of: dict[int, Coverage], devices: list[dict[str, Any]]) -> dict[str, Any] | None:
     """nsys analyze's gpu_time_util: each device's span in 30 chunks; chunks under 50% busy (all GPU work counts);
-    `busy_of` is busy_coverage's."""
+    `busy_of` is each device's DeviceSweep.busy_of()."""
     low_chunks = []
     cost = 0.0
     for device in devices:
@@ -959,20 +1006,9 @@ class _IdleGaps:
     queued: np.ndarray  # whether the work that ends each gap had been launched before it began (queued_starts)
 
 
-def _idle_gaps(device_id: int, pieces: pl.DataFrame, migrations: bool, queued_work: pl.DataFrame) -> _IdleGaps:
-    """Return the device's idle gaps; `migrations`: the export has unified-memory migrations; `queued_work` is
-    queued_starts'."""
-    between = None
-    if migrations:
-        # The sweep's pieces are in time order: the pieces either side of an idle one are what the GPU did around it.
-        mask = pl.col("mask")
-        around = pieces.filter(pl.col("device_id") == device_id).select(
-            "start_ns", "duration_ns", mask, ((mask.shift(1) & UNIFIED) != 0).alias("after"), ((mask.shift(-1) & UNIFIED) != 0).alias("before"))
-        gaps = around.filter(mask == 0)
-        between = (gaps["after"] & gaps["before"]).fill_null(False).to_numpy()
-        gaps = gaps.select("start_ns", "duration_ns")
-    else:
-        gaps = pieces.filter((pl.col("device_id") == device_id) & (pl.col("mask") == 0)).select("start_ns", "duration_ns")
+def _idle_gaps(sweep: DeviceSweep, queued_work: pl.DataFrame) -> _IdleGaps:
+    """Return the device's idle gaps; `queued_work` is queued_starts'."""
+    gaps, device_id = sweep.gaps, sweep.device_id
     listed = gaps.with_row_index("gap").top_k(LISTED_GAPS, by=["duration_ns", "start_ns"], reverse=[False, True]).sort(
         ["duration_ns", "start_ns"], descending=[True, False])
     # The kernel, copy or graph that ends each gap: was its launch call already over when the gap began?
@@ -980,7 +1016,7 @@ def _idle_gaps(device_id: int, pieces: pl.DataFrame, migrations: bool, queued_wo
     ends = gaps.with_columns((pl.col("start_ns") + pl.col("duration_ns")).alias("next_start"))
     queued = ends.join(own_launches.unique("start_ns"), left_on="next_start", right_on="start_ns", how="left").select(
         (pl.col("call_end_ns") <= pl.col("start_ns")).fill_null(False)).to_series().to_numpy()
-    return _IdleGaps(gaps, between, listed, queued)
+    return _IdleGaps(gaps, sweep.between_migrations, listed, queued)
 
 
 def _device_gaps(device: dict[str, Any], idle: _IdleGaps, pids: set[int], api: pl.DataFrame, classified: pl.DataFrame,
@@ -1044,15 +1080,12 @@ def analyze_whole_run(
     with pool_for(kernels.height + memops.height + api.height, workers=1) as pool:
         tiny_work = pool.submit(tiny_kernel_stretches, kernels)
         api_work = pool.submit(api_rules, memops, api)
-        intervals = activity_intervals(kernels, memops, graphs, names)
+        migrations = bool(memops.height) and bool(memops.select(pl.col("copy_kind").is_in(UNIFIED_KINDS).any()).item())
+        sweeps, dropped = sweep_devices(activity_intervals(kernels, memops, graphs, names), migrations)
         notes: list[str] = []
-        dropped = kernels.height + memops.height + graphs.height - intervals.height
         if dropped:
             notes.append(f"{dropped} GPU activity row(s) with no device or an end before their start were left out")
-        spans = intervals.group_by("device_id").agg(pl.col("start_ns").min().alias("first_ns"), (pl.col("end_ns").max() - pl.col("start_ns").min()).alias("span_ns"))
-        pieces = _sweep(intervals) if intervals.height else pl.DataFrame(schema={"device_id": pl.Int64, "start_ns": pl.Int64, "duration_ns": pl.Int64, "mask": pl.Int64})
-        del intervals
-        devices = device_breakdown(pieces, spans)
+        devices = device_breakdown(sweeps)
         first_kernel = dict(kernels.group_by("device_id").agg(pl.col("start_ns").min()).iter_rows()) if kernels.height else {}
         for device in devices:
             device["first_kernel_ns"] = first_kernel.get(device["device_id"])
@@ -1066,9 +1099,8 @@ def analyze_whole_run(
         owners = pl.concat([kernels.lazy().select("device_id", "pid"), memops.lazy().select("device_id", "pid")]).drop_nulls().unique().collect()
         pids_of = {device: set(group["pid"].to_list()) for (device,), group in owners.group_by("device_id")}
         classified = api_classes(api, first_launches)
-        migrations = bool(memops.height) and bool(memops.select(pl.col("copy_kind").is_in(UNIFIED_KINDS).any()).item())
         queued_work = queued_starts(launches, memops, graphs, api)
-        idle = [_idle_gaps(device["device_id"], pieces, migrations, queued_work) for device in devices]
+        idle = [_idle_gaps(sweep, queued_work) for sweep in sweeps]
         del queued_work
         # Everything else that needs the sweep's pieces, so that they (two or three per launch) are not held through the
         # NVTX pass and the gaps' causes.
@@ -1077,12 +1109,12 @@ def analyze_whole_run(
         for device, pids in pids_of.items():
             for pid in pids:
                 devices_of_pid.setdefault(pid, set()).add(device)
-        busy = busy_coverage(pieces, devices)
+        busy = {sweep.device_id: sweep.busy_of() for sweep in sweeps}
         discount_waits(found_by_api, wait_windows, busy, devices_of_pid)
         utilisation = time_util_rule(busy, devices)
         del busy
-        onto_idle = _launches_onto_idle(launches, pieces)
-        del pieces
+        onto_idle = _launches_onto_idle(launches, sweeps)
+        del sweeps
         # The NVTX rows, read once now that the gaps they are evidence for are known.
         listed = pl.concat([gaps.listed for gaps in idle]) if idle else pl.DataFrame(schema={"start_ns": pl.Int64, "duration_ns": pl.Int64})
         nvtx_pass = read_nvtx(nvtx, launches, listed["start_ns"].to_numpy(), (listed["start_ns"] + listed["duration_ns"]).to_numpy())
