@@ -731,6 +731,49 @@ def test_the_sweep_matches_cutting_each_device_at_every_event(far_apart):
             assert sweep.busy_of().overlap(windows[:-1], windows[1:]).tolist() == covered
 
 
+def test_tiny_kernel_stretches_match_walking_each_device_in_start_order():
+    """Runs of LAUNCH_BOUND_STRETCH tiny kernels that waited longer than they ran, found device by device, match a
+    walk over each device's kernels in start order (ties in row order), with graph kernels and overlaps."""
+    import polars as pl
+
+    from traceview.analyzer.whole_run import LAUNCH_BOUND_STRETCH, TINY_KERNEL_NS, tiny_kernel_stretches
+
+    rng = np.random.default_rng(5)
+    stretches = 0
+    for _ in range(40):
+        n = int(rng.integers(1, 800))
+        device = np.where(rng.random(n) < 0.9, 0, 1)
+        durations = np.where(rng.random(n) < 0.97, rng.integers(0, TINY_KERNEL_NS // 2, n), rng.integers(TINY_KERNEL_NS, 5 * TINY_KERNEL_NS, n))
+        # Mostly one after the other with a wait about as long as a tiny kernel; some start early (overlaps, ties).
+        starts = np.cumsum(durations + rng.integers(TINY_KERNEL_NS // 4, TINY_KERNEL_NS, n)) - rng.integers(0, TINY_KERNEL_NS, n) * (rng.random(n) < 0.05)
+        graph = np.where(rng.random(n) < 0.01, 7, None)
+        kernels = pl.DataFrame({"device_id": device, "start_ns": starts, "end_ns": starts + durations, "graph_node_id": list(graph)},
+                               schema={"device_id": pl.Int64, "start_ns": pl.Int64, "end_ns": pl.Int64, "graph_node_id": pl.Int64})
+        runs: list[list[tuple[int, int, int]]] = []
+        for d in (0, 1):
+            rows = sorted((int(s), i) for i, s in enumerate(starts) if device[i] == d)
+            latest_end = None
+            current: list[tuple[int, int, int]] = []
+            for s, i in rows:
+                e = int(starts[i] + durations[i])
+                waited = max(0, s - latest_end) if latest_end is not None else None
+                if waited is not None and durations[i] < TINY_KERNEL_NS and graph[i] is None and waited >= durations[i]:
+                    current.append((s, e, waited))
+                else:
+                    runs.append(current)
+                    current = []
+                latest_end = e if latest_end is None else max(latest_end, e)
+            runs.append(current)
+        long = [r for r in runs if len(r) >= LAUNCH_BOUND_STRETCH]
+        found = tiny_kernel_stretches(kernels)
+        stretches += len(long)
+        assert found["launches"] == int((durations < TINY_KERNEL_NS).sum())
+        assert (found["stretches"], found["kernels_in_stretches"]) == (len(long), sum(len(r) for r in long))
+        assert found["stretch_ns"] == sum(max(e for _, e, _ in r) - r[0][0] for r in long)
+        assert found["idle_in_stretches_ns"] == sum(w for r in long for _, _, w in r)
+    assert stretches > 40  # the kernels make many runs, not none
+
+
 def test_threads_give_the_answer_of_one_thread(realdata_file, monkeypatch):
     """Large exports run independent steps on threads, small ones in line: both ways agree on a real export."""
     from traceview.analyzer import threads

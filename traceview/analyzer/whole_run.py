@@ -32,7 +32,7 @@ import polars as pl
 
 from traceview.analyzer.kernel_kinds import is_communication
 from traceview.analyzer.nvtx import NvtxRanges, RangeNester, RangesOutOfOrder
-from traceview.analyzer.ordering import grouped_time_order, time_order
+from traceview.analyzer.ordering import time_order
 from traceview.analyzer.threads import pool_for
 from traceview.numbers import reduced
 from traceview.parsers.nsys_sqlite import NSYS_NVTX, threads_of
@@ -773,28 +773,61 @@ def launch_statistics(launches: pl.DataFrame, kernels: pl.DataFrame, api: pl.Dat
 
 
 def tiny_kernel_stretches(kernels: pl.DataFrame) -> dict[str, Any]:
-    """Return launch-bound evidence: runs of ≥ LAUNCH_BOUND_STRETCH consecutive kernels (per device) each under
-    10 us that wait longer before they start than they run, never counting kernels replayed from a CUDA graph."""
+    """Return launch-bound evidence: runs of ≥ LAUNCH_BOUND_STRETCH consecutive kernels (per device, in start order)
+    each under 10 us that wait longer before they start than they run, never counting kernels replayed from a CUDA
+    graph. Kernels without a start or an end are not in any run. One device's kernels are held at a time."""
     if kernels.height == 0:
         return {"launches": 0, "stretches": 0, "stretch_ns": 0, "idle_in_stretches_ns": 0, "share_of_launches_pct": None}
-    order = grouped_time_order(kernels["device_id"].fill_null(-1).to_numpy(), kernels["start_ns"].to_numpy())
-    frame = kernels.select(pl.col("device_id", "start_ns", "end_ns", "graph_node_id").gather(order)).with_columns(
-        (pl.col("end_ns") - pl.col("start_ns")).alias("d"),
-        (pl.col("start_ns") - pl.col("end_ns").cum_max().shift(1).over("device_id")).clip(lower_bound=0).alias("gap_before"),
-    ).with_columns(((pl.col("d") < TINY_KERNEL_NS) & pl.col("graph_node_id").is_null() & (pl.col("gap_before") >= pl.col("d"))).fill_null(False).alias("tiny"))
-    frame = frame.with_columns((pl.col("tiny") != pl.col("tiny").shift(1).over("device_id")).fill_null(True).cum_sum().alias("run"))
-    runs = frame.filter(pl.col("tiny")).group_by("device_id", "run").agg(
-        pl.len().alias("n"), pl.col("start_ns").min().alias("a"), pl.col("end_ns").max().alias("b"), pl.col("gap_before").sum().alias("idle"))
-    long_runs = runs.filter(pl.col("n") >= LAUNCH_BOUND_STRETCH)
-    tiny_total = int((frame["d"] < TINY_KERNEL_NS).sum())
+    tiny_total = int(kernels.select(((pl.col("end_ns") - pl.col("start_ns")) < TINY_KERNEL_NS).sum()).item())
+    timed = kernels.lazy().filter(pl.col("start_ns").is_not_null() & pl.col("end_ns").is_not_null())
+    stretches = kernels_in = stretch_ns = idle_ns = 0
+    for device in kernels["device_id"].unique().to_list():
+        own = timed.filter(pl.col("device_id").is_null() if device is None else pl.col("device_id") == device).select(
+            "start_ns", "end_ns", pl.col("graph_node_id").is_null().alias("plain")).collect()
+        runs = _tiny_runs(own["start_ns"].to_numpy(), own["end_ns"].to_numpy(), own["plain"].to_numpy())
+        del own
+        stretches += len(runs[0])
+        kernels_in += int(runs[0].sum())
+        stretch_ns += int((runs[2] - runs[1]).sum())
+        idle_ns += int(runs[3].sum())
     return {
         "launches": tiny_total,
-        "share_of_launches_pct": _pct(tiny_total, frame.height),
-        "stretches": long_runs.height,
-        "kernels_in_stretches": int(long_runs["n"].sum() or 0),
-        "stretch_ns": int((long_runs["b"] - long_runs["a"]).sum() or 0),
-        "idle_in_stretches_ns": int(long_runs["idle"].sum() or 0),
+        "share_of_launches_pct": _pct(tiny_total, kernels.height),
+        "stretches": stretches,
+        "kernels_in_stretches": kernels_in,
+        "stretch_ns": stretch_ns,
+        "idle_in_stretches_ns": idle_ns,
     }
+
+
+def _tiny_runs(starts: np.ndarray, ends: np.ndarray, plain: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Return, for each run of ≥ LAUNCH_BOUND_STRETCH consecutive tiny kernels of one device (tiny_kernel_stretches),
+    its kernel count, first start, last end and the idle time before its kernels (ns); `plain`: not from a graph."""
+    order = time_order(starts, None)
+    if order is not None:
+        starts, ends, plain = starts[order], ends[order], plain[order]
+        del order
+    # The idle time before each kernel: from the latest end of the kernels before it (none before the first).
+    waited = np.empty(len(starts), dtype=np.int64)
+    np.maximum.accumulate(ends, out=waited)
+    waited[1:] = starts[1:] - waited[:-1]
+    np.clip(waited, 0, None, out=waited)
+    durations = ends - starts
+    tiny = (durations < TINY_KERNEL_NS) & plain & (waited >= durations)
+    del durations
+    tiny[:1] = False
+    edges = np.flatnonzero(np.diff(tiny.view(np.int8), prepend=0, append=0))
+    first, after = edges[0::2], edges[1::2]  # each run of tiny kernels: its first and one past its last
+    long = (after - first) >= LAUNCH_BOUND_STRETCH
+    first, after = first[long], after[long]
+    if not len(first):
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty, empty
+    # The runs' last ends and idle sums by reduceat over [first, after) pairs; the odd slots span the kernels between runs.
+    bounds = np.column_stack([first, after]).ravel()
+    last_end = np.maximum.reduceat(np.append(ends, 0), bounds)[0::2]
+    idle = np.add.reduceat(np.append(waited, 0), bounds)[0::2]
+    return after - first, starts[first], last_end, idle
 
 
 def launch_bound_finding(tiny: dict[str, Any], median_launch_call_ns: float | None) -> dict[str, Any] | None:
