@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import itertools
 import json
 import shutil
 import sqlite3
@@ -714,7 +715,7 @@ def test_the_sweep_matches_cutting_each_device_at_every_event(far_apart):
             own = [(s, e, c) for d, s, e, c in valid if d == sweep.device_id]
             times = sorted({t for s, e, _ in own for t in (s, e)})
             pieces = [(a, b, int(np.bitwise_or.reduce([c for s, e, c in own if s <= a < e] or [0])))
-                      for a, b in zip(times, times[1:], strict=False)]
+                      for a, b in itertools.pairwise(times)]
             assert (sweep.first_ns, sweep.span_ns) == (times[0], times[-1] - times[0])
             expected: dict[int, int] = {}
             for a, b, mask in pieces:
@@ -772,19 +773,6 @@ def test_tiny_kernel_stretches_match_walking_each_device_in_start_order():
         assert found["stretch_ns"] == sum(max(e for _, e, _ in r) - r[0][0] for r in long)
         assert found["idle_in_stretches_ns"] == sum(w for r in long for _, _, w in r)
     assert stretches > 40  # the kernels make many runs, not none
-
-
-def test_threads_give_the_answer_of_one_thread(realdata_file, monkeypatch):
-    """Large exports run independent steps on threads, small ones in line: both ways agree on a real export."""
-    from traceview.analyzer import threads
-
-    path = realdata_file(H100)
-    inline = analyze_json(path)
-    monkeypatch.setattr(threads, "PARALLEL_ROWS", 0)
-    threaded = analyze_json(path)
-    for data in (inline, threaded):
-        data["provenance"].pop("generated_at")
-    assert json.dumps(threaded, sort_keys=True) == json.dumps(inline, sort_keys=True)
 
 
 FOUND = Path(__file__).parent / "fixtures" / "found"

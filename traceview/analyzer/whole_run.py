@@ -33,7 +33,6 @@ import polars as pl
 from traceview.analyzer.kernel_kinds import is_communication
 from traceview.analyzer.nvtx import NvtxRanges, RangeNester, RangesOutOfOrder
 from traceview.analyzer.ordering import time_order
-from traceview.analyzer.threads import pool_for
 from traceview.numbers import reduced
 from traceview.parsers.nsys_sqlite import NSYS_NVTX, threads_of
 from traceview.wording import counted
@@ -672,18 +671,18 @@ def launching_calls(work: pl.DataFrame, api: pl.DataFrame) -> tuple[pl.Series, n
     wanted, numbers = work.select(key).to_series().to_numpy(), api.select(key).to_series().to_numpy()
     # A call is found by binary search in the calls ordered by number (ordered by process, then correlation id, which
     # come nearly sorted), which holds a few integer arrays where a hash join of millions of calls held several
-    # hundred MB more at the analysis' peak. Calls without a usable number launch nothing. The number is one integer,
-    # so one stable sort orders it (timsort runs through nearly sorted numbers: 0.03 s for the realistic 2 M
-    # export's 3.4 M calls, where splitting them by process first took 0.3 s).
-    usable = np.flatnonzero(numbers >= 0)
-    order = usable[np.argsort(numbers[usable], kind="stable")]
+    # hundred MB more at the analysis' peak. Calls without a usable number (-1) launch nothing.
+    # The permutation as polars gives it, 32-bit (numpy's is 64-bit): among unique numbers the order of ties does not
+    # matter, and repeated ones are matched by _latest_calls_before instead.
+    order = pl.Series(numbers).arg_sort().to_numpy()
     ordered = numbers[order]
-    if len(ordered) > 1 and bool((ordered[1:] == ordered[:-1]).any()):
-        return _latest_calls_before(work, api, wanted, numbers, usable)
+    if len(ordered) > 1 and bool(((ordered[1:] == ordered[:-1]) & (ordered[1:] >= 0)).any()):
+        del order, ordered
+        return _latest_calls_before(work, api, wanted, numbers, np.flatnonzero(numbers >= 0))
     index = np.searchsorted(ordered, wanted, side="left")
     found = (wanted >= 0) & (index < len(ordered))
     found[found] = ordered[index[found]] == wanted[found]
-    return pl.Series(found), order[index[found]]
+    return pl.Series(found), order[index[found]].astype(np.int64)
 
 
 def _latest_calls_before(work: pl.DataFrame, api: pl.DataFrame, wanted: np.ndarray, numbers: np.ndarray,
@@ -1106,57 +1105,53 @@ def analyze_whole_run(
     after the sweep has found the gaps, and never held whole. `launches` is launch_records(kernels, api) when the
     caller has it already; `graph_trace_mode` is the capture's
     CUDA graph trace mode (`Graph`, nsys's default, or `Node`), which matters only where graphs were launched."""
-    # Parts that need only the input run on a second thread beside the sweep and the gaps (numpy and polars release
-    # the GIL): on a large export of kernels alone, the second core is otherwise idle.
-    # One job at a time on the pool: two at once ran three threads on a two-core machine, and held the arrays of the
-    # sweep and of both jobs at the same moment, the peak of the 10 M-launch realistic export.
-    with pool_for(kernels.height + memops.height + api.height, workers=1) as pool:
-        tiny_work = pool.submit(tiny_kernel_stretches, kernels)
-        api_work = pool.submit(api_rules, memops, api)
-        migrations = bool(memops.height) and bool(memops.select(pl.col("copy_kind").is_in(UNIFIED_KINDS).any()).item())
-        sweeps, dropped = sweep_devices(activity_intervals(kernels, memops, graphs, names), migrations)
-        notes: list[str] = []
-        if dropped:
-            notes.append(f"{dropped} GPU activity row(s) with no device or an end before their start were left out")
-        devices = device_breakdown(sweeps)
-        first_kernel = dict(kernels.group_by("device_id").agg(pl.col("start_ns").min()).iter_rows()) if kernels.height else {}
-        for device in devices:
-            device["first_kernel_ns"] = first_kernel.get(device["device_id"])
-            device["verdict_message"] = None  # worded once its gaps have their causes, below
-        launches = launch_records(kernels, api) if launches is None else launches
-        first = pl.col("start_ns").arg_min()
-        first_launches = kernels.lazy().filter(pl.col("correlation_id").is_not_null()).group_by("name_id").agg(
-            pl.col("pid").gather(first).first(), pl.col("correlation_id").gather(first).first()).select("pid", "correlation_id").collect()
+    # One step after the other: beside the sweep, the API rules (on a second thread) raised the 10 M-launch realistic
+    # export's peak by their own arrays, for half a second of the 2 M export's 21.
+    tiny = tiny_kernel_stretches(kernels)
+    found_by_api, wait_windows = api_rules(memops, api)
+    migrations = bool(memops.height) and bool(memops.select(pl.col("copy_kind").is_in(UNIFIED_KINDS).any()).item())
+    sweeps, dropped = sweep_devices(activity_intervals(kernels, memops, graphs, names), migrations)
+    notes: list[str] = []
+    if dropped:
+        notes.append(f"{dropped} GPU activity row(s) with no device or an end before their start were left out")
+    devices = device_breakdown(sweeps)
+    first_kernel = dict(kernels.group_by("device_id").agg(pl.col("start_ns").min()).iter_rows()) if kernels.height else {}
+    for device in devices:
+        device["first_kernel_ns"] = first_kernel.get(device["device_id"])
+        device["verdict_message"] = None  # worded once its gaps have their causes, below
+    launches = launch_records(kernels, api) if launches is None else launches
+    first = pl.col("start_ns").arg_min()
+    first_launches = kernels.lazy().filter(pl.col("correlation_id").is_not_null()).group_by("name_id").agg(
+        pl.col("pid").gather(first).first(), pl.col("correlation_id").gather(first).first()).select("pid", "correlation_id").collect()
 
-        # Gaps: the idle pieces of the sweep, with a cause from the host activity of the device's own processes.
-        owners = pl.concat([kernels.lazy().select("device_id", "pid"), memops.lazy().select("device_id", "pid")]).drop_nulls().unique().collect()
-        pids_of = {device: set(group["pid"].to_list()) for (device,), group in owners.group_by("device_id")}
-        classified = api_classes(api, first_launches)
-        queued_work = queued_starts(launches, memops, graphs, api)
-        idle = [_idle_gaps(sweep, queued_work) for sweep in sweeps]
-        del queued_work
-        # Everything else that needs the sweep's pieces, so that they (two or three per launch) are not held through the
-        # NVTX pass and the gaps' causes.
-        tiny, (found_by_api, wait_windows) = tiny_work.result(), api_work.result()
-        devices_of_pid: dict[int, set[int]] = {}
-        for device, pids in pids_of.items():
-            for pid in pids:
-                devices_of_pid.setdefault(pid, set()).add(device)
-        busy = {sweep.device_id: sweep.busy_of() for sweep in sweeps}
-        discount_waits(found_by_api, wait_windows, busy, devices_of_pid)
-        utilisation = time_util_rule(busy, devices)
-        del busy
-        onto_idle = _launches_onto_idle(launches, sweeps)
-        del sweeps
-        # The NVTX rows, read once now that the gaps they are evidence for are known.
-        listed = pl.concat([gaps.listed for gaps in idle]) if idle else pl.DataFrame(schema={"start_ns": pl.Int64, "duration_ns": pl.Int64})
-        nvtx_pass = read_nvtx(nvtx, launches, listed["start_ns"].to_numpy(), (listed["start_ns"] + listed["duration_ns"]).to_numpy())
-        matching = range_names_matching(nvtx_pass.texts) if devices else ([], [])
-        # One device at a time: two at once held about 0.1 GB more on the realistic 2 M export (its peak), for no
-        # time this machine could tell apart from its noise.
-        per_device = [_device_gaps(device, gaps, pids_of.get(device["device_id"], set()), api, classified, nvtx_pass, matching)
-                      for device, gaps in zip(devices, idle, strict=True)]
-        del idle
+    # Gaps: the idle pieces of the sweep, with a cause from the host activity of the device's own processes.
+    owners = pl.concat([kernels.lazy().select("device_id", "pid"), memops.lazy().select("device_id", "pid")]).drop_nulls().unique().collect()
+    pids_of = {device: set(group["pid"].to_list()) for (device,), group in owners.group_by("device_id")}
+    classified = api_classes(api, first_launches)
+    queued_work = queued_starts(launches, memops, graphs, api)
+    idle = [_idle_gaps(sweep, queued_work) for sweep in sweeps]
+    del queued_work
+    # Everything else that needs the sweep's pieces, so that they (two or three per launch) are not held through the
+    # NVTX pass and the gaps' causes.
+    devices_of_pid: dict[int, set[int]] = {}
+    for device, pids in pids_of.items():
+        for pid in pids:
+            devices_of_pid.setdefault(pid, set()).add(device)
+    busy = {sweep.device_id: sweep.busy_of() for sweep in sweeps}
+    discount_waits(found_by_api, wait_windows, busy, devices_of_pid)
+    utilisation = time_util_rule(busy, devices)
+    del busy
+    onto_idle = _launches_onto_idle(launches, sweeps)
+    del sweeps
+    # The NVTX rows, read once now that the gaps they are evidence for are known.
+    listed = pl.concat([gaps.listed for gaps in idle]) if idle else pl.DataFrame(schema={"start_ns": pl.Int64, "duration_ns": pl.Int64})
+    nvtx_pass = read_nvtx(nvtx, launches, listed["start_ns"].to_numpy(), (listed["start_ns"] + listed["duration_ns"]).to_numpy())
+    matching = range_names_matching(nvtx_pass.texts) if devices else ([], [])
+    # One device at a time: two at once held about 0.1 GB more on the realistic 2 M export (its peak), for no
+    # time this machine could tell apart from its noise.
+    per_device = [_device_gaps(device, gaps, pids_of.get(device["device_id"], set()), api, classified, nvtx_pass, matching)
+                  for device, gaps in zip(devices, idle, strict=True)]
+    del idle
     all_gaps: list[dict[str, Any]] = []
     idle_by_cause: dict[str, int] = {}
     for device, gaps in zip(devices, per_device, strict=True):
