@@ -384,23 +384,22 @@ def copy_summary(memops: pl.DataFrame, link_peaks: dict[int, tuple[float | None,
 class Coverage:
     """The union of a set of intervals, answering how much of [a, b) it covers for many (a, b) at once."""
 
+    _BATCH = 1 << 20  # starts looked up at a time, so the lookup holds a few MB whatever the intervals
+
     def __init__(self, starts: np.ndarray, ends: np.ndarray, presorted: bool = False) -> None:
-        # `presorted`: the caller sorted by start already (millions of events: one sort, not two). Calls and ranges
-        # mostly come in time order already, which time_order sees in one pass.
-        order = None if presorted else time_order(starts, None)
-        if order is not None:
-            starts, ends = starts[order], ends[order]
-        if len(starts):
-            running_end = np.maximum.accumulate(ends)
-            new_block = np.empty(len(starts), dtype=bool)
-            new_block[0] = True
-            new_block[1:] = starts[1:] > running_end[:-1]
-            first = np.flatnonzero(new_block)
-            self.starts = starts[first]
-            # A block ends where the running end stands at its last interval (the one before the next block).
-            self.ends = running_end[np.append(first[1:] - 1, len(starts) - 1)].astype(np.int64)
-        else:
-            self.starts = self.ends = np.zeros(0, dtype=np.int64)
+        # The union's blocks come from the starts and the ends each sorted on their own, so no permutation of millions
+        # of intervals is held: a block begins at a start before which every interval with an earlier start has ended
+        # (the ends before it are as many as the starts before it), and ends at the latest end before the next
+        # block's start, which is the j-th smallest end when j intervals start before that block. Touching intervals
+        # are one block. `presorted`: the starts are in order already.
+        starts = starts if presorted else np.sort(starts)
+        ends = np.sort(ends)
+        count = len(starts)
+        first = [np.flatnonzero(np.searchsorted(ends, starts[at:at + self._BATCH], side="left") == np.arange(at, min(at + self._BATCH, count))) + at
+                 for at in range(0, count, self._BATCH)]
+        blocks = np.concatenate(first) if first else np.zeros(0, dtype=np.int64)
+        self.starts = starts[blocks].astype(np.int64)
+        self.ends = ends[np.append(blocks[1:], count) - 1].astype(np.int64) if count else np.zeros(0, dtype=np.int64)
         self.before = np.concatenate([[0], np.cumsum(self.ends - self.starts)])
 
     def upto(self, t: np.ndarray) -> np.ndarray:
