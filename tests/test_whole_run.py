@@ -688,12 +688,18 @@ def test_coverage_of_overlapping_intervals_matches_counting_every_nanosecond():
 
 
 @pytest.mark.parametrize("far_apart", [False, True], ids=["packed", "times-too-far-apart-to-pack"])
-def test_the_sweep_matches_cutting_each_device_at_every_event(far_apart):
+@pytest.mark.parametrize("batch", [None, 1, 3, 8])
+def test_the_sweep_matches_cutting_each_device_at_every_event(far_apart, batch, monkeypatch):
     """Each device's span cut at every start and end: the time per set of active categories, the idle pieces, the
-    migrations either side of them and the busy time match a plain cut, with ties, zero-length and invalid rows."""
+    migrations either side of them and the busy time match a plain cut, with ties, zero-length and invalid rows,
+    whole and in batches of a few events (a piece, a run of one category and a gap cut by a batch's edge)."""
     import polars as pl
 
+    from traceview.analyzer import whole_run
     from traceview.analyzer.whole_run import UNIFIED, sweep_devices
+
+    if batch is not None:
+        monkeypatch.setattr(whole_run, "_SWEEP_BATCH", batch)
 
     rng = np.random.default_rng(11)
     for _ in range(150):

@@ -184,73 +184,95 @@ def sweep_devices(intervals: pl.LazyFrame, migrations: bool) -> tuple[list[Devic
     valid = _valid_interval()
     counts = intervals.select(pl.len().alias("rows"), valid.sum().alias("valid")).collect().row(0, named=True)
     devices = intervals.filter(valid).select(pl.col("device_id").unique().sort()).collect().to_series().to_list()
-    sweeps = []
-    for device in devices:
-        own = intervals.filter(valid & (pl.col("device_id") == device)).select("start_ns", "end_ns", "category").collect()
-        sweeps.append(_sweep(device, own["start_ns"].to_numpy(), own["end_ns"].to_numpy(), own["category"].to_numpy(), migrations))
-        del own
+    sweeps = [_sweep(device, intervals.filter(valid & (pl.col("device_id") == device)), migrations) for device in devices]
     return sweeps, int(counts["rows"]) - int(counts["valid"])
 
 
 _CODE_BITS = 3  # an event's code: twice its category's bit index, plus one at an end
 _CODE_OF_BIT = np.array([0, 0, 2, 0, 4, 0, 0, 0, 6], dtype=np.int8)  # COMPUTE → 0, COMMUNICATION → 2, COPY → 4, UNIFIED → 6
+_SWEEP_BATCH = 1 << 21  # events whose pieces are cut at a time: the per-piece arrays of a batch are a few tens of MB
 
 
-def _sorted_events(starts: np.ndarray, ends: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Return the times (ns) and codes of the intervals' starts and ends, in time order. The order among events at one
-    time does not matter: a piece starts only after the last of them."""
-    first = int(starts.min())
-    if int(ends.max()) - first < 2 ** (63 - _CODE_BITS):
+def _sorted_events(own: pl.LazyFrame) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """Return the times (ns) and codes of one device's interval starts and ends (start_ns, end_ns, category) in time
+    order, with the first start and the span (ns). The order among events at one time does not matter: a piece
+    starts only after the last of them. Only the events are held once they are made: the rows are dropped."""
+    rows = own.select("start_ns", "end_ns", pl.col("category").replace_strict({1: 0, 2: 2, 4: 4, 8: 6}, return_dtype=pl.Int8).alias("code")).collect()
+    first, last = int(rows["start_ns"].min()), int(rows["end_ns"].max())  # type: ignore[arg-type]
+    count = rows.height
+    codes = np.empty(2 * count, dtype=np.int8)
+    codes[:count] = rows["code"].to_numpy()
+    codes[count:] = codes[:count] + 1
+    if last - first < 2 ** (63 - _CODE_BITS):
         # Time (from the first start) and code packed in one integer and sorted in place: no permutation of millions
         # of events is held, and sorting integers is several times faster than ordering them by a key.
-        packed = np.concatenate([starts - first, ends - first])
+        packed = np.empty(2 * count, dtype=np.int64)
+        np.subtract(rows["start_ns"].to_numpy(), first, out=packed[:count])
+        np.subtract(rows["end_ns"].to_numpy(), first, out=packed[count:])
+        del rows
         packed <<= _CODE_BITS
-        packed |= np.concatenate([codes, codes + 1])
+        packed |= codes
         packed.sort()
-        event_codes = (packed & ((1 << _CODE_BITS) - 1)).astype(np.int8)
+        np.bitwise_and(packed, (1 << _CODE_BITS) - 1, out=codes, casting="unsafe")
         packed >>= _CODE_BITS
         packed += first
-        return packed, event_codes
+        return packed, codes, first, last - first
     # Times too far apart to pack (a damaged export's stray timestamps).
-    times = np.concatenate([starts, ends])
+    times = np.concatenate([rows["start_ns"].to_numpy(), rows["end_ns"].to_numpy()])
+    del rows
     order = np.argsort(times, kind="stable")
-    return times[order], np.concatenate([codes, codes + 1])[order]
+    return times[order], codes[order], first, last - first
 
 
-def _sweep(device_id: int, starts: np.ndarray, ends: np.ndarray, categories: np.ndarray, migrations: bool) -> DeviceSweep:
+def _sweep(device_id: int, own: pl.LazyFrame, migrations: bool) -> DeviceSweep:
     """Return the sweep of one device's intervals (start_ns, end_ns, category bit each, end ≥ start)."""
-    first = int(starts.min())
-    span = int(ends.max()) - first
-    present = [bit for bit in (COMPUTE, COMMUNICATION, COPY, UNIFIED) if bool((categories == bit).any())]
-    times, codes = _sorted_events(starts, ends, _CODE_OF_BIT[categories])
+    times, codes, first, span = _sorted_events(own)
+    # The categories active after each event: per category, +1 where one of its intervals starts and -1 where one
+    # ends; the running sum (carried from batch to batch) is how many are active.
     mask = np.zeros(len(times), dtype=np.int8)
+    present = [bit for bit in (COMPUTE, COMMUNICATION, COPY, UNIFIED) if bool((codes == _CODE_OF_BIT[bit]).any())]
     for bit in present:
-        # +1 where an interval of this category starts, -1 where one ends: the running sum is how many are active.
-        # Millions of events: 8-bit steps, a 32-bit running sum (fresh memory costs as much as the arithmetic here).
-        code = 2 * (bit.bit_length() - 1)
-        step = (codes == code).view(np.int8) - (codes == code + 1).view(np.int8)
-        mask |= (np.cumsum(step, dtype=np.int32) > 0).view(np.int8) * np.int8(bit)
+        code, active = _CODE_OF_BIT[bit], 0
+        for at in range(0, len(times), _SWEEP_BATCH):
+            part = codes[at:at + _SWEEP_BATCH]
+            running = np.cumsum((part == code).view(np.int8) - (part == code + 1).view(np.int8), dtype=np.int64) + active
+            active = int(running[-1])
+            mask[at:at + _SWEEP_BATCH] |= (running > 0).view(np.int8) * np.int8(bit)
     del codes
     # A piece runs from one event to the next, where time passes; its categories are those active after the first.
-    at = np.flatnonzero(times[1:] > times[:-1])
-    durations = times[at + 1] - times[at]
-    masks = mask[at]
-    del mask
-    time_by_mask = {int(m): int(durations[masks == m].sum()) for m in np.unique(masks)}
-    idle = np.flatnonzero(masks == 0)
+    time_by_mask: dict[int, int] = {}
+    gap_starts, gap_durations, piece_masks, gap_pieces = [], [], [], []
+    pieces = 0
+    for at in range(0, max(len(times) - 1, 0), _SWEEP_BATCH):
+        upto = min(at + _SWEEP_BATCH, len(times) - 1)
+        cut = np.flatnonzero(times[at + 1:upto + 1] > times[at:upto]) + at
+        durations = times[cut + 1] - times[cut]
+        masks = mask[cut]
+        for m in np.unique(masks).tolist():
+            time_by_mask[m] = time_by_mask.get(m, 0) + int(durations[masks == m].sum())
+        idle = np.flatnonzero(masks == 0)
+        gap_starts.append(times[cut[idle]])
+        gap_durations.append(durations[idle])
+        if migrations:
+            piece_masks.append(masks)
+            gap_pieces.append(idle + pieces)
+        pieces += len(cut)
     between = None
     if migrations:
         # The pieces either side of an idle one are what the GPU did around it.
-        migrating = (masks & UNIFIED) != 0
+        migrating = (np.concatenate(piece_masks or [np.zeros(0, dtype=np.int8)]) & UNIFIED) != 0
+        idle = np.concatenate(gap_pieces or [np.zeros(0, dtype=np.int64)])
         before = np.zeros(len(idle), dtype=bool)
         after = np.zeros(len(idle), dtype=bool)
         inside = idle > 0
         after[inside] = migrating[idle[inside] - 1]
-        inside = idle < len(masks) - 1
+        inside = idle < pieces - 1
         before[inside] = migrating[idle[inside] + 1]
         between = after & before
-    gaps = pl.DataFrame({"start_ns": times[at[idle]], "duration_ns": durations[idle]}, schema={"start_ns": pl.Int64, "duration_ns": pl.Int64})
-    return DeviceSweep(device_id, first, span, time_by_mask, gaps, between)
+    gaps = pl.DataFrame({"start_ns": np.concatenate(gap_starts or [np.zeros(0, dtype=np.int64)]),
+                         "duration_ns": np.concatenate(gap_durations or [np.zeros(0, dtype=np.int64)])},
+                        schema={"start_ns": pl.Int64, "duration_ns": pl.Int64})
+    return DeviceSweep(device_id, first, span, dict(sorted(time_by_mask.items())), gaps, between)
 
 
 def _pct(part: float, whole: float) -> float | None:
