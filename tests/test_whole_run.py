@@ -556,6 +556,37 @@ def test_launch_records_match_process_and_correlation_id_latest_call_before_wins
     assert launch_records(kernels, unique)["call_start_ns"].to_list() == [6, 5, 8]
 
 
+@pytest.mark.parametrize("batch", [None, 1, 7])
+def test_launching_calls_match_a_lookup_by_process_and_correlation_id(batch, monkeypatch):
+    """Unique (process, correlation id) numbers: each row of work gets the one call with its number, found a batch of
+    calls at a time, with rows and calls lacking ids and processes that share correlation ids."""
+    import polars as pl
+
+    from traceview.analyzer import whole_run
+
+    if batch is not None:
+        monkeypatch.setattr(whole_run, "_CALL_BATCH", batch)
+    rng = np.random.default_rng(3)
+    for _ in range(60):
+        pairs = {(int(p), int(c)) for p, c in zip(rng.integers(1, 4, 40), rng.integers(0, 30, 40), strict=True)}
+        calls = list(pairs)
+        rng.shuffle(calls)
+        api = pl.DataFrame({"start_ns": range(len(calls)), "end_ns": range(len(calls)),
+                            "correlation_id": [c if rng.random() > 0.05 else None for _, c in calls],
+                            "pid": [p if rng.random() > 0.05 else None for p, _ in calls]}, schema_overrides={"correlation_id": pl.Int64, "pid": pl.Int64})
+        n = int(rng.integers(0, 50))
+        work = pl.DataFrame({"start_ns": range(n), "correlation_id": [int(c) if rng.random() > 0.1 else None for c in rng.integers(0, 35, n)],
+                             "pid": [int(p) if rng.random() > 0.1 else None for p in rng.integers(1, 5, n)]},
+                            schema_overrides={"correlation_id": pl.Int64, "pid": pl.Int64})
+        found, call = whole_run.launching_calls(work, api)
+        row_of = {(p, c): i for i, (p, c) in enumerate(zip(api["pid"].to_list(), api["correlation_id"].to_list(), strict=True))
+                  if p is not None and c is not None}
+        expected = [row_of.get((p, c)) if p is not None and c is not None else None
+                    for p, c in zip(work["pid"].to_list(), work["correlation_id"].to_list(), strict=True)]
+        assert found.to_list() == [e is not None for e in expected]
+        assert call.tolist() == [e for e in expected if e is not None]
+
+
 def test_a_slow_first_launch_is_module_loading_a_slow_later_one_is_not():
     import polars as pl
 

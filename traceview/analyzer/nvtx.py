@@ -391,7 +391,8 @@ def steps_from_kernels(kernels: pl.DataFrame, names: dict[int, str]) -> dict[str
         return None
     # The busiest device; on a tie the first by id (a group_by comes in no fixed order).
     device = kernels.group_by("device_id").len().sort(["len", "device_id"], descending=[True, False], nulls_last=True)["device_id"][0]
-    ordered = kernels.filter(pl.col("device_id") == device).sort("start_ns").with_row_index("position")
+    # Only the two columns the steps need are taken out and ordered: all seven copied 0.7 GB at 10 M launches.
+    ordered = kernels.lazy().filter(pl.col("device_id") == device).select("name_id", "start_ns").sort("start_ns").with_row_index("position").collect()
     periodic = ordered.group_by("name_id").agg(
         pl.len().alias("n"), pl.col("position").min().alias("first"),
         (pl.col("position").diff().drop_nulls().n_unique() == 1).alias("regular"), pl.col("position").diff().drop_nulls().first().alias("stride"),
