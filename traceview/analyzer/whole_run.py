@@ -248,7 +248,7 @@ def _sweep(device_id: int, own: pl.LazyFrame, migrations: bool) -> DeviceSweep:
         cut = np.flatnonzero(times[at + 1:upto + 1] > times[at:upto]) + at
         durations = times[cut + 1] - times[cut]
         masks = mask[cut]
-        for m in np.unique(masks).tolist():
+        for m in np.flatnonzero(np.bincount(masks, minlength=16)).tolist():  # masks are 4 bits
             time_by_mask[m] = time_by_mask.get(m, 0) + int(durations[masks == m].sum())
         idle = np.flatnonzero(masks == 0)
         gap_starts.append(times[cut[idle]])
@@ -704,7 +704,10 @@ def launching_calls(work: pl.DataFrame, api: pl.DataFrame) -> tuple[pl.Series, n
     # The numbers the work asks for, sorted, and each call looked up among them by binary search, a batch of calls at
     # a time: no permutation of the calls (millions more than the copies, and more than the kernels) is made, which
     # an argsort or a hash join of them did (the 10 M-launch export's copies: +0.63 GB).
-    asked = np.unique(wanted[wanted >= 0])
+    asked = np.sort(wanted[wanted >= 0])
+    if len(asked) > 1:
+        # Sorted, then one of each (numpy's unique hashes first: seconds for millions of kernels).
+        asked = asked[np.concatenate([[True], asked[1:] != asked[:-1]])]
     call_of = np.full(len(asked), -1, dtype=np.int64)
     for at in range(0, len(numbers), _CALL_BATCH):
         part = numbers[at:at + _CALL_BATCH]
