@@ -764,7 +764,7 @@ def test_the_sweep_matches_cutting_each_device_at_every_event(far_apart, batch, 
             assert sweep.between_migrations is not None
             assert sweep.between_migrations.tolist() == [0 < i < len(pieces) - 1 and migrating[i - 1] and migrating[i + 1] for i in idle]
             busy = [(a, b) for a, b, mask in pieces if mask]
-            windows = np.array([times[0], (times[0] + times[-1]) // 2, times[-1]])
+            windows = np.array([times[0] - 5, times[0], (times[0] + times[-1]) // 2, times[-1], times[-1] + 5])
             covered = [sum(max(0, min(b, y) - max(a, x)) for a, b in busy) for x, y in zip(windows[:-1], windows[1:], strict=True)]
             assert sweep.busy_of().overlap(windows[:-1], windows[1:]).tolist() == covered
 

@@ -153,12 +153,35 @@ class DeviceSweep:
     gaps: pl.DataFrame  # start_ns, duration_ns of each idle piece, in time order
     between_migrations: np.ndarray | None  # per gap: a unified-memory migration just before and just after it
 
-    def busy_of(self) -> Coverage:
+    def busy_of(self) -> BusyTime:
         """Return the device's busy time (any GPU work): its span less the gaps."""
-        starts = np.concatenate([[self.first_ns], (self.gaps["start_ns"] + self.gaps["duration_ns"]).to_numpy()])
-        ends = np.concatenate([self.gaps["start_ns"].to_numpy(), [self.first_ns + self.span_ns]])
-        stretch = ends > starts
-        return Coverage(starts[stretch], ends[stretch], presorted=True)
+        return BusyTime(self)
+
+
+class BusyTime:
+    """A device's busy time: its span less its gaps (ns), answering how much of [a, b) it covers for many (a, b) at
+    once. The gaps are in time order and do not overlap, so they are their own union: nothing is merged or sorted."""
+
+    def __init__(self, sweep: DeviceSweep) -> None:
+        self.first_ns, self.last_ns = sweep.first_ns, sweep.first_ns + sweep.span_ns
+        starts, durations = sweep.gaps["start_ns"].to_numpy(), sweep.gaps["duration_ns"].to_numpy()
+        self._starts, self._ends = starts, starts + durations
+        self._idle_before = np.concatenate([[0], np.cumsum(durations)])
+        self.busy_ns = sweep.span_ns - int(self._idle_before[-1])
+
+    def _idle_upto(self, t: np.ndarray) -> np.ndarray:
+        index = np.searchsorted(self._starts, t, side="right") - 1
+        if not len(self._starts):
+            return np.zeros(len(t), dtype=np.int64)
+        safe = np.clip(index, 0, None)
+        inside = np.clip(t - self._starts[safe], 0, self._ends[safe] - self._starts[safe])
+        return np.where(index >= 0, self._idle_before[safe] + inside, 0)
+
+    def overlap(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Return the busy time (ns) inside each [a, b), a ≤ b."""
+        a, b = np.clip(a, self.first_ns, self.last_ns), np.clip(b, self.first_ns, self.last_ns)
+        busy: np.ndarray = (b - a) - (self._idle_upto(b) - self._idle_upto(a))
+        return busy
 
 
 def _valid_interval() -> pl.Expr:
@@ -903,7 +926,7 @@ def _duration(ns: float) -> str:
 WAIT_WINDOWS = pl.Schema({"rule": pl.String, "device_id": pl.Int64, "pid": pl.Int64, "from_ns": pl.Int64, "until_ns": pl.Int64})
 
 
-def discount_waits(findings: list[dict[str, Any]], windows: pl.DataFrame, busy: dict[int, Coverage], devices_of_pid: dict[int, set[int]]) -> None:
+def discount_waits(findings: list[dict[str, Any]], windows: pl.DataFrame, busy: dict[int, BusyTime], devices_of_pid: dict[int, set[int]]) -> None:
     """Take out of each blocking-call finding (synchronous copies and memsets, synchronize calls) the time its calls
     waited while the GPU still ran the work queued before them: a synchronous copy starts after that work and a
     synchronize returns after it, so that wait is the work's own time (kernels, copies), not the call's. The finding
@@ -911,7 +934,7 @@ def discount_waits(findings: list[dict[str, Any]], windows: pl.DataFrame, busy: 
     the device a copy ran on, or for a synchronize only its process, whose devices' busy time is taken (the most of
     them: a synchronize waits for one device's work at a time)."""
     by_rule = {f["rule"]: f for f in findings}
-    busy = {device: coverage for device, coverage in busy.items() if len(coverage.starts)}
+    busy = {device: time for device, time in busy.items() if time.busy_ns > 0}
     if not busy:
         # No kernel or copy in the export (its GPU side was not traced): what the calls waited for is unknown.
         for rule in windows["rule"].unique().to_list():
@@ -1039,7 +1062,7 @@ def _launches_onto_idle(launches: pl.DataFrame, sweeps: list[DeviceSweep]) -> di
     return {"kernels": onto_idle.height, "median_latency_ns": _quantile(latency, 0.5), "p99_latency_ns": _quantile(latency, 0.99)}
 
 
-def time_util_rule(busy_of: dict[int, Coverage], devices: list[dict[str, Any]]) -> dict[str, Any] | None:
+def time_util_rule(busy_of: dict[int, BusyTime], devices: list[dict[str, Any]]) -> dict[str, Any] | None:
     """nsys analyze's gpu_time_util: each device's span in 30 chunks; chunks under 50% busy (all GPU work counts);
     `busy_of` is each device's DeviceSweep.busy_of()."""
     low_chunks = []
