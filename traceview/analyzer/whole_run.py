@@ -431,14 +431,19 @@ class Coverage:
 
     _BATCH = 1 << 20  # starts looked up at a time, so the lookup holds a few MB whatever the intervals
 
-    def __init__(self, starts: np.ndarray, ends: np.ndarray, presorted: bool = False) -> None:
+    def __init__(self, starts: np.ndarray, ends: np.ndarray, presorted: bool = False, in_place: bool = False) -> None:
         # The union's blocks come from the starts and the ends each sorted on their own, so no permutation of millions
         # of intervals is held: a block begins at a start before which every interval with an earlier start has ended
         # (the ends before it are as many as the starts before it), and ends at the latest end before the next
         # block's start, which is the j-th smallest end when j intervals start before that block. Touching intervals
-        # are one block. `presorted`: the starts are in order already.
-        starts = starts if presorted else np.sort(starts)
-        ends = np.sort(ends)
+        # are one block. `presorted`: the starts are in order already; `in_place`: the arrays are the caller's to sort.
+        if in_place:
+            ends.sort()
+            if not presorted:
+                starts.sort()
+        else:
+            starts = starts if presorted else np.sort(starts)
+            ends = np.sort(ends)
         count = len(starts)
         first = [np.flatnonzero(np.searchsorted(ends, starts[at:at + self._BATCH], side="left") == np.arange(at, min(at + self._BATCH, count))) + at
                  for at in range(0, count, self._BATCH)]
@@ -523,9 +528,15 @@ def _host_rows(frame: pl.DataFrame, pids: set[int], ids_known: bool | None = Non
     return pl.col("tid").is_in(threads_of(frame["tid"], pids).implode()) if by_thread else pl.col("pid").is_in(list(pids))
 
 
-def _coverage(frame: pl.DataFrame) -> Coverage:
-    valid = frame.filter(pl.col("end_ns").is_not_null() & (pl.col("end_ns") >= pl.col("start_ns")))
-    return Coverage(valid["start_ns"].to_numpy(), valid["end_ns"].to_numpy())
+def _coverage(frame: pl.DataFrame, rows: pl.Expr | None = None) -> Coverage:
+    """Return the union of the frame's rows that `rows` keeps (all where None) and that have an end at or after their
+    start. The kept times are taken out once, into arrays the union sorts in place: a filtered frame, then arrays
+    sorted from it, copied millions of launch calls three times per device."""
+    keep = (pl.col("end_ns") >= pl.col("start_ns")).fill_null(False)
+    wanted = frame.select(keep if rows is None else keep & rows).to_series().to_numpy()
+    # Nulls (never kept) filled first: a column with nulls would come out as floats, inexact beyond 2**53 ns.
+    starts, ends = ((times.fill_null(0) if times.null_count() else times).to_numpy()[wanted] for times in (frame["start_ns"], frame["end_ns"]))
+    return Coverage(starts, ends, in_place=True)
 
 
 _GAP_API_CLASSES = ("synchronization", "synchronous_copy", "memory_allocation", "launch")
@@ -588,7 +599,7 @@ def _host_cause(a: np.ndarray, b: np.ndarray, classes: pl.DataFrame, jit_ranges:
         # One class's calls at a time (launch calls are most of millions): never every class's copy at once.
         if label not in present:
             return np.zeros(len(a), dtype=np.int64)
-        return _coverage(classes.filter(host & (pl.col("class") == label)).select("start_ns", "end_ns")).overlap(a, b)
+        return _coverage(classes, host & (pl.col("class") == label)).overlap(a, b)
 
     code = CAUSE_CODES.index
     loading = covered("module_load")
