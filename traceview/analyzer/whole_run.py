@@ -993,46 +993,53 @@ def api_rules(memops: pl.DataFrame, api: pl.DataFrame) -> tuple[list[dict[str, A
         return found, windows[0]
     names = distinct_names(api["name"])
     # Only calls that can make a copy rule (the patterns the filters below test) are joined to the copies: millions
-    # of launch calls are not copied with their names to be dropped again.
-    copy_calls = [n for n in names if _ASYNC.search(n) or _MEMCPY_API.search(n) or _MEMSET_API.search(n)]
-    calls = api.filter(pl.col("name").is_in(copy_calls)).select(
-        "pid", "correlation_id", pl.col("name").cast(pl.String).alias("call"), (pl.col("end_ns") - pl.col("start_ns")).alias("call_ns"),
-        pl.col("start_ns").alias("call_start_ns"), pl.col("end_ns").alias("call_end_ns"), "start_ns")
-    # Each copy's own call, found as kernels find theirs: a join on the ids would multiply rows where ids repeat.
-    ops = memops
+    # of launch calls are not copied with their names to be dropped again. Names stay categorical: each rule's names
+    # are picked from the few distinct ones.
+    asynchronous = [n for n in names if _ASYNC.search(n)]
+    memcpy_calls = [n for n in names if _MEMCPY_API.search(n) and not _ASYNC.search(n)]
+    memset_calls = [n for n in names if _MEMSET_API.search(n) and not _ASYNC.search(n)]
+    calls = api.filter(pl.col("name").is_in(asynchronous + memcpy_calls + memset_calls)).select(
+        "pid", "correlation_id", pl.col("name").alias("call"), pl.col("start_ns").alias("call_start_ns"), pl.col("end_ns").alias("call_end_ns"), "start_ns")
+    # Each copy's own call, found as kernels find theirs: a join on the ids would multiply rows where ids repeat. Of
+    # the copies only what the rules read is kept, the kinds as flags: their strings were most of a copy's bytes.
+    ops = pl.DataFrame(schema={"device_id": pl.Int64, "pid": pl.Int64, "start_ns": pl.Int64, "end_ns": pl.Int64, "bytes": pl.Int64, "memset": pl.Boolean,
+                               "pageable": pl.Boolean, "call": calls["call"].dtype, "call_start_ns": pl.Int64, "call_end_ns": pl.Int64})
     if memops.height and calls.height:
         matched, call = launching_calls(memops, calls)
-        ops = memops.filter(matched).with_columns(calls.drop("pid", "correlation_id", "start_ns")[call])
-    elif memops.height:
-        ops = memops.head(0).with_columns(calls.drop("pid", "correlation_id", "start_ns").head(0))
+        ops = memops.filter(matched).select(
+            "device_id", "pid", "start_ns", "end_ns", "bytes", (pl.col("operation") == "memset").alias("memset"),
+            ((pl.col("src_kind") == "Pageable") | (pl.col("dst_kind") == "Pageable")).fill_null(False).alias("pageable"),
+        ).with_columns(calls.select("call", "call_start_ns", "call_end_ns")[call])
+    del calls
+    call_ns = pl.col("call_end_ns") - pl.col("call_start_ns")
     if ops.height:
-        pageable = (pl.col("src_kind") == "Pageable") | (pl.col("dst_kind") == "Pageable")
-        async_pageable = ops.filter((pl.col("operation") != "memset") & pl.col("call").str.contains(_ASYNC.pattern) & pageable.fill_null(False))
-        if async_pageable.height:
+        async_pageable = ops.filter(~pl.col("memset") & pl.col("call").is_in(asynchronous) & pl.col("pageable")).select(
+            pl.len().alias("copies"), call_ns.sum().alias("call_ns"), pl.col("bytes").sum()).row(0, named=True)
+        if async_pageable["copies"]:
             found.append(_finding(
-                "cuda_memcpy_async", reduced(async_pageable["call_ns"].sum()) or 0.0,
-                f"{async_pageable.height} asynchronous copies use pageable host memory, so they run synchronously "
-                f"({_duration(reduced(async_pageable['call_ns'].sum()) or 0.0)} of host time in the calls)",
+                "cuda_memcpy_async", reduced(async_pageable["call_ns"]) or 0.0,
+                f"{async_pageable['copies']} asynchronous copies use pageable host memory, so they run synchronously "
+                f"({_duration(reduced(async_pageable['call_ns']) or 0.0)} of host time in the calls)",
                 PAGEABLE_ADVICE,
-                {"copies": async_pageable.height, "bytes": int(async_pageable["bytes"].sum() or 0)}))
-        sync_copies = ops.filter((pl.col("operation") != "memset") & pl.col("call").str.contains(_MEMCPY_API.pattern) & ~pl.col("call").str.contains(_ASYNC.pattern))
+                {"copies": async_pageable["copies"], "bytes": int(async_pageable["bytes"] or 0)}))
+        sync_copies = ops.filter(~pl.col("memset") & pl.col("call").is_in(memcpy_calls))
         # A synchronous copy waits, before it starts, for the work queued ahead of it on its device.
         before_copy = [pl.col("device_id"), pl.col("pid"), pl.col("call_start_ns").alias("from_ns"), pl.min_horizontal("start_ns", "call_end_ns").alias("until_ns")]
         # Then it blocks while the copy itself runs: the copy's own time, which an asynchronous copy takes as well and
         # the copy findings count; only the rest of the blocked time is the call's.
         copying = (pl.min_horizontal("end_ns", "call_end_ns") - pl.max_horizontal("start_ns", "call_start_ns")).clip(lower_bound=0).sum()
         if sync_copies.height:
-            blocked = int(sync_copies["call_ns"].sum())
+            blocked = int(sync_copies.select(call_ns.sum()).item())
             found.append(_blocking_finding(
                 "cuda_memcpy_sync", blocked,
-                f"{counted(sync_copies.height, 'synchronous memcpy call')} ({', '.join(sorted(set(sync_copies['call'].to_list())))[:80]}) blocked the host "
-                f"for {_duration(blocked)}", CAUSES["synchronous_copy"][1],
-                {"copies": sync_copies.height, "pageable": int(sync_copies.select(pageable.fill_null(False).sum()).item()),
+                f"{counted(sync_copies.height, 'synchronous memcpy call')} ({', '.join(sorted(sync_copies['call'].unique().cast(pl.String).to_list()))[:80]}) "
+                f"blocked the host for {_duration(blocked)}", CAUSES["synchronous_copy"][1],
+                {"copies": sync_copies.height, "pageable": int(sync_copies["pageable"].sum()),
                  "copying_ns": int(sync_copies.select(copying).item() or 0)}))
             windows.append(sync_copies.select(pl.lit("cuda_memcpy_sync").alias("rule"), *before_copy))
-        sync_sets = ops.filter((pl.col("operation") == "memset") & pl.col("call").str.contains(_MEMSET_API.pattern) & ~pl.col("call").str.contains(_ASYNC.pattern))
+        sync_sets = ops.filter(pl.col("memset") & pl.col("call").is_in(memset_calls))
         if sync_sets.height:
-            blocked = int(sync_sets["call_ns"].sum())
+            blocked = int(sync_sets.select(call_ns.sum()).item())
             found.append(_blocking_finding("cuda_memset_sync", blocked, f"{counted(sync_sets.height, 'synchronous memset call')} blocked the host for {_duration(blocked)}",
                                            "use cudaMemsetAsync on the work's stream", {"calls": sync_sets.height, "copying_ns": int(sync_sets.select(copying).item() or 0)}))
             windows.append(sync_sets.select(pl.lit("cuda_memset_sync").alias("rule"), *before_copy))
