@@ -702,8 +702,12 @@ def test_the_same_export_gives_the_same_answer_every_time(realdata_file):
     assert answers[0] == answers[1] == answers[2]
 
 
-def test_coverage_of_overlapping_intervals_matches_counting_every_nanosecond():
+@pytest.mark.parametrize("batch", [None, 3])
+def test_coverage_of_overlapping_intervals_matches_counting_every_nanosecond(batch, monkeypatch):
     from traceview.analyzer.whole_run import Coverage
+
+    if batch is not None:  # starts looked up and windows answered a few at a time
+        monkeypatch.setattr(Coverage, "_BATCH", batch)
 
     rng = np.random.default_rng(7)
     for trial in range(200):
