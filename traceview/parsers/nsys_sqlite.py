@@ -39,13 +39,13 @@ GRAPH_TRACE_TABLE = "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"
 _CHUNK_ROWS = 500_000  # rows per query at most, and per ADBC record batch (the driver's default is 1,024): see _Reader.chunk
 _CONNECTIONS = 2  # tables are read on this many connections at once
 _SPLIT_ROWS = 50_000  # a table with fewer rows is one query: a second connection would cost more than it gives
-# The analysis's peak memory per row read (the sweep, the launch joins and the gaps hold each kernel several times
-# over; NVTX ranges are streamed, only their per-group sums and step ranges kept), from
-# benchmarks/bench_nsys_realistic.py on this machine (2026-12-06): the realistic exports of 2 M and 10 M launches peak at
-# 0.85 GB and 3.60 GB (these figures give 0.84 and 3.81 GB), kernels alone (2 M) at 0.70 GB on 12-04. Used to refuse,
-# before reading, an export the machine cannot hold.
-_PEAK_BYTES_PER_KERNEL = 280
-_PEAK_BYTES_PER_ROW = 40  # any other timed row held: runtime calls, copies, synchronisation
+# The analysis's peak memory per row read (the kernels, calls and copies are held, and the launch join and the gaps'
+# causes take a few more bytes per kernel at their peaks; NVTX ranges are streamed, only their per-group sums and
+# step ranges kept), from benchmarks/bench_nsys_realistic.py on this machine (2026-12-06, third session): the
+# realistic exports of 2 M and 10 M launches peak at 0.71 GB and 2.76 GB (these figures give 0.70 and 3.11 GB), kernels
+# alone (2 M) at 0.40 GB. Used to refuse, before reading, an export the machine cannot hold.
+_PEAK_BYTES_PER_KERNEL = 220
+_PEAK_BYTES_PER_ROW = 35  # any other timed row held: runtime calls, copies, synchronisation
 _PEAK_BYTES_PER_NVTX_ROW = 2
 _PEAK_BASE_BYTES = 100_000_000
 # Beyond this many row ids (a damaged page can make max(rowid) ~2**62) a table is read as one range, counted first.
