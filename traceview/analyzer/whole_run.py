@@ -220,7 +220,8 @@ def _sorted_events(own: pl.LazyFrame) -> tuple[np.ndarray, np.ndarray, int, int]
     """Return the times (ns) and codes of one device's interval starts and ends (start_ns, end_ns, category) in time
     order, with the first start and the span (ns). The order among events at one time does not matter: a piece
     starts only after the last of them. Only the events are held once they are made: the rows are dropped."""
-    rows = own.select("start_ns", "end_ns", pl.col("category").replace_strict({1: 0, 2: 2, 4: 4, 8: 6}, return_dtype=pl.Int8).alias("code")).collect()
+    code_of_bit = {bit: int(_CODE_OF_BIT[bit]) for bit in (COMPUTE, COMMUNICATION, COPY, UNIFIED)}
+    rows = own.select("start_ns", "end_ns", pl.col("category").replace_strict(code_of_bit, return_dtype=pl.Int8).alias("code")).collect()
     first, last = int(rows["start_ns"].min()), int(rows["end_ns"].max())  # type: ignore[arg-type]
     count = rows.height
     codes = np.empty(2 * count, dtype=np.int8)
@@ -755,9 +756,9 @@ def launching_calls(work: pl.DataFrame, api: pl.DataFrame) -> tuple[pl.Series, n
         rows = np.flatnonzero(hit)
         call_of[index[rows]] = rows + at  # the numbers are unique: one call each
     found = wanted >= 0  # every usable number the work asks for is in `asked`
-    index = np.searchsorted(asked, wanted[found])
-    found[found] = call_of[index] >= 0
-    return pl.Series(found), call_of[np.searchsorted(asked, wanted[found])]
+    calls = call_of[np.searchsorted(asked, wanted[found])]
+    found[found] = calls >= 0
+    return pl.Series(found), calls[calls >= 0]
 
 
 def _latest_calls_before(work: pl.DataFrame, api: pl.DataFrame, wanted: np.ndarray, numbers: np.ndarray,
