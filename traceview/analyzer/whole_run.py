@@ -577,7 +577,9 @@ def gap_causes(gaps: pl.DataFrame, classes: pl.DataFrame, jit_ranges: pl.DataFra
     if gaps.height == 0:
         return np.zeros(0, dtype=np.int8)
     code = CAUSE_CODES.index
-    codes = np.where(gaps["duration_ns"].to_numpy() > QUEUED_LATENCY_NS, code("queued_waiting"), code("gpu_launch_latency"))
+    # Codes, not names: a run of ten million launches has millions of gaps, and only the listed ones are named.
+    codes = np.full(gaps.height, code("gpu_launch_latency"), dtype=np.int8)
+    codes[gaps["duration_ns"].to_numpy() > QUEUED_LATENCY_NS] = code("queued_waiting")
     # A gap before already queued work is the GPU's whatever the host did: only the others are looked into
     # (most gaps between millions of kernels are queued ones).
     open_gaps = np.flatnonzero(~np.asarray(queued_before, dtype=bool))
@@ -589,8 +591,7 @@ def gap_causes(gaps: pl.DataFrame, classes: pl.DataFrame, jit_ranges: pl.DataFra
     if between_migrations is not None:
         # Host code between page migrations is the host touching managed memory: each fault moves the next pages.
         codes[np.isin(codes, [code("host_code"), code("not_traced")]) & np.asarray(between_migrations, dtype=bool)] = code("unified_memory")
-    # Codes, not names: a run of ten million launches has millions of gaps, and only the listed ones are named.
-    return codes.astype(np.int8)
+    return codes
 
 
 def _host_cause(a: np.ndarray, b: np.ndarray, classes: pl.DataFrame, jit_ranges: pl.DataFrame, data_ranges: pl.DataFrame,
@@ -607,27 +608,35 @@ def _host_cause(a: np.ndarray, b: np.ndarray, classes: pl.DataFrame, jit_ranges:
         return _coverage(classes, host & (pl.col("class") == label)).overlap(a, b)
 
     code = CAUSE_CODES.index
+    # Each coverage is turned at once into the flags the choice below needs: millions of open gaps, and an array of
+    # times per class kept until the end held several hundred MB at 10 M launches.
     loading = covered("module_load")
-    jit = np.maximum(_coverage(jit_ranges).overlap(a, b), loading)
+    loads = loading > 0
+    jit = (loading >= half) | (_coverage(jit_ranges).overlap(a, b) >= half)  # the larger of the two covers half
+    del loading
     # The class of CUDA call that covers most of each gap (the first in _GAP_API_CLASSES on ties); a class with no
     # calls covers nothing and can win no gap.
     most = np.zeros(len(a), dtype=np.int64)
-    best_cause = np.full(len(a), code(_CAUSE_OF_CLASS[_GAP_API_CLASSES[0]]), dtype=np.int64)
+    best_cause = np.full(len(a), code(_CAUSE_OF_CLASS[_GAP_API_CLASSES[0]]), dtype=np.int8)
     for label in _GAP_API_CLASSES:
         if label in present:
             overlap = covered(label)
             best_cause[overlap > most] = code(_CAUSE_OF_CLASS[label])
             np.maximum(most, overlap, out=most)
-    other = covered("other_cuda_api")
-    data = _coverage(data_ranges).overlap(a, b)
+            del overlap
+    mostly = most >= half
+    del most
+    other = covered("other_cuda_api") >= half
+    data = _coverage(data_ranges).overlap(a, b) >= half
     # The same order as gap_causes' docstring, one vectorised choice per gap.
     # Host code in a gap that also loads a module is, all but always, compiling that module first (CuPy and Numba
     # through NVRTC, Triton, torch.compile): the compiler is no CUDA call, the load that follows it is.
-    return np.select(
-        [jit >= half, most >= half, data >= half, other >= half, loading > 0],
+    chosen: np.ndarray = np.select(
+        [jit, mostly, data, other, loads],
         [code("jit_compile"), best_cause, code("data_loading"), code("other_cuda_api"), code("jit_compile")],
         default=code("host_code"),
-    )
+    ).astype(np.int8)
+    return chosen
 
 
 def _overlapping_any(frame: pl.DataFrame, starts: np.ndarray, ends: np.ndarray, rows: pl.Expr | None = None) -> pl.DataFrame:
