@@ -90,7 +90,7 @@ def timeline_lanes(kernels: pl.DataFrame, memops: pl.DataFrame, graphs: pl.DataF
     """Return the lanes: for each GPU its compute, communication and copy activity (unified memory with copies), then
     for each host process that owns a GPU its NVTX ranges and CUDA API calls."""
     communication = [i for i in kernels["name_id"].unique().drop_nulls().to_list() if is_communication(names.get(i, ""))]
-    graph_rows = graphs.select("device_id", "start_ns", "end_ns", pl.lit(None, dtype=pl.Int64).alias("name_id"))
+    graph_rows = graphs.select("device_id", "start_ns", "end_ns", pl.lit(None, dtype=kernels.schema["name_id"]).alias("name_id"))
     lanes: list[Lane] = []
     devices = set(kernels["device_id"].drop_nulls().unique().to_list()) | set(memops["device_id"].drop_nulls().unique().to_list())
     for device in sorted(devices):

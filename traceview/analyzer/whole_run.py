@@ -34,7 +34,8 @@ from traceview.analyzer.kernel_kinds import is_communication
 from traceview.analyzer.nvtx import NvtxRanges, RangeNester, RangesOutOfOrder
 from traceview.analyzer.ordering import time_order
 from traceview.numbers import reduced
-from traceview.parsers.nsys_sqlite import NSYS_NVTX, threads_of
+from traceview.parsers.nsys_sqlite import NSYS_API, NSYS_GRAPHS, NSYS_KERNELS, NSYS_MEMOPS, NSYS_NVTX, threads_of
+from traceview.parsers.schema import conform
 from traceview.wording import counted
 
 CATEGORIES = ("compute", "communication", "copy", "unified_memory")
@@ -800,7 +801,7 @@ def repeated_call_numbers(api: pl.DataFrame) -> int:
 def launch_records(kernels: pl.DataFrame, api: pl.DataFrame) -> pl.DataFrame:
     """Return kernels joined to the API call that launched them (launching_calls): device_id, start_ns, end_ns,
     graph_node_id, name_id, call_start_ns, call_end_ns, tid, in kernel order."""
-    columns = {"device_id": pl.Int64, "start_ns": pl.Int64, "end_ns": pl.Int64, "graph_node_id": pl.Int64, "name_id": pl.Int64,
+    columns = {**{name: NSYS_KERNELS[name] for name in ("device_id", "start_ns", "end_ns", "graph_node_id", "name_id")},
                "call_start_ns": pl.Int64, "call_end_ns": pl.Int64, "tid": pl.Int64}
     found, call = launching_calls(kernels, api)
     if len(call) == 0:
@@ -1083,8 +1084,9 @@ def _launches_onto_idle(launches: pl.DataFrame, sweeps: list[DeviceSweep]) -> di
     # A kernel launched onto an idle GPU ends an idle stretch and was launched during it: one launched before the GPU
     # went idle waited for something else (a copy, an event) and says nothing of the launch latency (the real 2×H100
     # export: 1,628 of 1,632 kernels after idle stretches were launched ~0.42 s before, behind host-to-device copies).
-    idle_stretches = pl.concat([pl.LazyFrame(schema={"device_id": pl.Int64, "idle_from_ns": pl.Int64, "start_ns": pl.Int64})] + [
-        sweep.gaps.lazy().select(pl.lit(sweep.device_id, dtype=pl.Int64).alias("device_id"), pl.col("start_ns").alias("idle_from_ns"),
+    device_type = launches.schema["device_id"]
+    idle_stretches = pl.concat([pl.LazyFrame(schema={"device_id": device_type, "idle_from_ns": pl.Int64, "start_ns": pl.Int64})] + [
+        sweep.gaps.lazy().select(pl.lit(sweep.device_id, dtype=device_type).alias("device_id"), pl.col("start_ns").alias("idle_from_ns"),
                                  (pl.col("start_ns") + pl.col("duration_ns")).alias("start_ns")) for sweep in sweeps])
     onto_idle = (launches.lazy().filter(pl.col("graph_node_id").is_null()).select("device_id", "start_ns", "call_start_ns")
                  .join(idle_stretches, on=["device_id", "start_ns"], how="inner").filter(pl.col("call_start_ns") >= pl.col("idle_from_ns"))
@@ -1197,6 +1199,9 @@ def analyze_whole_run(
     after the sweep has found the gaps, and never held whole. `launches` is launch_records(kernels, api) when the
     caller has it already; `graph_trace_mode` is the capture's
     CUDA graph trace mode (`Graph`, nsys's default, or `Node`), which matters only where graphs were launched."""
+    # In the export's types (a no-op for an export's own frames): frames joined or concatenated below must agree.
+    kernels, memops, api, graphs = (conform(frame, schema) if frame.schema != schema else frame
+                                    for frame, schema in ((kernels, NSYS_KERNELS), (memops, NSYS_MEMOPS), (api, NSYS_API), (graphs, NSYS_GRAPHS)))
     # One step after the other: beside the sweep, the API rules (on a second thread) raised the 10 M-launch realistic
     # export's peak by their own arrays, for half a second of the 2 M export's 21.
     tiny = tiny_kernel_stretches(kernels)

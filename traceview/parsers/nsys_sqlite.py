@@ -29,7 +29,7 @@ import polars as pl
 
 from traceview.errors import TooLargeError, TraceFormatError
 from traceview.parsers.base import Format, Parsed, ReadOptions
-from traceview.parsers.schema import schema_of
+from traceview.parsers.schema import conform, schema_of, widened
 from traceview.parsers.sqlite_files import SQLITE_MAGIC, open_read_only, read_only_uri
 from traceview.resources import MEMORY_ENV, memory_budget_bytes
 from traceview.wording import counted
@@ -60,16 +60,21 @@ PER_CALL_NUMBERS = ((r"\s*(?:,\s*)?\b(?:op_id|seq|sequence_number|seq_id|fwd_seq
 # globalPid / globalTid pack the process id as (value >> 24) & 0xFFFFFF (Nsight Systems export documentation).
 _PID = "(({column} / 16777216) % 16777216)"
 
-NSYS_KERNELS = schema_of({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "name_id": pl.Int64,
-                          "correlation_id": pl.Int64, "pid": pl.Int64, "graph_node_id": pl.Int64})
-NSYS_MEMOPS = schema_of({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "operation": pl.String,
-                         "copy_kind": pl.Int64, "bytes": pl.Int64, "src_kind": pl.String, "dst_kind": pl.String,
-                         "correlation_id": pl.Int64, "pid": pl.Int64})
-NSYS_SYNC = schema_of({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "sync_type": pl.String,
-                       "correlation_id": pl.Int64, "pid": pl.Int64})
-# Call names repeat millions of times (a few dozen distinct ones): categorical, as are the NVTX texts below.
-NSYS_API = schema_of({"start_ns": pl.Int64, "end_ns": pl.Int64, "name": pl.Categorical(), "correlation_id": pl.Int64,
-                      "tid": pl.Int64, "pid": pl.Int64})
+# Ids in the narrowest type that holds every value nsys writes, since millions of rows are held through the analysis
+# (10 M kernels, 17 M runtime calls): a device in 32 bits, a process id in the 24 bits globalPid packs it in, a
+# StringIds id in 32, a CUPTI correlation id in its own unsigned 32 bits. A value that does not fit (a damaged cell)
+# is null, as a missing one is. Copy and synchronisation kinds and call names repeat millions of times and are few:
+# categorical. Thread ids stay 64-bit: globalTid packs the process id above a 24-bit thread id.
+_DEVICE, _PROCESS, _STRING_ID, _CORRELATION = pl.Int32, pl.Int32, pl.Int32, pl.UInt32
+NSYS_KERNELS = schema_of({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": _DEVICE, "name_id": _STRING_ID,
+                          "correlation_id": _CORRELATION, "pid": _PROCESS, "graph_node_id": pl.Int64})
+NSYS_MEMOPS = schema_of({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": _DEVICE, "operation": pl.Categorical(),
+                         "copy_kind": pl.Int64, "bytes": pl.Int64, "src_kind": pl.Categorical(), "dst_kind": pl.Categorical(),
+                         "correlation_id": _CORRELATION, "pid": _PROCESS})
+NSYS_SYNC = schema_of({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": _DEVICE, "sync_type": pl.Categorical(),
+                       "correlation_id": _CORRELATION, "pid": _PROCESS})
+NSYS_API = schema_of({"start_ns": pl.Int64, "end_ns": pl.Int64, "name": pl.Categorical(), "correlation_id": _CORRELATION,
+                      "tid": pl.Int64, "pid": _PROCESS})
 # `text` is the range's name without the numbers that change on every call (PER_CALL_NUMBERS): PyTorch numbers every
 # op range, so the raw texts are about as many as the ranges; without the numbers they are a few hundred, and a
 # categorical holds ten million of them in 4 bytes each, where the strings took about 30.
@@ -77,8 +82,8 @@ NSYS_API = schema_of({"start_ns": pl.Int64, "end_ns": pl.Int64, "name": pl.Categ
 NSYS_NVTX = schema_of({"start_ns": pl.Int64, "end_ns": pl.Int64, "text": pl.Categorical(), "kind": pl.Categorical(),
                        "tid": pl.Int64})
 # Whole-graph executions (`nsys profile --cuda-graph-trace=graph`, the default): the nodes are not in the kernel table.
-NSYS_GRAPHS = schema_of({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "correlation_id": pl.Int64,
-                         "pid": pl.Int64})
+NSYS_GRAPHS = schema_of({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": _DEVICE, "correlation_id": _CORRELATION,
+                         "pid": _PROCESS})
 # `integrated`: the GPU shares the host's memory (a Jetson; TARGET_INFO_GPU.isDiscrete = 0), null where not recorded.
 NSYS_GPUS = schema_of({"device_id": pl.Int64, "name": pl.String, "sm_count": pl.Int64, "clock_hz": pl.Float64,
                        "memory_bandwidth_bytes_per_s": pl.Float64, "compute_capability": pl.String, "memory_bytes": pl.Int64,
@@ -176,6 +181,15 @@ class NsysExport:
     kernel_release: str | None = None  # the profiled host's Linux kernel release (`5.15.90.1-microsoft-standard-WSL2`)
     nvtx_stream: TableStream | None = None  # NVTX_EVENTS of an Nsight Systems export: read again chunk by chunk, never held
 
+    def __post_init__(self) -> None:
+        # Every reader's frames in the schemas' types (narrow ids, categorical kinds): a frame already in them is
+        # left as it is, without a copy.
+        for name, schema in (("kernels", NSYS_KERNELS), ("memops", NSYS_MEMOPS), ("sync", NSYS_SYNC), ("api", NSYS_API), ("graphs", NSYS_GRAPHS),
+                             ("held_nvtx", NSYS_NVTX)):
+            frame = getattr(self, name)
+            if frame.schema != schema:
+                setattr(self, name, conform(frame, schema))
+
     def nvtx_chunks(self) -> Iterator[pl.DataFrame]:
         """Yield the NVTX rows (NSYS_NVTX) in the input's row order: streamed from the export in chunks of at most
         _CHUNK_ROWS rows, or the held frame as one chunk."""
@@ -258,9 +272,11 @@ _CONVERTERS: dict[type[pl.DataType], Callable[[object], object]] = {pl.Int64: _a
 def typed_frame(connection: sqlite3.Connection, sql: str, schema: pl.Schema) -> pl.DataFrame:
     """Return the query's rows as a frame with the given schema: each cell converted to its column's declared type,
     never inferred from the first rows; a cell that is not of that type (text in an id column) becomes null."""
-    converters = [_CONVERTERS[type(dtype)] for dtype in schema.values()]
+    # Integers are read as 64-bit and then narrowed to the schema's type, a value it cannot hold becoming null.
+    wide = widened(schema)
+    converters = [_CONVERTERS[type(dtype)] for dtype in wide.values()]
     rows = [tuple(convert(v) for convert, v in zip(converters, row, strict=True)) for row in connection.execute(sql)]
-    return pl.DataFrame(rows, schema=schema, orient="row")
+    return conform(pl.DataFrame(rows, schema=wide, orient="row"), schema)
 
 
 def optional_column(columns: set[str], name: str, expression: str | None = None, missing: str = "NULL") -> str:
@@ -363,48 +379,39 @@ def _read(path: Path, connection: sqlite3.Connection, tables: set[str], progress
         sql = (f'start, "end", {_device(columns)}, {optional_column(columns, "copyKind")}, {optional_column(columns, "bytes")}, '
                f'{optional_column(columns, "srcKind")}, {optional_column(columns, "dstKind")}, {optional_column(columns, "correlationId")}, '
                f'{optional_column(columns, "globalPid", _PID.format(column="globalPid"))}')
-        frame = reader.read("CUPTI_ACTIVITY_KIND_MEMCPY", sql, schema_of({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "copy_kind": pl.Int64,
-                                                   "bytes": pl.Int64, "src": pl.Int64, "dst": pl.Int64, "correlation_id": pl.Int64, "pid": pl.Int64}))
-        memops = frame.select(
-            "start_ns", "end_ns", "device_id",
-            ("memcpy " + pl.col("copy_kind").replace_strict(copy_kinds, default="Unknown", return_dtype=pl.String)).fill_null("memcpy Unknown").alias("operation"),
-            "copy_kind", "bytes",
-            pl.col("src").replace_strict(mem_kinds, default=None, return_dtype=pl.String).alias("src_kind"),
-            pl.col("dst").replace_strict(mem_kinds, default=None, return_dtype=pl.String).alias("dst_kind"),
-            "correlation_id", "pid",
-        )
+        operations = {kind: f"memcpy {name}" for kind, name in copy_kinds.items()}
+        memops = reader.read("CUPTI_ACTIVITY_KIND_MEMCPY", sql, schema_of({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "copy_kind": pl.Int64,
+                                                      "bytes": pl.Int64, "src": pl.Int64, "dst": pl.Int64, "correlation_id": pl.Int64, "pid": pl.Int64}),
+                             finish=lambda chunk: held(chunk.with_columns(
+                                 pl.col("copy_kind").replace_strict(operations, default="memcpy Unknown", return_dtype=pl.String).fill_null("memcpy Unknown")
+                                 .alias("operation"),
+                                 pl.col("src").replace_strict(mem_kinds, default=None, return_dtype=pl.String).alias("src_kind"),
+                                 pl.col("dst").replace_strict(mem_kinds, default=None, return_dtype=pl.String).alias("dst_kind")), NSYS_MEMOPS))
     if "CUPTI_ACTIVITY_KIND_MEMSET" in tables:
         columns = set(table_columns(connection, "CUPTI_ACTIVITY_KIND_MEMSET"))
         sql = (f'start, "end", {_device(columns)}, {optional_column(columns, "bytes")}, {optional_column(columns, "memKind")}, '
                f'{optional_column(columns, "correlationId")}, {optional_column(columns, "globalPid", _PID.format(column="globalPid"))}')
-        frame = reader.read("CUPTI_ACTIVITY_KIND_MEMSET", sql, schema_of({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "bytes": pl.Int64,
-                                                   "kind": pl.Int64, "correlation_id": pl.Int64, "pid": pl.Int64}))
-        memset = frame.select("start_ns", "end_ns", "device_id", pl.lit("memset").alias("operation"), pl.lit(None, dtype=pl.Int64).alias("copy_kind"),
-                              "bytes", pl.lit(None, dtype=pl.String).alias("src_kind"),
-                              pl.col("kind").replace_strict(mem_kinds, default=None, return_dtype=pl.String).alias("dst_kind"),
-                              "correlation_id", "pid")
-        memops = pl.concat([memops, memset])
+        memset = reader.read("CUPTI_ACTIVITY_KIND_MEMSET", sql, schema_of({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "bytes": pl.Int64,
+                                                      "kind": pl.Int64, "correlation_id": pl.Int64, "pid": pl.Int64}),
+                             finish=lambda chunk: held(chunk.with_columns(
+                                 pl.lit("memset").alias("operation"), pl.lit(None, dtype=pl.Int64).alias("copy_kind"), pl.lit(None, dtype=pl.String).alias("src_kind"),
+                                 pl.col("kind").replace_strict(mem_kinds, default=None, return_dtype=pl.String).alias("dst_kind")), NSYS_MEMOPS))
+        memops = pl.concat([memops, memset], rechunk=False)
     sync = pl.DataFrame(schema=NSYS_SYNC)
     if "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION" in tables:
         columns = set(table_columns(connection, "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"))
         sql = (f'start, "end", {_device(columns)}, {optional_column(columns, "syncType")}, {optional_column(columns, "correlationId")}, '
                f'{optional_column(columns, "globalPid", _PID.format(column="globalPid"))}')
-        frame = reader.read("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", sql, schema_of({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "type": pl.Int64,
-                                                   "correlation_id": pl.Int64, "pid": pl.Int64}))
-        sync = frame.select("start_ns", "end_ns", "device_id",
-                            pl.col("type").replace_strict(sync_types, default="Unknown", return_dtype=pl.String).alias("sync_type"),
-                            "correlation_id", "pid")
+        sync = reader.read("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", sql, schema_of({"start_ns": pl.Int64, "end_ns": pl.Int64, "device_id": pl.Int64, "type": pl.Int64,
+                                                      "correlation_id": pl.Int64, "pid": pl.Int64}),
+                           finish=lambda chunk: held(chunk.with_columns(
+                               pl.col("type").replace_strict(sync_types, default="Unknown", return_dtype=pl.String).alias("sync_type")), NSYS_SYNC))
     api = pl.DataFrame(schema=NSYS_API)
     if "CUPTI_ACTIVITY_KIND_RUNTIME" in tables:
         columns = set(table_columns(connection, "CUPTI_ACTIVITY_KIND_RUNTIME"))
         sql = f'start, "end", {optional_column(columns, "nameId")}, {optional_column(columns, "correlationId")}, {optional_column(columns, "globalTid")}'
-        frame = reader.read("CUPTI_ACTIVITY_KIND_RUNTIME", sql, schema_of({"start_ns": pl.Int64, "end_ns": pl.Int64, "name_id": pl.Int64, "correlation_id": pl.Int64,
-                                                   "tid": pl.Int64})).with_columns(pid_of_thread())
-        # Mapped once per row, so only the ids in use, and at API-name length: one huge string would be copied per call.
-        api_names = {i: names.get(i, "?")[:MAX_API_NAME_CHARS] for i in frame["name_id"].unique().drop_nulls().to_list()}
-        api = frame.select(_copied("start_ns"), _copied("end_ns"),
-                           pl.col("name_id").replace_strict(api_names, default="?", return_dtype=pl.String).cast(pl.Categorical).alias("name"),
-                           _copied("correlation_id"), _copied("tid"), "pid")
+        api = reader.read("CUPTI_ACTIVITY_KIND_RUNTIME", sql, schema_of({"start_ns": pl.Int64, "end_ns": pl.Int64, "name_id": pl.Int64, "correlation_id": pl.Int64,
+                                                      "tid": pl.Int64}), finish=lambda chunk: _api_rows(chunk, names))
     nvtx_stream = None
     if "NVTX_EVENTS" in tables:
         columns = set(table_columns(connection, "NVTX_EVENTS"))
@@ -420,7 +427,8 @@ def _read(path: Path, connection: sqlite3.Connection, tables: set[str], progress
         columns = set(table_columns(connection, GRAPH_TRACE_TABLE))
         sql = (f'start, "end", {optional_column(columns, "deviceId")}, {optional_column(columns, "correlationId")}, '
                f'{optional_column(columns, "globalPid", _PID.format(column="globalPid"))}')
-        graphs = reader.read(GRAPH_TRACE_TABLE, sql, NSYS_GRAPHS, where="start > 0")
+        graphs = reader.read(GRAPH_TRACE_TABLE, sql, schema_of({**NSYS_GRAPHS, "device_id": pl.Int64, "correlation_id": pl.Int64, "pid": pl.Int64}),
+                             where="start > 0", finish=lambda chunk: held(chunk, NSYS_GRAPHS))
     # StringIds also holds what nsys captured besides names (a program's printed output, tens of kilobytes): a cut
     # string is only worth a note where a kernel is named by it.
     cut_names = set(long_names) & set(kernels["name_id"].unique().drop_nulls().to_list()) if long_names else set()
@@ -525,6 +533,23 @@ def _nvtx_rows(frame: pl.DataFrame, names: dict[int, str]) -> pl.DataFrame:
     # texts of half a million ranges with it (0.45 GB over the realistic 2 M export).
     return frame.select(_copied("start_ns"), _copied("end_ns"), pl.lit(named.cast(pl.Categorical)).alias("text"), kind.alias("kind"),
                         _copied("tid"))
+
+
+def _api_rows(chunk: pl.DataFrame, names: dict[int, str]) -> pl.DataFrame:
+    """Return one chunk of CUPTI_ACTIVITY_KIND_RUNTIME rows (start_ns, end_ns, name_id, correlation_id, tid) as NSYS_API
+    rows: each call named, its process taken out of its thread id."""
+    # Mapped once per row, so only the ids in use, and at API-name length: one huge string would be copied per call.
+    api_names = {i: names.get(i, "?")[:MAX_API_NAME_CHARS] for i in chunk["name_id"].unique().drop_nulls().to_list()}
+    return held(chunk.with_columns(pl.col("name_id").replace_strict(api_names, default="?", return_dtype=pl.Categorical).alias("name"), pid_of_thread()),
+                NSYS_API)
+
+
+def held(chunk: pl.DataFrame, schema: pl.Schema) -> pl.DataFrame:
+    """Return the chunk's columns of `schema`, in its order and types, each in memory of its own: a column as it came
+    from Arrow keeps its whole record batch alive (_copied), and an id narrowed to the schema's type is a new column
+    anyway. A value the type cannot hold (a damaged cell) becomes null."""
+    return chunk.select(_copied(name) if chunk.schema[name] == dtype and dtype.is_integer() else pl.col(name).cast(dtype, strict=False)
+                        for name, dtype in schema.items())
 
 
 def row_ranges(low: int, high: int) -> list[tuple[int, int]]:
@@ -656,12 +681,11 @@ def _read_kernels(path: Path, connection: sqlite3.Connection, tables: set[str], 
     # globalPid is unpacked into the pid after the read, vectorised, rather than per row in SQLite.
     select = (f'start, "end", {_device(columns)}, {name}, {optional_column(columns, "correlationId")}, {optional_column(columns, "globalPid")}, '
               f'{optional_column(columns, "graphNodeId")}')
-    kernels = reader.read(KERNEL_TABLE, select, NSYS_KERNELS)
     # graphNodeId is 0 or NULL for kernels not launched from a graph, depending on the nsys version.
-    # The columns kept as read are copied (_nvtx_rows says why): the raw process and graph node ids go with the batch.
-    return kernels.select(*(_copied(c) for c in ("start_ns", "end_ns", "device_id", "name_id", "correlation_id")),
-                          ((pl.col("pid") // 16777216) % 16777216).alias("pid"),
-                          pl.when(pl.col("graph_node_id") != 0).then(pl.col("graph_node_id")).alias("graph_node_id"))
+    return reader.read(KERNEL_TABLE, select, schema_of({**NSYS_KERNELS, **dict.fromkeys(("device_id", "name_id", "correlation_id", "pid"), pl.Int64)}),
+                       finish=lambda chunk: held(chunk.with_columns(((pl.col("pid") // 16777216) % 16777216).alias("pid"),
+                                                                    pl.when(pl.col("graph_node_id") != 0).then(pl.col("graph_node_id")).alias("graph_node_id")),
+                                                 NSYS_KERNELS))
 
 
 def _read_gpus(connection: sqlite3.Connection, tables: set[str]) -> pl.DataFrame:

@@ -31,6 +31,7 @@ import polars as pl
 from traceview.errors import TraceFormatError
 from traceview.parsers.base import Format, Parsed, ReadOptions, cut_notes
 from traceview.parsers.nsys_sqlite import COPY_KINDS, NSYS_MEMOPS
+from traceview.parsers.schema import conform, widened
 
 STATS = pl.Schema({
     "time_pct": pl.Float64, "total_ns": pl.Float64, "count": pl.Int64, "avg_ns": pl.Float64, "med_ns": pl.Float64,
@@ -654,7 +655,7 @@ def store_per_launch(path: Path, kind: str, rows: list[list[str]], first_line: i
     result.reports.setdefault("cuda_gpu_kern_sum", totals(kernels))
     if (launches or copy_launches) and result.launches is None:  # a trace may hold copies alone
         result.launches = pl.DataFrame(launches, schema=STATS_LAUNCHES)
-        result.copy_launches = pl.DataFrame(copy_launches, schema=NSYS_MEMOPS)
+        result.copy_launches = conform(pl.DataFrame(copy_launches, schema=widened(NSYS_MEMOPS)), NSYS_MEMOPS)
         result.whole_timeline = kind == "cuda_gpu_trace"
     if copies:
         result.reports.setdefault("cuda_gpu_mem_time_sum", totals(copies))

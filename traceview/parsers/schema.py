@@ -103,6 +103,13 @@ def conform(frame: pl.DataFrame, schema: pl.Schema) -> pl.DataFrame:
     return frame.select(columns)
 
 
+def widened(schema: pl.Schema) -> pl.Schema:
+    """Return the schema with every integer column 64-bit and every categorical a string: the types to build a frame
+    of Python values in, before conform() narrows them (a value out of a narrow type's range is then null, where
+    building in the narrow type would fail)."""
+    return pl.Schema({name: pl.Int64 if dtype.is_integer() else pl.String if dtype == pl.Categorical else dtype for name, dtype in schema.items()})
+
+
 # Sensor and rail names repeat on every sample: categorical keeps a day-long log small.
 TEMPERATURE = pl.Struct({"name": pl.Categorical, "celsius": pl.Float64})
 RAIL = pl.Struct({"name": pl.Categorical, "current_mw": pl.Float64, "average_mw": pl.Float64, "max_mw": pl.Float64})
