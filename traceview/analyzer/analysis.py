@@ -64,7 +64,6 @@ from traceview.analyzer.whole_run import (
     analyze_whole_run,
     launch_bound_finding,
     launch_calls,
-    launch_records,
     launch_statistics,
     repeated_call_numbers,
     tiny_kernel_stretches,
@@ -556,12 +555,9 @@ def analyze_nsys(
         link = host_link(specs.get(device, spec))
         links[device] = link if link else (None, None)
 
-    say("joining launch calls to kernels")
-    launches = launch_records(kernels, export.api)
     mode = next((v for k, v in export.capture_options.items() if k.endswith("CUDA_GRAPH_TRACE_OPTIONS:MODE")), None)
-    say("where the time went, and idle gaps")
     run = analyze_whole_run(kernels, export.names, export.memops, export.api, _counted(export, say, progress), export.graphs, links, gap_threshold_ns,
-                            graph_trace_mode=mode, launches=launches)
+                            graph_trace_mode=mode, phase=say)
     for activity in run.devices:
         activity["name"] = device_names.get(activity["device_id"]) or (spec.name if gpu and spec else None)
     # The NVTX ranges were nested in the whole-run pass over them, after the sweep.

@@ -137,6 +137,27 @@ class _ThreadState:
     pending: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None  # starts, ends, codes, row numbers
 
 
+@dataclass(frozen=True)
+class LaunchCalls:
+    """The kernels' launch calls as the nesting projects them onto NVTX ranges: each call's thread and start (ns),
+    ordered by thread then start, and the running total of its kernels' GPU time (ns), one longer. Made once from
+    launch_records' frame (of_launches), so that the frame itself need not be held through the NVTX pass."""
+
+    tids: np.ndarray
+    starts: np.ndarray
+    gpu_time_before: np.ndarray
+
+    @staticmethod
+    def of_launches(launches: pl.DataFrame) -> LaunchCalls:
+        """Return the launch calls of launch_records' frame."""
+        if not launches.height:
+            return LaunchCalls(np.array([], dtype=np.int64), np.array([], dtype=np.int64), np.zeros(1, dtype=np.int64))
+        calls = launches.select(pl.col("tid").fill_null(-1), pl.col("call_start_ns").fill_null(-1), (pl.col("end_ns") - pl.col("start_ns")).alias("d"))
+        call_tids, call_starts = calls["tid"].to_numpy(), calls["call_start_ns"].to_numpy()
+        call_order = grouped_time_order(call_tids, call_starts)
+        return LaunchCalls(call_tids[call_order], call_starts[call_order], np.concatenate([[0], np.cumsum(calls["d"].to_numpy()[call_order])]))
+
+
 class RangeNester:
     """Nests NVTX ranges chunk by chunk, thread by thread, and sums them per group: feed chunks of NSYS_NVTX rows in
     the export's row order to `add`, then call `finish` for the NvtxRanges.
@@ -149,7 +170,7 @@ class RangeNester:
     here); a single chunk may come in any order.
     """
 
-    def __init__(self, launches: pl.DataFrame) -> None:
+    def __init__(self, launches: pl.DataFrame | LaunchCalls) -> None:
         self._number: dict[str, int] = {"<unnamed>": 0}  # group name → code, in the order found
         self._code_of_text: dict[str | None, int] = {None: 0}
         self._threads: dict[int, _ThreadState] = {}
@@ -159,13 +180,8 @@ class RangeNester:
         self._steps: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []  # rows, starts, ends, codes, gpu
         self._marks_steps = np.zeros(1, dtype=bool)
         self._marks_steps[0] = bool(_may_mark_steps(pl.Series(["<unnamed>"], dtype=pl.String))[0])
-        self.call_tids, self.call_starts, self.call_time = np.array([], dtype=np.int64), np.array([], dtype=np.int64), np.zeros(1, dtype=np.int64)
-        if launches.height:
-            calls = launches.select(pl.col("tid").fill_null(-1), pl.col("call_start_ns").fill_null(-1), (pl.col("end_ns") - pl.col("start_ns")).alias("d"))
-            call_tids, call_starts = calls["tid"].to_numpy(), calls["call_start_ns"].to_numpy()
-            call_order = grouped_time_order(call_tids, call_starts)
-            self.call_tids, self.call_starts = call_tids[call_order], call_starts[call_order]
-            self.call_time = np.concatenate([[0], np.cumsum(calls["d"].to_numpy()[call_order])])
+        calls = launches if isinstance(launches, LaunchCalls) else LaunchCalls.of_launches(launches)
+        self.call_tids, self.call_starts, self.call_time = calls.tids, calls.starts, calls.gpu_time_before
 
     def _codes(self, texts: pl.Series) -> np.ndarray:
         """Return each range's group code (uint32): the distinct texts of a chunk are few, each normalised once."""
@@ -324,9 +340,9 @@ class RangeNester:
         return NvtxRanges(groups.select(list(GROUP_TOTALS.keys())).cast(dict(GROUP_TOTALS)), steps)  # type: ignore[arg-type]
 
 
-def nvtx_ranges(nvtx: pl.DataFrame | Iterable[pl.DataFrame], launches: pl.DataFrame) -> NvtxRanges:
+def nvtx_ranges(nvtx: pl.DataFrame | Iterable[pl.DataFrame], launches: pl.DataFrame | LaunchCalls) -> NvtxRanges:
     """Return the export's NVTX ranges nested thread by thread, with the kernels each launched (launch_records'
-    frame), summed per group: from one frame, or from chunks in the export's row order (RangeNester; raises
+    frame, or its LaunchCalls), summed per group: from one frame, or from chunks in the export's row order (RangeNester; raises
     RangesOutOfOrder where the chunks are not in start order per thread)."""
     nester = RangeNester(launches)
     for chunk in [nvtx] if isinstance(nvtx, pl.DataFrame) else nvtx:

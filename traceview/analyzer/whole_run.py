@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,11 +31,11 @@ import numpy as np
 import polars as pl
 
 from traceview.analyzer.kernel_kinds import is_communication
-from traceview.analyzer.nvtx import NvtxRanges, RangeNester, RangesOutOfOrder
+from traceview.analyzer.nvtx import LaunchCalls, NvtxRanges, RangeNester, RangesOutOfOrder
 from traceview.analyzer.ordering import time_order
 from traceview.numbers import reduced
 from traceview.parsers.nsys_sqlite import NSYS_API, NSYS_GRAPHS, NSYS_KERNELS, NSYS_MEMOPS, NSYS_NVTX, threads_of
-from traceview.parsers.schema import conform
+from traceview.parsers.schema import conform, schema_of
 from traceview.wording import counted
 
 CATEGORIES = ("compute", "communication", "copy", "unified_memory")
@@ -447,12 +447,31 @@ class Coverage:
             starts = starts if presorted else np.sort(starts)
             ends = np.sort(ends)
         count = len(starts)
-        first = [np.flatnonzero(np.searchsorted(ends, starts[at:at + self._BATCH], side="left") == np.arange(at, min(at + self._BATCH, count))) + at
-                 for at in range(0, count, self._BATCH)]
-        blocks = np.concatenate(first) if first else np.zeros(0, dtype=np.int64)
-        self.starts = starts[blocks].astype(np.int64)
-        self.ends = ends[np.append(blocks[1:], count) - 1].astype(np.int64) if count else np.zeros(0, dtype=np.int64)
-        self.before = np.concatenate([[0], np.cumsum(self.ends - self.starts)])
+        # Flags, not indices: a block's first interval, and its last (the one before the next block's first).
+        first = np.zeros(count, dtype=bool)
+        for at in range(0, count, self._BATCH):
+            first[at:at + self._BATCH] = np.searchsorted(ends, starts[at:at + self._BATCH], side="left") == np.arange(at, min(at + self._BATCH, count))
+        last = np.ones(count, dtype=bool)
+        last[:-1] = first[1:]
+        blocks = int(np.count_nonzero(first))
+        if in_place and blocks > count // 2:
+            # The blocks are written over the caller's arrays, which are the union's own: launch calls barely overlap,
+            # so the union has nearly as many blocks as intervals, and a second pair of arrays would be held beside
+            # them. A batch at a time, front to back: a batch's blocks go where none is left to read.
+            for values, flags in ((starts, first), (ends, last)):
+                written = 0
+                for at in range(0, count, self._BATCH):
+                    kept = values[at:at + self._BATCH][flags[at:at + self._BATCH]]
+                    values[written:written + len(kept)] = kept
+                    written += len(kept)
+            starts, ends = starts[:blocks], ends[:blocks]
+        else:
+            starts, ends = starts[first], ends[last]
+        del first, last
+        self.starts, self.ends = starts.astype(np.int64, copy=False), ends.astype(np.int64, copy=False)
+        self.before = np.zeros(blocks + 1, dtype=np.int64)
+        np.subtract(self.ends, self.starts, out=self.before[1:])
+        np.cumsum(self.before[1:], out=self.before[1:])
 
     def upto(self, t: np.ndarray) -> np.ndarray:
         """Return the covered time (ns) from the first interval up to each t."""
@@ -540,9 +559,21 @@ def _coverage(frame: pl.DataFrame, rows: pl.Expr | None = None) -> Coverage:
     sorted from it, copied millions of launch calls three times per device."""
     keep = (pl.col("end_ns") >= pl.col("start_ns")).fill_null(False)
     wanted = frame.select(keep if rows is None else keep & rows).to_series().to_numpy()
-    # Nulls (never kept) filled first: a column with nulls would come out as floats, inexact beyond 2**53 ns.
-    starts, ends = ((times.fill_null(0) if times.null_count() else times).to_numpy()[wanted] for times in (frame["start_ns"], frame["end_ns"]))
-    return Coverage(starts, ends, in_place=True)
+    return Coverage(_taken(frame["start_ns"], wanted), _taken(frame["end_ns"], wanted), in_place=True)
+
+
+def _taken(times: pl.Series, wanted: np.ndarray) -> np.ndarray:
+    """Return the values (int64 ns) of `times` where `wanted` is true, copied a chunk of the column at a time: a column
+    read in chunks made whole for numpy first was a second copy of ten million calls' times."""
+    taken = np.empty(int(np.count_nonzero(wanted)), dtype=np.int64)
+    read = written = 0
+    for chunk in times.get_chunks():
+        # Nulls (never wanted) filled first: a column with nulls would come out as floats, inexact beyond 2**53 ns.
+        values = (chunk.fill_null(0) if chunk.null_count() else chunk).to_numpy()
+        kept = values[wanted[read:read + len(values)]]
+        taken[written:written + len(kept)] = kept
+        read, written = read + len(values), written + len(kept)
+    return taken
 
 
 _GAP_API_CLASSES = ("synchronization", "synchronous_copy", "memory_allocation", "launch")
@@ -668,17 +699,17 @@ class NvtxPass:
     threads_known: bool
 
 
-def read_nvtx(chunks: Callable[[], Iterable[pl.DataFrame]], launches: pl.DataFrame, starts: np.ndarray, ends: np.ndarray) -> NvtxPass:
+def read_nvtx(chunks: Callable[[], Iterable[pl.DataFrame]], launches: pl.DataFrame | LaunchCalls, starts: np.ndarray, ends: np.ndarray) -> NvtxPass:
     """Return the NvtxPass of the NVTX rows that `chunks()` yields in the input's row order (NSYS_NVTX frames),
-    `starts` and `ends` being the listed gaps of every device. Only the per-group sums and the few rows the gaps need
-    are kept. Rows not in start order per thread (RangesOutOfOrder) are read again and nested as one chunk."""
+    `starts` and `ends` being the listed gaps of every device, `launches` launch_records' frame or its LaunchCalls.
+    Only the per-group sums and the few rows the gaps need are kept. Rows not in start order per thread (RangesOutOfOrder) are read again and nested as one chunk."""
     try:
         return _read_nvtx(chunks(), launches, starts, ends)
     except RangesOutOfOrder:
         return _read_nvtx([pl.concat(list(chunks()), rechunk=False)], launches, starts, ends)
 
 
-def _read_nvtx(chunks: Iterable[pl.DataFrame], launches: pl.DataFrame, starts: np.ndarray, ends: np.ndarray) -> NvtxPass:
+def _read_nvtx(chunks: Iterable[pl.DataFrame], launches: pl.DataFrame | LaunchCalls, starts: np.ndarray, ends: np.ndarray) -> NvtxPass:
     nester = RangeNester(launches)
     texts: list[pl.Series] = []
     named: list[pl.DataFrame] = []
@@ -736,35 +767,37 @@ def launching_calls(work: pl.DataFrame, api: pl.DataFrame) -> tuple[pl.Series, n
     """Return which rows of `work` (kernels, copies, graph executions) have their launching call in `api`, as a mask,
     and the row of that call in `api` for each such row, in order: the same process and correlation id, or the
     correlation id alone where a side has no process ids (then a row lacking its process matches nothing). Where
-    calls repeat their number, each row takes the latest call with its number that started at or before it
-    (_latest_calls_before)."""
+    calls repeat a number the work asks for, each row takes the latest call with its number that started at or
+    before it (_latest_calls_before)."""
     if api.height == 0 or work.height == 0 or work["correlation_id"].null_count() == work.height:
         return pl.Series(np.zeros(work.height, dtype=bool)), np.zeros(0, dtype=np.int64)
     by_pid = work["pid"].null_count() < work.height and api["pid"].null_count() < api.height
     key = pl.when(pl.col("pid").is_not_null() if by_pid else pl.lit(True)).then(_call_number(by_pid)).fill_null(-1)
     wanted = work.select(key).to_series().to_numpy()
-    numbers = api.select(key).to_series().to_numpy()
-    usable = numbers[numbers >= 0]  # a call without a usable number (-1) launches nothing
-    usable.sort()
-    if len(usable) > 1 and bool((usable[1:] == usable[:-1]).any()):
-        del usable
-        return _latest_calls_before(work, api, wanted, numbers, np.flatnonzero(numbers >= 0))
-    del usable
     # The numbers the work asks for, sorted, and each call looked up among them by binary search, a batch of calls at
-    # a time: no permutation of the calls (millions more than the copies, and more than the kernels) is made, which
-    # an argsort or a hash join of them did (the 10 M-launch export's copies: +0.63 GB).
+    # a time, its numbers computed for that batch alone: neither every call's number nor a permutation of the calls
+    # (millions more than the copies, and more than the kernels) is held, which an argsort or a hash join of them
+    # did (the 10 M-launch export's copies: +0.63 GB).
     asked = np.sort(wanted[wanted >= 0])
     if len(asked) > 1:
         # Sorted, then one of each (numpy's unique hashes first: seconds for millions of kernels).
         asked = asked[np.concatenate([[True], asked[1:] != asked[:-1]])]
     call_of = np.full(len(asked), -1, dtype=np.int64)
-    for at in range(0, len(numbers), _CALL_BATCH):
-        part = numbers[at:at + _CALL_BATCH]
+    hits = 0
+    for at in range(0, api.height, _CALL_BATCH):
+        part = api.slice(at, _CALL_BATCH).select(key).to_series().to_numpy()
         index = np.searchsorted(asked, part)
         hit = index < len(asked)
         hit[hit] = asked[index[hit]] == part[hit]
         rows = np.flatnonzero(hit)
-        call_of[index[rows]] = rows + at  # the numbers are unique: one call each
+        call_of[index[rows]] = rows + at
+        hits += len(rows)
+    if hits > np.count_nonzero(call_of >= 0):
+        # Some number the work asks for has several calls (a merged or damaged export): which one launched each row
+        # depends on time. Numbers no work asks for may repeat without changing any match.
+        del call_of
+        numbers = api.select(key).to_series().to_numpy()
+        return _latest_calls_before(work, api, wanted, numbers, np.flatnonzero(numbers >= 0))
     found = wanted >= 0  # every usable number the work asks for is in `asked`
     calls = call_of[np.searchsorted(asked, wanted[found])]
     found[found] = calls >= 0
@@ -801,8 +834,8 @@ def repeated_call_numbers(api: pl.DataFrame) -> int:
 def launch_records(kernels: pl.DataFrame, api: pl.DataFrame) -> pl.DataFrame:
     """Return kernels joined to the API call that launched them (launching_calls): device_id, start_ns, end_ns,
     graph_node_id, name_id, call_start_ns, call_end_ns, tid, in kernel order."""
-    columns = {**{name: NSYS_KERNELS[name] for name in ("device_id", "start_ns", "end_ns", "graph_node_id", "name_id")},
-               "call_start_ns": pl.Int64, "call_end_ns": pl.Int64, "tid": pl.Int64}
+    columns = schema_of({**{name: NSYS_KERNELS[name] for name in ("device_id", "start_ns", "end_ns", "graph_node_id", "name_id")},
+                         "call_start_ns": pl.Int64, "call_end_ns": pl.Int64, "tid": pl.Int64})
     found, call = launching_calls(kernels, api)
     if len(call) == 0:
         return pl.DataFrame(schema=columns)
@@ -812,17 +845,17 @@ def launch_records(kernels: pl.DataFrame, api: pl.DataFrame) -> pl.DataFrame:
     ).select(list(columns))
 
 
-def queued_starts(launches: pl.DataFrame, memops: pl.DataFrame, graphs: pl.DataFrame, api: pl.DataFrame) -> pl.DataFrame:
-    """Return (device_id, start_ns, call_end_ns) of the GPU work whose launching call is known: kernels (from
-    launch_records' frame), copies and memsets, whole-graph executions, each matched to its call as kernels are
-    (launching_calls). A gap before work whose call had returned by the gap's start is the GPU's own: the work was
-    queued."""
+def queued_starts(launches: pl.DataFrame, memops: pl.DataFrame, graphs: pl.DataFrame, api: pl.DataFrame) -> list[pl.DataFrame]:
+    """Return (device_id, start_ns, call_end_ns) of the GPU work whose launching call is known, as frames of kernels
+    (launch_records' frame itself, not a copy of its ten million rows), copies and memsets, whole-graph executions,
+    each matched to its call as kernels are (launching_calls). A gap before work whose call had returned by the gap's
+    start is the GPU's own: the work was queued."""
     parts = [launches.select("device_id", "start_ns", "call_end_ns")]
     for work in (memops, graphs):
         found, call = launching_calls(work, api)
         if len(call):
             parts.append(work.select("device_id", "start_ns").filter(found).with_columns(api["end_ns"].gather(call).alias("call_end_ns")))
-    return pl.concat(parts)
+    return parts
 
 
 def _call_number(by_pid: bool = True) -> pl.Expr:
@@ -1080,20 +1113,36 @@ def api_rules(memops: pl.DataFrame, api: pl.DataFrame) -> tuple[list[dict[str, A
 
 def _launches_onto_idle(launches: pl.DataFrame, sweeps: list[DeviceSweep]) -> dict[str, Any]:
     """Return how many kernels were launched onto an idle GPU, and the median and p99 of their launch latency (ns)."""
-    # One lazy plan over only the columns it needs: millions of launches are not copied to be filtered and joined.
     # A kernel launched onto an idle GPU ends an idle stretch and was launched during it: one launched before the GPU
     # went idle waited for something else (a copy, an event) and says nothing of the launch latency (the real 2×H100
     # export: 1,628 of 1,632 kernels after idle stretches were launched ~0.42 s before, behind host-to-device copies).
-    device_type = launches.schema["device_id"]
-    idle_stretches = pl.concat([pl.LazyFrame(schema={"device_id": device_type, "idle_from_ns": pl.Int64, "start_ns": pl.Int64})] + [
-        sweep.gaps.lazy().select(pl.lit(sweep.device_id, dtype=device_type).alias("device_id"), pl.col("start_ns").alias("idle_from_ns"),
-                                 (pl.col("start_ns") + pl.col("duration_ns")).alias("start_ns")) for sweep in sweeps])
-    onto_idle = (launches.lazy().filter(pl.col("graph_node_id").is_null()).select("device_id", "start_ns", "call_start_ns")
-                 .join(idle_stretches, on=["device_id", "start_ns"], how="inner").filter(pl.col("call_start_ns") >= pl.col("idle_from_ns"))
-                 .select((pl.col("start_ns") - pl.col("call_start_ns")).alias("latency"))
-                 .collect())
-    latency = onto_idle["latency"]
-    return {"kernels": onto_idle.height, "median_latency_ns": _quantile(latency, 0.5), "p99_latency_ns": _quantile(latency, 0.99)}
+    latencies: list[np.ndarray] = []
+    for sweep in sweeps:
+        own = launches.lazy().filter((pl.col("device_id") == sweep.device_id) & pl.col("graph_node_id").is_null()
+                                     & pl.col("call_start_ns").is_not_null()).select("start_ns", "call_start_ns").collect()
+        starts, calls = own["start_ns"].to_numpy(), own["call_start_ns"].to_numpy()
+        del own
+        gap_starts = sweep.gaps["start_ns"].to_numpy()
+        for at, gap in _gaps_ended_by(sweep.gaps, starts):
+            ended = gap >= 0
+            during = np.zeros(len(gap), dtype=bool)
+            during[ended] = calls[at:at + len(gap)][ended] >= gap_starts[gap[ended]]
+            latencies.append(starts[at:at + len(gap)][during] - calls[at:at + len(gap)][during])
+    latency = pl.Series("latency", np.concatenate(latencies) if latencies else np.zeros(0, dtype=np.int64))
+    return {"kernels": latency.len(), "median_latency_ns": _quantile(latency, 0.5), "p99_latency_ns": _quantile(latency, 0.99)}
+
+
+def _gaps_ended_by(gaps: pl.DataFrame, starts: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
+    """Yield, a batch of `starts` (ns) at a time, the batch's first index and for each start the row of the gap it
+    ends (the gap's start plus its duration is that start), or -1. A device's gaps are in time order and never touch,
+    so their ends are sorted and distinct: a binary search each, where a join hashed millions of gaps and launches."""
+    gap_ends = gaps["start_ns"].to_numpy() + gaps["duration_ns"].to_numpy()
+    for at in range(0, len(starts), _CALL_BATCH):
+        part = starts[at:at + _CALL_BATCH]
+        index = np.searchsorted(gap_ends, part)
+        hit = index < len(gap_ends)
+        hit[hit] = gap_ends[index[hit]] == part[hit]
+        yield at, np.where(hit, index, -1)
 
 
 def time_util_rule(busy_of: dict[int, BusyTime], devices: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -1132,16 +1181,28 @@ class _IdleGaps:
     queued: np.ndarray  # whether the work that ends each gap had been launched before it began (queued_starts)
 
 
-def _idle_gaps(sweep: DeviceSweep, queued_work: pl.DataFrame) -> _IdleGaps:
+def _idle_gaps(sweep: DeviceSweep, queued_work: list[pl.DataFrame]) -> _IdleGaps:
     """Return the device's idle gaps; `queued_work` is queued_starts'."""
     gaps, device_id = sweep.gaps, sweep.device_id
-    listed = gaps.with_row_index("gap").top_k(LISTED_GAPS, by=["duration_ns", "start_ns"], reverse=[False, True]).sort(
+    # The longest of millions of gaps: those as long as the LISTED_GAPS-th longest are the only candidates (a top_k
+    # by two keys over every gap encoded every row's keys first).
+    shortest_listed = gaps["duration_ns"].top_k(LISTED_GAPS).min() if gaps.height > LISTED_GAPS else None
+    candidates = gaps.with_row_index("gap") if shortest_listed is None else gaps.lazy().with_row_index("gap").filter(
+        pl.col("duration_ns") >= shortest_listed).collect()
+    listed = candidates.top_k(LISTED_GAPS, by=["duration_ns", "start_ns"], reverse=[False, True]).sort(
         ["duration_ns", "start_ns"], descending=[True, False])
-    # The kernel, copy or graph that ends each gap: was its launch call already over when the gap began?
-    own_launches = queued_work.filter(pl.col("device_id") == device_id).select("start_ns", "call_end_ns")
-    ends = gaps.with_columns((pl.col("start_ns") + pl.col("duration_ns")).alias("next_start"))
-    queued = ends.join(own_launches.unique("start_ns"), left_on="next_start", right_on="start_ns", how="left").select(
-        (pl.col("call_end_ns") <= pl.col("start_ns")).fill_null(False)).to_series().to_numpy()
+    # The work that ends each gap (a kernel, copy or graph starting as it ends): was its launch call already over
+    # when the gap began? Of several starting at once, any one queued is work the GPU had.
+    queued = np.zeros(gaps.height, dtype=bool)
+    gap_starts = gaps["start_ns"].to_numpy()
+    for work in queued_work:
+        own = work.lazy().filter((pl.col("device_id") == device_id) & pl.col("call_end_ns").is_not_null()).select("start_ns", "call_end_ns").collect()
+        starts, call_ends = own["start_ns"].to_numpy(), own["call_end_ns"].to_numpy()
+        del own
+        for at, gap in _gaps_ended_by(gaps, starts):
+            ended = np.flatnonzero(gap >= 0)
+            ended = ended[call_ends[at + ended] <= gap_starts[gap[ended]]]
+            queued[gap[ended]] = True
     return _IdleGaps(gaps, sweep.between_migrations, listed, queued)
 
 
@@ -1191,17 +1252,22 @@ def analyze_whole_run(
     link_peaks: dict[int, tuple[float | None, str | None]],
     gap_threshold_ns: int = DEFAULT_GAP_THRESHOLD_NS,
     graph_trace_mode: str | None = None,
-    launches: pl.DataFrame | None = None,
+    phase: Callable[[str], None] | None = None,
 ) -> WholeRun:
     """Return the time breakdown, verdicts, copies, gaps with causes, launch statistics and findings of one export.
 
     `nvtx()` yields the NVTX rows in chunks in the input's row order (NsysExport.nvtx_chunks): they are read once,
-    after the sweep has found the gaps, and never held whole. `launches` is launch_records(kernels, api) when the
-    caller has it already; `graph_trace_mode` is the capture's
-    CUDA graph trace mode (`Graph`, nsys's default, or `Node`), which matters only where graphs were launched."""
+    after the sweep has found the gaps, and never held whole. `graph_trace_mode` is the capture's CUDA graph trace mode
+    (`Graph`, nsys's default, or `Node`), which matters only where graphs were launched. `phase(name)` is told each
+    step as it starts (a progress display for large exports)."""
+    say = phase or (lambda name: None)
     # In the export's types (a no-op for an export's own frames): frames joined or concatenated below must agree.
     kernels, memops, api, graphs = (conform(frame, schema) if frame.schema != schema else frame
                                     for frame, schema in ((kernels, NSYS_KERNELS), (memops, NSYS_MEMOPS), (api, NSYS_API), (graphs, NSYS_GRAPHS)))
+    # The launches are made here, not by the caller, so that they can be dropped once used.
+    say("joining launch calls to kernels")
+    launches = launch_records(kernels, api)
+    say("where the time went, and idle gaps")
     # One step after the other: beside the sweep, the API rules (on a second thread) raised the 10 M-launch realistic
     # export's peak by their own arrays, for half a second of the 2 M export's 21.
     tiny = tiny_kernel_stretches(kernels)
@@ -1216,7 +1282,6 @@ def analyze_whole_run(
     for device in devices:
         device["first_kernel_ns"] = first_kernel.get(device["device_id"])
         device["verdict_message"] = None  # worded once its gaps have their causes, below
-    launches = launch_records(kernels, api) if launches is None else launches
     first = pl.col("start_ns").arg_min()
     first_launches = kernels.lazy().filter(pl.col("correlation_id").is_not_null()).group_by("name_id").agg(
         pl.col("pid").gather(first).first(), pl.col("correlation_id").gather(first).first()).select("pid", "correlation_id").collect()
@@ -1238,11 +1303,16 @@ def analyze_whole_run(
     discount_waits(found_by_api, wait_windows, busy, devices_of_pid)
     utilisation = time_util_rule(busy, devices)
     del busy
-    onto_idle = _launches_onto_idle(launches, sweeps)
+    launch = launch_statistics(launches, kernels, api)
+    launch["onto_idle_gpu"] = _launches_onto_idle(launches, sweeps)
     del sweeps
-    # The NVTX rows, read once now that the gaps they are evidence for are known.
+    # The NVTX rows, read once now that the gaps they are evidence for are known. Of the launches (ten million
+    # rows) only what projects their calls onto the ranges is kept through the pass.
     listed = pl.concat([gaps.listed for gaps in idle]) if idle else pl.DataFrame(schema={"start_ns": pl.Int64, "duration_ns": pl.Int64})
-    nvtx_pass = read_nvtx(nvtx, launches, listed["start_ns"].to_numpy(), (listed["start_ns"] + listed["duration_ns"]).to_numpy())
+    calls = LaunchCalls.of_launches(launches)
+    del launches
+    nvtx_pass = read_nvtx(nvtx, calls, listed["start_ns"].to_numpy(), (listed["start_ns"] + listed["duration_ns"]).to_numpy())
+    del calls
     matching = range_names_matching(nvtx_pass.texts) if devices else ([], [])
     # One device at a time: two at once held about 0.1 GB more on the realistic 2 M export (its peak), for no
     # time this machine could tell apart from its noise.
@@ -1305,8 +1375,6 @@ def analyze_whole_run(
             utilisation["advice"] = f"{top['advice']}; {utilisation['advice']}"
         findings.append(utilisation)
     findings += found_by_api
-    launch = launch_statistics(launches, kernels, api)
-    launch["onto_idle_gpu"] = onto_idle
     launch["tiny_kernels"] = tiny
     bound = launch_bound_finding(tiny, launch["median_launch_call_ns"])
     if bound is not None:
