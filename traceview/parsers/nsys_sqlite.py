@@ -512,7 +512,7 @@ def _nvtx_rows(frame: pl.DataFrame, names: dict[int, str]) -> pl.DataFrame:
         inline = frame["text"].unique().drop_nulls()
         decoded = [value.decode("utf-8", errors="replace") for value in inline.cast(pl.Binary).to_list()]
         repaired = pl.DataFrame({"text": inline.cast(pl.Binary), "name": decoded}, schema={"text": pl.Binary, "name": pl.String})
-        frame = (frame.with_columns(pl.col("text").cast(pl.Binary)).join(repaired, on="text", how="left")
+        frame = (frame.with_columns(pl.col("text").cast(pl.Binary)).join(repaired, on="text", how="left", maintain_order="left")
                  .drop("text").rename({"name": "text"}))
     if not frame.select((text.str.len_bytes() < MAX_NVTX_TEXT_CHARS).all()).item():
         text = text.str.slice(0, MAX_NVTX_TEXT_CHARS)
@@ -520,7 +520,7 @@ def _nvtx_rows(frame: pl.DataFrame, names: dict[int, str]) -> pl.DataFrame:
     if by_id.len():
         id_map = pl.DataFrame({"text_id": by_id, "id_name": [names.get(i, "")[:MAX_NVTX_TEXT_CHARS] for i in by_id.to_list()]},
                               schema={"text_id": pl.Int64, "id_name": pl.String})
-        frame = frame.join(id_map, on="text_id", how="left")
+        frame = frame.join(id_map, on="text_id", how="left", maintain_order="left")  # rows stay in the table's order
         text = pl.coalesce(text, "id_name")
     (numbering, no_number), (address, no_address) = PER_CALL_NUMBERS
     named = frame.select(text.str.replace_all(numbering, no_number)).to_series()
