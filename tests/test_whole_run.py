@@ -490,7 +490,7 @@ def test_timeline_lanes_and_bins_agree_with_the_breakdown(realdata_file):
     # Each process's NVTX lane holds its own ranges: the process is read out of each range's thread id.
     per_process = sql(realdata_file(H100), f"SELECT {PID.format(column='globalTid')}, count(*) FROM NVTX_EVENTS WHERE eventType IN (59, 60) GROUP BY 1")
     assert len(per_process) == 2
-    assert all(len(lanes[f"host {pid} NVTX"].starts) == count for pid, count in per_process)
+    assert all(lanes[f"host {pid} NVTX"].count == count for pid, count in per_process)
     for device in analysis.timeline.devices:
         lane = lanes[f"GPU {device['device_id']} copy"]
         edges = np.linspace(device["first_ns"], device["first_ns"] + device["span_ns"], 2001).round().astype(np.int64)

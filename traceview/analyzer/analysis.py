@@ -24,6 +24,7 @@ from traceview.analyzer.devices import (
 )
 from traceview.analyzer.diagnosis import diagnose_kernels, tensor_core_columns
 from traceview.analyzer.jetson import Board, Telemetry, analyze_telemetry
+from traceview.analyzer.lanes import NvtxLanes, process_ids
 from traceview.analyzer.llm import LlmAnalysis, analyze_runs, device_list
 from traceview.analyzer.ncu_steps import decode_steps
 from traceview.analyzer.nvtx import (
@@ -509,13 +510,15 @@ def analyze_nsys(
     weight_bytes: float | None = None,
     phase: Callable[[str], None] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    lanes_too: bool = False,
 ) -> Analysis:
     """Return the whole-run analysis of Nsight Systems data, with Nsight Compute verdicts joined when given.
 
     `weight_bytes` (the bytes a decode step reads: the model's weights) turns the per-step time into decode tokens/s,
     bytes per token and memory-bandwidth utilisation, with the same maths as `traceview decode`. `phase(name)` is
     told each step as it starts, and `progress(rows, total)` the NVTX rows streamed (a progress display for large
-    exports).
+    exports). `lanes_too`: the timeline's lanes are built as well (Timeline.lanes), the NVTX ones in the same pass over
+    the ranges, for a dashboard that will draw them.
     """
     say = phase or (lambda name: None)
     say("kernel summary")
@@ -556,8 +559,9 @@ def analyze_nsys(
         links[device] = link if link else (None, None)
 
     mode = next((v for k, v in export.capture_options.items() if k.endswith("CUDA_GRAPH_TRACE_OPTIONS:MODE")), None)
-    run = analyze_whole_run(kernels, export.names, export.memops, export.api, _counted(export, say, progress), export.graphs, links, gap_threshold_ns,
-                            graph_trace_mode=mode, phase=say)
+    lanes = NvtxLanes(process_ids(kernels, export.memops), export.nvtx_stream.rows_at) if lanes_too and export.nvtx_stream is not None else None
+    run = analyze_whole_run(kernels, export.names, export.memops, export.api, _counted(export, say, progress, lanes), export.graphs, links,
+                            gap_threshold_ns, graph_trace_mode=mode, phase=say)
     for activity in run.devices:
         activity["name"] = device_names.get(activity["device_id"]) or (spec.name if gpu and spec else None)
     # The NVTX ranges were nested in the whole-run pass over them, after the sweep.
@@ -590,7 +594,12 @@ def analyze_nsys(
     device = Device(display, cc or (spec.compute_capability if spec else None), spec, how, peaks)
     findings = sorted([*run.findings, *filter(None, [fp32_fma_finding(ranked, spec), dequantize_finding(ranked)])], key=lambda f: -f["cost_ns"])
     timeline = Timeline(run.devices, run.copies, findings, nvtx_groups, run.verdict, run.gaps, run.idle_by_cause, run.launch,
-                        steps, sync_summary(export.sync, export.api), unmatched, matched, export=export)
+                        steps, sync_summary(export.sync, export.api), unmatched, matched, export=export,
+                        nvtx_lanes=lanes.lanes() if lanes is not None else None)
+    if lanes_too:
+        # The rest of the lanes too, while the analysis runs: the dashboard's first timeline then only bins them.
+        say("timeline lanes")
+        timeline.lanes()
     notes = list(export.notes) + run.notes
     if len(active) < len(device_names):
         listed = ", ".join(f"{count}× {name}" for name, count in Counter(device_names.values()).items())
@@ -635,17 +644,23 @@ def analyze_nsys(
     return Analysis(source, device, _without_launches(device), ranked, notes, kind="nsys-export", detail=timeline, collection=collection)
 
 
-def _counted(export: NsysExport, say: Callable[[str], None], progress: Callable[[int, int], None] | None) -> Callable[[], Iterator[pl.DataFrame]]:
+def _counted(export: NsysExport, say: Callable[[str], None], progress: Callable[[int, int], None] | None,
+             lanes: NvtxLanes | None = None) -> Callable[[], Iterator[pl.DataFrame]]:
     """Return export.nvtx_chunks, telling `say` when the streamed NVTX rows are read and `progress` how many so far
-    (the whole run's longest pass on an export with NVTX ranges), then when the gaps' causes follow."""
+    (the whole run's longest pass on an export with NVTX ranges), then when the gaps' causes follow; each chunk also
+    goes to `lanes` where given (a pass read again starts them again)."""
     total = export.nvtx_stream.rows if export.nvtx_stream is not None else export.held_nvtx.height
 
     def chunks() -> Iterator[pl.DataFrame]:
         if progress is not None:
             progress(0, total)  # first, so that a bar is shown for a large table even where the read showed none
         say("nesting NVTX ranges")
+        if lanes is not None:
+            lanes.restart()
         done = 0
         for chunk in export.nvtx_chunks():
+            if lanes is not None:
+                lanes.add(chunk)
             yield chunk
             done += chunk.height
             if progress is not None:

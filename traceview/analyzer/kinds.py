@@ -44,6 +44,9 @@ class AnalysisOptions:
     what_if: str | None = None  # GPUs to project the run onto, comma-separated (every kind)
     phase: Callable[[str], None] | None = None
     progress: Callable[[int, int], None] | None = None
+    # Build the zoomable timeline's lanes during the analysis, the NVTX ones in its own pass over the ranges (the
+    # dashboard, which draws them): otherwise the first timeline reads every range of the export again.
+    timeline: bool = False
 
     def weight_bytes(self) -> float | None:
         """--weights in bytes, or None; UsageError when it is no size."""
@@ -82,7 +85,8 @@ class Kind:
 
 
 def _nsys_export(export: Any, source: Source, options: AnalysisOptions) -> Analysis:
-    return analyze_nsys(export, source, options.gpu, options.ncu, options.gap_threshold_ns(), options.weight_bytes(), options.phase, options.progress)
+    return analyze_nsys(export, source, options.gpu, options.ncu, options.gap_threshold_ns(), options.weight_bytes(), options.phase, options.progress,
+                        lanes_too=options.timeline)
 
 
 def _nsys_stats(stats: Any, source: Source, options: AnalysisOptions) -> Analysis:

@@ -9,6 +9,7 @@ name shows and the bound that kind usually has, marked as a heuristic.
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -110,6 +111,9 @@ def advice_key(kind: str, likely: str | None, tensor_core: bool | None = None, n
     return kind
 
 
+_LANES_BUILT = threading.Lock()
+
+
 @dataclass(frozen=True)
 class Timeline:
     """Whole-run findings; times in ns, shares in %. For `nsys stats` inputs only the summaries are filled."""
@@ -127,18 +131,33 @@ class Timeline:
     unmatched_kernels: list[str] = field(default_factory=list)
     matched_kernels: int = 0
     export: Any = None  # the NsysExport the findings came from, for the zoomable timeline (None for nsys stats)
+    # Each process's NVTX lane (analyzer.lanes.Lane by process id), where the analysis built them in its own pass over
+    # the ranges; else they are built from the export when the timeline is first drawn.
+    nvtx_lanes: Any = field(default=None, repr=False, compare=False)
     _lanes: Any = field(default=None, repr=False, compare=False)
 
     def lanes(self) -> list[Any]:
         """Return the export's timeline lanes (analyzer.lanes), built on first use and kept."""
+        with _LANES_BUILT:  # two first renders at once (the dashboard's callbacks run on threads) build them once
+            return self._built_lanes()
+
+    def _built_lanes(self) -> list[Any]:
         if self._lanes is None:
-            from traceview.analyzer.lanes import timeline_lanes
+            from traceview.analyzer.lanes import nvtx_lanes, process_ids, timeline_lanes
 
             e = self.export
+            lanes: list[Any] = []
+            if e is not None:
+                nvtx = self.nvtx_lanes
+                if nvtx is None:
+                    stream = e.nvtx_stream
+                    nvtx = nvtx_lanes(e.nvtx_chunks(), process_ids(e.kernels, e.memops), held=e.held_nvtx if stream is None else None,
+                                      read=stream.rows_at if stream is not None else None)
+                lanes = timeline_lanes(e.kernels, e.memops, e.graphs, e.api, nvtx, e.names)
             # A cache on a frozen record: the lanes follow from the export, which never changes.
-            object.__setattr__(self, "_lanes", [] if e is None else timeline_lanes(e.kernels, e.memops, e.graphs, e.api, e.nvtx, e.names))
-        lanes: list[Any] = self._lanes
-        return lanes
+            object.__setattr__(self, "_lanes", lanes)
+        built: list[Any] = self._lanes
+        return built
 
 
 def kernel_summary(kernels: pl.DataFrame, names: dict[int, str]) -> pl.DataFrame:

@@ -272,7 +272,8 @@ def analyze_torch(trace: TorchTrace, source: Source, options: AnalysisOptions) -
     """Return the analysis of a PyTorch profiler trace: the whole run as for an Nsight Systems export, the op
     roofline estimated from shapes, the collectives and the graphs (TorchRun in `detail`). Takes --gpu,
     --gap-threshold and --weights (else the weights a step reads come from the linear layers' shapes)."""
-    base = analyze_nsys(trace.export, source, options.gpu, None, options.gap_threshold_ns(), options.weight_bytes(), options.phase, options.progress)
+    base = analyze_nsys(trace.export, source, options.gpu, None, options.gap_threshold_ns(), options.weight_bytes(), options.phase, options.progress,
+                        lanes_too=options.timeline)
     timeline = base.timeline
     assert timeline is not None  # analyze_nsys always returns its Timeline
     graphs = graph_facts(trace)

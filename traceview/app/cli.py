@@ -116,13 +116,14 @@ def run_analysis(
     step_kernels: int | None = None,
     kv_bytes_per_token: str | None = None,
     what_if: str | None = None,
+    timeline: bool = False,
 ) -> Analysis:
     """Parse and analyze one trace file with a progress bar on stderr for large inputs (analyze_file, as every command
-    that reads a trace runs it)."""
+    that reads a trace runs it); `timeline` for an analysis whose timeline will be drawn (AnalysisOptions.timeline)."""
     bar = _ProgressBar()
     try:
         options = AnalysisOptions(gpu, interval_s, tokens, weights, bandwidth, None, gap_threshold, step_kernels, kv_bytes_per_token,
-                                  what_if, bar.phase, bar.rows)
+                                  what_if, bar.phase, bar.rows, timeline)
         return analyze_file(path, options, ncu)
     finally:
         bar.close()
@@ -427,8 +428,9 @@ def serve_command(
         raise UsageError("no file given and no bundled sample found — pass an export: traceview serve run.csv")
     store = RunStore()
     for path in paths:
-        store.add(run_analysis(path, gpu, what_if=what_if), path.name)
-    dashboard = create_app(store, lambda path: run_analysis(path, gpu, what_if=what_if), max_upload_mb * 2**20, allowed_hosts(host, allow_host or []))
+        store.add(run_analysis(path, gpu, what_if=what_if, timeline=True), path.name)
+    dashboard = create_app(store, lambda path: run_analysis(path, gpu, what_if=what_if, timeline=True), max_upload_mb * 2**20,
+                           allowed_hosts(host, allow_host or []))
     typer.echo(f"traceview dashboard: http://{host}:{port}/  (Ctrl+C to stop)")
     dashboard.run(host=host, port=port, debug=False)
 

@@ -415,13 +415,11 @@ def timeline_figure(analysis: Analysis, start_ms: float | None = None, end_ms: f
         for lane in lanes:
             if lane.kind not in ("compute", "communication") or not ids:
                 continue
-            first, last = np.searchsorted(lane.starts, start - lane.longest), np.searchsorted(lane.starts, end)
-            index: np.ndarray = np.arange(first, last)
-            index = index[(lane.ends[index] > start) & lane.labels.gather(index).is_in(list(ids)).fill_null(False).to_numpy()]
-            total += len(index)
+            starts, ends = lane.labelled(start, end, ids)
+            total += len(starts)
             if total <= HIGHLIGHTED_LAUNCHES:
-                xs += list((lane.starts[index] + lane.ends[index]) / 2 / 1e6 - origin / 1e6)
-                ys += [lane.name] * len(index)
+                xs += list((starts + ends) / 2 / 1e6 - origin / 1e6)
+                ys += [lane.name] * len(starts)
         if total and total <= HIGHLIGHTED_LAUNCHES:
             figure.add_trace(go.Scatter(x=xs, y=ys, mode="markers", name=_text(f"launches of {highlight[:60]}"),
                                         marker={"symbol": "diamond", "size": 9, "color": "#ff7f0e", "line": {"width": 1, "color": "black"}},
