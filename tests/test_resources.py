@@ -19,7 +19,7 @@ def test_an_export_larger_than_the_budget_is_refused_in_one_line(realdata_file, 
     result = CliRunner().invoke(app, ["analyze", str(realdata_file(EXPORT)), "--format", "json"])
     assert result.exit_code == 1 and result.stdout == ""
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and "needs about 0.101 GB of memory (3,442 kernels and 23,748 other timed rows)" in lines[0], lines
+    assert len(lines) == 1 and "needs about 0.251 GB of memory (3,442 kernels and 23,748 other timed rows)" in lines[0], lines
     assert "more than the 0.05 GB this process may take" in lines[0] and MEMORY_ENV in lines[0] and "Traceback" not in result.stderr
 
 

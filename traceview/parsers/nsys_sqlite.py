@@ -41,13 +41,14 @@ _CONNECTIONS = 2  # tables are read on this many connections at once
 _SPLIT_ROWS = 50_000  # a table with fewer rows is one query: a second connection would cost more than it gives
 # The analysis's peak memory per row read (the kernels, calls and copies are held, and the launch join and the gaps'
 # causes take a few more bytes per kernel at their peaks; NVTX ranges are streamed, only their per-group sums and
-# step ranges kept), from benchmarks/bench_nsys_realistic.py on this machine (2026-12-06, third session): the
-# realistic exports of 2 M and 10 M launches peak at 0.71 GB and 2.76 GB (these figures give 0.70 and 3.11 GB), kernels
-# alone (2 M) at 0.40 GB. Used to refuse, before reading, an export the machine cannot hold.
-_PEAK_BYTES_PER_KERNEL = 220
-_PEAK_BYTES_PER_ROW = 35  # any other timed row held: runtime calls, copies, synchronisation
+# step ranges kept, and the NVTX chunks in flight a fixed 0.2 GB), from benchmarks/bench_nsys_realistic.py on this
+# machine (2026-12-07): the realistic exports of 2 M and 10 M launches peak at 0.63 GB and 1.96 GB (these figures give
+# 0.64 and 2.19 GB), kernels alone (2 M) at about 0.4 GB. Used to refuse, before reading, an export the machine cannot
+# hold.
+_PEAK_BYTES_PER_KERNEL = 130
+_PEAK_BYTES_PER_ROW = 26  # any other timed row held: runtime calls, copies, synchronisation
 _PEAK_BYTES_PER_NVTX_ROW = 2
-_PEAK_BASE_BYTES = 100_000_000
+_PEAK_BASE_BYTES = 250_000_000
 # Beyond this many row ids (a damaged page can make max(rowid) ~2**62) a table is read as one range, counted first.
 _MAX_ROWID_SPAN = 256 * _CHUNK_ROWS
 MAX_NAME_CHARS = 65_536  # kernel names of generated code reach tens of kilobytes, never megabytes
