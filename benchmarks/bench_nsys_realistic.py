@@ -9,7 +9,7 @@ Each command runs --repeat times, the three in turn each round, so that a slow s
 them alike; a figure is the fastest run's time and the highest peak RSS seen, and the spread (slowest / fastest)
 says how noisy the machine was (on a shared 2-core machine single runs of the same command differ by up to 30%).
 The memory check (TRACEVIEW_MAX_MEMORY_GB) is off for the measured runs: the point is what they take.
-Usage: python benchmarks/bench_nsys_realistic.py [--factor 581] [--scales 0.25,0.5,1] [--repeat 3]
+Usage: python benchmarks/bench_nsys_realistic.py [--factor 581] [--scales 0.25,0.5,1] [--repeat 3] [--nsys-tui PATH]
 """
 
 from __future__ import annotations
@@ -83,6 +83,8 @@ def main() -> None:
     parser.add_argument("--factor", type=int, default=581, help="copies of the real export (581 → 2.0 M launches)")
     parser.add_argument("--scales", default="0.25,0.5,1", help="fractions of the factor to run, for the cost per launch")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each command; the fastest counts")
+    parser.add_argument("--nsys-tui", metavar="PATH", help="the peer `nsys-tui` command (pip install nsys-tui in a venv of its own): its "
+                                                           "`summary` is run beside the rest")
     args = parser.parse_args()
     require_baseline_reader()
     if not SOURCE.exists():
@@ -96,18 +98,25 @@ def main() -> None:
         rows = counts(path)
         launches = rows["CUPTI_ACTIVITY_KIND_KERNEL"]
         warm(path)
-        best = best_of({"bulk": [sys.executable, "-c", BULK, str(path)], "group_by": [sys.executable, "-c", GROUP_BY, str(path)],
-                        "traceview": [*traceview, str(path)]}, max(1, args.repeat))
+        commands = {"bulk": [sys.executable, "-c", BULK, str(path)], "group_by": [sys.executable, "-c", GROUP_BY, str(path)],
+                    "traceview": [*traceview, str(path)]}
+        if args.nsys_tui:
+            commands["nsys-tui"] = [args.nsys_tui, "summary", str(path)]
+        best = best_of(commands, max(1, args.repeat))
         bulk, group, ours = best["bulk"], best["group_by"], best["traceview"]
         print(f"\n{launches:,} launches ({factor}× the real export), {sum(rows.values()):,} timed rows, {path.stat().st_size / 1e6:.0f} MB")
         print(f"  best of {max(1, args.repeat)} runs each         time    peak RSS  spread")
         for label, figures in (("bulk read of the columns used  ", bulk), ("SQL GROUP BY (nsys stats)      ", group),
                                ("traceview analyze --format json", ours)):
             print(f"  {label}: {figures['seconds']:6.2f} s  {figures['peak_mb']:6.0f} MB  {figures['spread']:.2f}")
+        if "nsys-tui" in best:
+            peer = best["nsys-tui"]
+            print(f"  nsys-tui summary (kernels only)     : {peer['seconds']:6.2f} s  {peer['peak_mb']:6.0f} MB  {peer['spread']:.2f}")
+            print(f"  traceview vs nsys-tui summary: {ours['seconds'] / peer['seconds']:.2f}× the time, {ours['peak_mb'] / peer['peak_mb']:.2f}× the memory")
         print(f"  time vs bulk read: {ours['seconds'] / bulk['seconds']:.2f}× (target ≤ 1.2); vs GROUP BY: {ours['seconds'] / group['seconds']:.2f}×")
         print(f"  peak RSS vs bulk read: {ours['peak_mb'] / bulk['peak_mb']:.2f}×; vs the 2 GB bound: {ours['peak_mb'] / 2000:.2f}× (target < 1)")
         print(f"  per million launches: {ours['seconds'] / launches * 1e6:.2f} s, {ours['peak_mb'] / launches * 1e6:.0f} MB")
-        print(json.dumps({"launches": launches, "bulk": bulk, "group_by": group, "traceview": ours}))
+        print(json.dumps({"launches": launches, **best}))
 
 
 if __name__ == "__main__":

@@ -67,10 +67,10 @@ def main() -> None:
     store = RunStore()
     runs = []
     for path in bundled_samples():
-        analysis = run_analysis(path, None)
+        analysis = run_analysis(path, None, timeline=True)  # as `traceview serve` analyses
         store.add(analysis, path.name)
         runs.append((path.name, [row["id"] for row in table_rows(analysis)]))
-    app = create_app(store, lambda path: run_analysis(path, None))
+    app = create_app(store, lambda path: run_analysis(path, None, timeline=True))
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]

@@ -34,8 +34,8 @@ def dashboard():
 
     store = RunStore()
     for path in (CFD, RAW, NSYS):
-        store.add(run_analysis(path, None), path.name)
-    app = create_app(store, lambda path: run_analysis(path, None), max_upload_bytes=2 * 2**20)
+        store.add(run_analysis(path, None, timeline=True), path.name)  # as `traceview serve` analyses
+    app = create_app(store, lambda path: run_analysis(path, None, timeline=True), max_upload_bytes=2 * 2**20)
     port = _free_port()
     server = make_server("127.0.0.1", port, app.server, threaded=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
