@@ -153,3 +153,12 @@ def test_nvtx_lanes_built_in_the_analysis_pass_are_those_built_later(realdata_fi
         listed, again = lane.events_in(*window), other.events_in(*window)
         assert listed is not None and again is not None and len(listed[0])
         assert [list(part) for part in listed] == [list(part) for part in again]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_union_blocks_are_the_coverage_blocks_in_any_order(seed):
+    starts, ends = intervals(seed)
+    order = np.random.default_rng(seed).permutation(len(starts))
+    block_starts, block_ends = lanes_module.union_blocks(starts[order], ends[order])
+    union = Coverage(starts, ends)
+    assert np.array_equal(block_starts, union.starts) and np.array_equal(block_ends, union.ends)

@@ -435,21 +435,19 @@ class Coverage:
 
     _BATCH = 1 << 20  # starts looked up at a time, so the lookup holds a few MB whatever the intervals
 
-    def __init__(self, starts: np.ndarray, ends: np.ndarray, presorted: bool = False, in_place: bool = False, ends_sorted: bool = False) -> None:
+    def __init__(self, starts: np.ndarray, ends: np.ndarray, presorted: bool = False, in_place: bool = False) -> None:
         # The union's blocks come from the starts and the ends each sorted on their own, so no permutation of millions
         # of intervals is held: a block begins at a start before which every interval with an earlier start has ended
         # (the ends before it are as many as the starts before it), and ends at the latest end before the next
         # block's start, which is the j-th smallest end when j intervals start before that block. Touching intervals
-        # are one block. `presorted`, `ends_sorted`: the starts, the ends are in order already; `in_place`: the arrays
-        # are the caller's to sort.
+        # are one block. `presorted`: the starts are in order already; `in_place`: the arrays are the caller's to sort.
         if in_place:
-            if not ends_sorted:
-                ends.sort()
+            ends.sort()
             if not presorted:
                 starts.sort()
         else:
             starts = starts if presorted else np.sort(starts)
-            ends = ends if ends_sorted else np.sort(ends)
+            ends = np.sort(ends)
         count = len(starts)
         # Flags, not indices: a block's first interval, and its last (the one before the next block's first).
         first = np.zeros(count, dtype=bool)
