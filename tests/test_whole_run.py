@@ -1268,3 +1268,16 @@ def test_deepep_all_to_all_kernels_are_communication(tmp_path):
     assert device["breakdown"]["communication_pct"] == pytest.approx(100 / 1.2)
     assert device["breakdown"]["overlaps"]["compute+communication"] == pytest.approx(80 / 1.2)
     assert device["exposed_pct"]["communication"] == pytest.approx(20 / 1.2)
+
+
+def test_the_first_launch_of_each_kernel_is_its_earliest_start_and_the_first_row_of_a_tie():
+    import polars as pl
+
+    from traceview.analyzer.whole_run import first_launch_of_each_kernel
+
+    kernels = pl.DataFrame({"name_id": [1, 1, 2, 2, 1, 3, None, None], "start_ns": [50, 10, 7, 7, 10, 1, 9, 8], "pid": [1, 2, 3, 4, 5, 6, 7, 8],
+                            "correlation_id": [11, 12, 13, 14, 15, None, 17, 18]})
+    first = first_launch_of_each_kernel(kernels)
+    # Name 1: the earliest start is 10, first in rows at pid 2; name 2: a tie at 7, the first row wins; name 3 has no
+    # id; kernels without a name are one more name.
+    assert sorted(first.rows()) == [(2, 12), (3, 13), (8, 18)]
