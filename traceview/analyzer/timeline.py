@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -35,6 +35,9 @@ from traceview.numbers import reduced
 from traceview.parsers.ncu_csv import short_kernel_name
 from traceview.parsers.nsys_stats import RULE_ROW_LIMIT
 from traceview.wording import counted
+
+if TYPE_CHECKING:  # lanes imports whole_run, as this module does, and is loaded only when a timeline is drawn
+    from traceview.analyzer.lanes import Lane
 
 BLOCKING_API = re.compile(
     r"^(cudaDeviceSynchronize|cudaStreamSynchronize|cudaEventSynchronize|cudaMemcpy(2D|3D)?(ToSymbol|FromSymbol)?|"
@@ -133,31 +136,31 @@ class Timeline:
     export: Any = None  # the NsysExport the findings came from, for the zoomable timeline (None for nsys stats)
     # Each process's NVTX lane (analyzer.lanes.Lane by process id), where the analysis built them in its own pass over
     # the ranges; else they are built from the export when the timeline is first drawn.
-    nvtx_lanes: Any = field(default=None, repr=False, compare=False)
-    _lanes: Any = field(default=None, repr=False, compare=False)
+    nvtx_lanes: dict[int | None, Lane] | None = field(default=None, repr=False, compare=False)
+    _lanes: list[Lane] | None = field(default=None, repr=False, compare=False)
 
-    def lanes(self) -> list[Any]:
+    def lanes(self) -> list[Lane]:
         """Return the export's timeline lanes (analyzer.lanes), built on first use and kept."""
         with _LANES_BUILT:  # two first renders at once (the dashboard's callbacks run on threads) build them once
             return self._built_lanes()
 
-    def _built_lanes(self) -> list[Any]:
-        if self._lanes is None:
-            from traceview.analyzer.lanes import nvtx_lanes, process_ids, timeline_lanes
+    def _built_lanes(self) -> list[Lane]:
+        if self._lanes is not None:
+            return self._lanes
+        from traceview.analyzer.lanes import nvtx_lanes, process_ids, timeline_lanes
 
-            e = self.export
-            lanes: list[Any] = []
-            if e is not None:
-                nvtx = self.nvtx_lanes
-                if nvtx is None:
-                    stream = e.nvtx_stream
-                    nvtx = nvtx_lanes(e.nvtx_chunks(), process_ids(e.kernels, e.memops), held=e.held_nvtx if stream is None else None,
-                                      read=stream.rows_at if stream is not None else None)
-                lanes = timeline_lanes(e.kernels, e.memops, e.graphs, e.api, nvtx, e.names)
-            # A cache on a frozen record: the lanes follow from the export, which never changes.
-            object.__setattr__(self, "_lanes", lanes)
-        built: list[Any] = self._lanes
-        return built
+        e = self.export
+        lanes: list[Lane] = []
+        if e is not None:
+            nvtx = self.nvtx_lanes
+            if nvtx is None:
+                stream = e.nvtx_stream
+                nvtx = nvtx_lanes(e.nvtx_chunks(), process_ids(e.kernels, e.memops), held=e.held_nvtx if stream is None else None,
+                                  read=stream.rows_at if stream is not None else None)
+            lanes = timeline_lanes(e.kernels, e.memops, e.graphs, e.api, nvtx, e.names)
+        # A cache on a frozen record: the lanes follow from the export, which never changes.
+        object.__setattr__(self, "_lanes", lanes)
+        return lanes
 
 
 def kernel_summary(kernels: pl.DataFrame, names: dict[int, str]) -> pl.DataFrame:

@@ -143,11 +143,6 @@ class TableStream:
                 yield part
                 del part
 
-    @property
-    def parts(self) -> int:
-        """Return how many chunks `chunks()` yields: a row is addressed by its chunk's number and its place in it."""
-        return max(len(self._queries), 1)
-
     def rows_at(self, part: int, offset: int, count: int) -> pl.DataFrame:
         """Return rows `offset` to `offset + count` of chunk `part` of `chunks()`, after `finish`: SQLite steps over the
         rows before them without decoding them, so a few thousand rows from the middle of a table take milliseconds."""
