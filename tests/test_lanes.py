@@ -65,6 +65,14 @@ def test_a_late_interval_never_makes_a_bin_busier_than_it_is_long():
     assert (bins.busy <= bins.width).all() and 802 <= bins.busy.sum() <= 802 + bins.width
 
 
+def test_a_stray_time_is_left_out_of_the_bins_not_the_intervals_beside_it():
+    bins = BusyBins(64)
+    bins.add(np.array([100, 2**62, 300]), np.array([200, 2**62 + 5, 350]))
+    bins.add(np.array([400]), np.array([450]))
+    bins.finish()
+    assert bins.outside == 1 and bins.busy.sum() == 100 + 50 + 50
+
+
 def reference(frame: pl.DataFrame, keep: pl.Expr, label: str) -> pl.DataFrame:
     valid = pl.col("start_ns").is_not_null() & pl.col("end_ns").is_not_null() & (pl.col("end_ns") >= pl.col("start_ns"))
     return frame.filter((valid & keep).fill_null(False)).select("start_ns", "end_ns", pl.col(label).alias("label"))

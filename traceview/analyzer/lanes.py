@@ -124,8 +124,15 @@ class BusyBins:
         if not len(starts):
             return
         if not self._cover(int(starts[0]), int(ends[-1])):
-            self.outside += len(starts)
-            return
+            # A stray time (a damaged export) is left out, not the blocks beside it: those within reach of the bins
+            # already begun, or of the blocks' median, are kept.
+            anchor = self.origin if self.origin is not None else int(np.median(starts))
+            near = (starts >= anchor - _MAX_SPAN_NS // 2) & (ends <= anchor + _MAX_SPAN_NS // 2)
+            self.outside += int(np.count_nonzero(~near))
+            starts, ends = starts[near], ends[near]
+            if not len(starts) or not self._cover(int(starts[0]), int(ends[-1])):
+                self.outside += len(starts)
+                return
         assert self.origin is not None
         origin, width, count = self.origin, self.width, len(self.busy)
         timed = ends > starts
