@@ -283,7 +283,11 @@ def classify_launches(launches: pl.DataFrame, peaks: Mapping[str, float | pl.Exp
         *[(present[m] & (~has_best | ((col(f"_ceiling_{m}") > 0) & col(f"_ceiling_{m}").is_finite()))).fill_null(False).alias(f"_in_{m}")
           for m in MEMORY_LEVELS],
     )
-    level_share = {m: pl.when(col(f"_in_{m}")).then(col(f"_mrate_{m}") / col(f"_mtop_{m}")) for m in MEMORY_LEVELS}
+    # Each level's share is a column before the busiest is picked by equality: computed twice, as expressions, the
+    # two quotients can differ in the last bit (0.7375367398006154 against ...155 under polars 2.1), and then no level
+    # is found equal to the busiest.
+    stage = stage.with_columns(*[pl.when(col(f"_in_{m}")).then(col(f"_mrate_{m}") / col(f"_mtop_{m}")).alias(f"_lshare_{m}") for m in MEMORY_LEVELS])
+    level_share = {m: col(f"_lshare_{m}") for m in MEMORY_LEVELS}
     lowest_ceiling = pl.min_horizontal([pl.when(col(f"_in_{m}")).then(col(f"_ceiling_{m}")) for m in MEMORY_LEVELS])
     stage = stage.with_columns(
         lowest_ceiling.alias("_lowest_ceiling"),
