@@ -304,8 +304,10 @@ def report_command(
     if png:
         _refuse_overwrite(png_path, force)
         _require_kaleido()
+    # An HTML report draws the whole-run timeline: its lanes are built in the analysis' own pass over the NVTX ranges
+    # rather than by a second one.
     analysis = run_analysis(file, gpu, interval, tokens, _weights_from(weights, params, bits), bandwidth, ncu, gap_threshold, step_kernels,
-                            kv_bytes_per_token, what_if)
+                            kv_bytes_per_token, what_if, timeline=fmt is OutputFormat.html)
     text = render_analysis(analysis, fmt.value, _options(top))
     if png and fmt is OutputFormat.md:
         text += f"\n![main figure]({png_path.name})\n"
