@@ -323,12 +323,19 @@ class Lane:
         return events["start_ns"].to_numpy(), events["end_ns"].to_numpy()
 
 
-def _frame_reader(frame: pl.DataFrame, wanted: pl.Expr, label: str) -> Reader:
+def _reader(rows_at: Callable[[int, int, int], pl.DataFrame], wanted: pl.Expr, label: str) -> Reader:
+    """Return the Reader of a lane whose source's rows `rows_at(part, offset, count)` gives: the rows `wanted` keeps,
+    as start_ns, end_ns and their `label` column."""
     def read(part: int, offset: int, rows: int, where: pl.Expr | None) -> pl.DataFrame:
-        own = frame.slice(offset, rows).lazy().filter(wanted).select("start_ns", "end_ns", pl.col(label).alias("label"))
+        own = rows_at(part, offset, rows).lazy().filter(wanted).select("start_ns", "end_ns", pl.col(label).alias("label"))
         return (own if where is None else own.filter(where)).collect()
 
     return read
+
+
+def _host_lane(pid: int | None, what: str) -> str:
+    """Return the name of a host process's lane (`what`: NVTX or CUDA API), of every process where pid is None."""
+    return f"host {pid} {what}" if pid is not None else f"host {what}"
 
 
 def frame_lane(name: str, kind: str, device: int | None, frame: pl.DataFrame, label: str, names: dict[int, str] | None = None,
@@ -342,7 +349,7 @@ def frame_lane(name: str, kind: str, device: int | None, frame: pl.DataFrame, la
         built.add(0, frame.height, rows)
     if not built.count:
         return None
-    return Lane(name, kind, device, built, _frame_reader(frame, wanted, label), EXACT_FRAME_ROWS, names)
+    return Lane(name, kind, device, built, _reader(lambda part, offset, rows: frame.slice(offset, rows), wanted, label), EXACT_FRAME_ROWS, names)
 
 
 def _ranges_of(pid: int | None) -> pl.Expr:
@@ -380,17 +387,8 @@ class NvtxLanes:
 
     def lanes(self) -> dict[int | None, Lane]:
         """Return the lane of each process that has ranges."""
-        return {pid: Lane(f"host {pid} NVTX" if pid is not None else "host NVTX", "nvtx", None, built, self._reader(pid), self._exact_rows)
+        return {pid: Lane(_host_lane(pid, "NVTX"), "nvtx", None, built, _reader(self._read, _ranges_of(pid), "text"), self._exact_rows)
                 for pid, built in self._built.items() if built.count}
-
-    def _reader(self, pid: int | None) -> Reader:
-        wanted = _ranges_of(pid)
-
-        def read(part: int, offset: int, rows: int, where: pl.Expr | None) -> pl.DataFrame:
-            own = self._read(part, offset, rows).lazy().filter(wanted).select("start_ns", "end_ns", pl.col("text").alias("label"))
-            return (own if where is None else own.filter(where)).collect()
-
-        return read
 
 
 def _owners(pids: list[int]) -> list[int | None]:
@@ -409,7 +407,7 @@ def nvtx_lanes(chunks: Iterable[pl.DataFrame], pids: list[int], held: pl.DataFra
     """Return each process's NVTX lane: from `held` rows (a PyTorch trace's, in memory), or from `chunks` streamed,
     read back through `read` (TableStream.rows_at)."""
     if held is not None:
-        lanes = {pid: frame_lane(f"host {pid} NVTX" if pid is not None else "host NVTX", "nvtx", None, held, "text", keep=_ranges_of(pid))
+        lanes = {pid: frame_lane(_host_lane(pid, "NVTX"), "nvtx", None, held, "text", keep=_ranges_of(pid))
                  for pid in _owners(pids)}
         return {pid: lane for pid, lane in lanes.items() if lane is not None}
     assert read is not None
@@ -441,7 +439,7 @@ def timeline_lanes(kernels: pl.DataFrame, memops: pl.DataFrame, graphs: pl.DataF
     for pid in _owners(process_ids(kernels, memops)):
         planned.append(nvtx.get(pid))
         if api.height:
-            planned.append(partial(frame_lane, f"host {pid} CUDA API" if pid is not None else "host CUDA API", "cuda_api", None, api, "name",
+            planned.append(partial(frame_lane, _host_lane(pid, "CUDA API"), "cuda_api", None, api, "name",
                                     keep=None if pid is None else pl.col("pid") == pid))
     # Two lanes are built at a time: numpy and polars release the GIL, and the first timeline waits for them all.
     with ThreadPoolExecutor(max_workers=2) as pool:

@@ -208,8 +208,9 @@ class NsysExport:
 
     @property
     def nvtx(self) -> pl.DataFrame:
-        """Return every NVTX row (NSYS_NVTX) at once, read from the export on first use and then kept: for the
-        dashboard's timeline lanes, not for the analysis, which streams them (nvtx_chunks)."""
+        """Return every NVTX row (NSYS_NVTX) at once, read from the export on first use and then kept: for a caller
+        that wants them whole (tests, a notebook); neither the analysis nor the timeline's lanes use it, since they
+        stream them (nvtx_chunks)."""
         if self.nvtx_stream is not None:
             self.held_nvtx = pl.concat(list(self.nvtx_stream.chunks()), rechunk=False)
             self.nvtx_stream = None
