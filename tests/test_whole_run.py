@@ -556,6 +556,23 @@ def test_launch_records_match_process_and_correlation_id_latest_call_before_wins
     assert launch_records(kernels, unique)["call_start_ns"].to_list() == [6, 5, 8]
 
 
+@pytest.mark.parametrize("name", [H100, H200])
+def test_steps_run_two_at_once_give_the_answer_of_steps_run_one_after_the_other(name, realdata_file, monkeypatch):
+    """Small exports run independent steps on a second thread (TWO_STEPS_AT_ONCE_MAX_ROWS): the answer is the one
+    of the steps run in turn, as a large export runs them (one GPU, and two)."""
+    from traceview.analyzer import whole_run
+
+    path = realdata_file(name)
+    answers = []
+    for most_rows in (0, whole_run.TWO_STEPS_AT_ONCE_MAX_ROWS):
+        monkeypatch.setattr(whole_run, "TWO_STEPS_AT_ONCE_MAX_ROWS", most_rows)
+        data = analyze_json(path)
+        data["provenance"].pop("generated_at")
+        answers.append(data)
+    assert answers[0] == answers[1]
+    assert len(answers[0]["timeline"]["devices"]) == (2 if name == H100 else 1)
+
+
 @pytest.mark.parametrize("batch", [None, 1, 7])
 def test_launching_calls_match_a_lookup_by_process_and_correlation_id(batch, monkeypatch):
     """Unique (process, correlation id) numbers: each row of work gets the one call with its number, found a batch of

@@ -21,11 +21,13 @@ say), `jit_compile`, `launch_bound` and `cuda_graph_trace` are traceview's own.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import polars as pl
@@ -119,6 +121,12 @@ CAUSES = {
 
 
 CAUSE_CODES = tuple(CAUSES)
+# Kernels, runtime calls and copies together up to which independent steps of the analysis run two at once, the second
+# on a thread of its own: most steps use one core, and the realistic 2 M-launch export (5.9 M such rows) took 1.3-4 s
+# less of its 17.6 (three runs each, this 2-core machine), its peak (in the NVTX pass) unchanged. Beyond, one after
+# the other, so that the peak stays within what a 10 M-launch export needs (1.85 GB; under 2 GB is the bound): a
+# second step's arrays would come on top of it.
+TWO_STEPS_AT_ONCE_MAX_ROWS = 8_000_000
 PAGEABLE_ADVICE = "pin the host buffers (cudaHostAlloc / cudaHostRegister; PyTorch: pin_memory=True) so the copies overlap with work"
 
 
@@ -185,6 +193,35 @@ class BusyTime:
         a, b = np.clip(a, self.first_ns, self.last_ns), np.clip(b, self.first_ns, self.last_ns)
         busy: np.ndarray = (b - a) - (self._idle_upto(b) - self._idle_upto(a))
         return busy
+
+
+_First = TypeVar("_First")
+_Second = TypeVar("_Second")
+_Item = TypeVar("_Item")
+_Result = TypeVar("_Result")
+
+
+class _Steps:
+    """Runs independent steps of the analysis one after the other, or two at once where `at_once`."""
+
+    def __init__(self, at_once: bool) -> None:
+        self.at_once = at_once
+
+    def both(self, first: Callable[[], _First], second: Callable[[], _Second]) -> tuple[_First, _Second]:
+        """Return the results of first() and second(), run in that order or at once. An error in either is raised,
+        once both have ended (a step is not stopped midway)."""
+        if not self.at_once:
+            return first(), second()
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            later = pool.submit(second)
+            return first(), later.result()
+
+    def each(self, step: Callable[[_Item], _Result], items: list[_Item]) -> list[_Result]:
+        """Return step(item) for each item, in their order, run one after the other or two at once."""
+        if not self.at_once or len(items) < 2:
+            return [step(item) for item in items]
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            return list(pool.map(step, items))
 
 
 def _valid_interval() -> pl.Expr:
@@ -1278,16 +1315,23 @@ def analyze_whole_run(
     # In the export's types (a no-op for an export's own frames): frames joined or concatenated below must agree.
     kernels, memops, api, graphs = (conform(frame, schema) if frame.schema != schema else frame
                                     for frame, schema in ((kernels, NSYS_KERNELS), (memops, NSYS_MEMOPS), (api, NSYS_API), (graphs, NSYS_GRAPHS)))
-    # The launches are made here, not by the caller, so that they can be dropped once used.
-    say("joining launch calls to kernels")
-    launches = launch_records(kernels, api)
-    say("where the time went, and idle gaps")
-    # One step after the other: beside the sweep, the API rules (on a second thread) raised the 10 M-launch realistic
-    # export's peak by their own arrays, for half a second of the 2 M export's 21.
-    tiny = tiny_kernel_stretches(kernels)
-    found_by_api, wait_windows = api_rules(memops, api)
     migrations = bool(memops.height) and bool(memops.select(pl.col("copy_kind").is_in(UNIFIED_KINDS).any()).item())
-    sweeps, dropped = sweep_devices(activity_intervals(kernels, memops, graphs, names), migrations)
+    steps = _Steps(kernels.height + api.height + memops.height <= TWO_STEPS_AT_ONCE_MAX_ROWS)
+
+    def device_side() -> tuple[dict[str, Any], list[dict[str, Any]], pl.DataFrame, list[DeviceSweep], int]:
+        tiny = tiny_kernel_stretches(kernels)
+        found_by_api, wait_windows = api_rules(memops, api)
+        return tiny, found_by_api, wait_windows, *sweep_devices(activity_intervals(kernels, memops, graphs, names), migrations)
+
+    def launch_side() -> tuple[pl.DataFrame, pl.DataFrame, list[pl.DataFrame]]:
+        # The launches are made here, not by the caller, so that they can be dropped once used.
+        launches = launch_records(kernels, api)
+        return launches, api_classes(api, first_launch_of_each_kernel(kernels)), queued_starts(launches, memops, graphs, api)
+
+    say("where the time went, and idle gaps")
+    # The sweep first where they run one after the other: the launches' frame, held through it, was 0.05 GB of the
+    # 10 M-launch export's peak.
+    (tiny, found_by_api, wait_windows, sweeps, dropped), (launches, classified, queued_work) = steps.both(device_side, launch_side)
     notes: list[str] = []
     if dropped:
         notes.append(f"{dropped} GPU activity row(s) with no device or an end before their start were left out")
@@ -1296,14 +1340,11 @@ def analyze_whole_run(
     for device in devices:
         device["first_kernel_ns"] = first_kernel.get(device["device_id"])
         device["verdict_message"] = None  # worded once its gaps have their causes, below
-    first_launches = first_launch_of_each_kernel(kernels)
 
     # Gaps: the idle pieces of the sweep, with a cause from the host activity of the device's own processes.
     owners = pl.concat([kernels.lazy().select("device_id", "pid"), memops.lazy().select("device_id", "pid")]).drop_nulls().unique().collect()
     pids_of = {device: set(group["pid"].to_list()) for (device,), group in owners.group_by("device_id")}
-    classified = api_classes(api, first_launches)
-    queued_work = queued_starts(launches, memops, graphs, api)
-    idle = [_idle_gaps(sweep, queued_work) for sweep in sweeps]
+    idle = steps.each(functools.partial(_idle_gaps, queued_work=queued_work), sweeps)
     del queued_work
     # Everything else that needs the sweep's pieces, so that they (two or three per launch) are not held through the
     # NVTX pass and the gaps' causes.
@@ -1326,10 +1367,8 @@ def analyze_whole_run(
     nvtx_pass = read_nvtx(nvtx, calls, listed["start_ns"].to_numpy(), (listed["start_ns"] + listed["duration_ns"]).to_numpy())
     del calls
     matching = range_names_matching(nvtx_pass.texts) if devices else ([], [])
-    # One device at a time: two at once held about 0.1 GB more on the realistic 2 M export (its peak), for no
-    # time this machine could tell apart from its noise.
-    per_device = [_device_gaps(device, gaps, pids_of.get(device["device_id"], set()), api, classified, nvtx_pass, matching)
-                  for device, gaps in zip(devices, idle, strict=True)]
+    per_device = steps.each(lambda pair: _device_gaps(pair[0], pair[1], pids_of.get(pair[0]["device_id"], set()), api, classified, nvtx_pass, matching),
+                            list(zip(devices, idle, strict=True)))
     del idle
     all_gaps: list[dict[str, Any]] = []
     idle_by_cause: dict[str, int] = {}
