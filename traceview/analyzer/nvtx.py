@@ -63,6 +63,7 @@ def normalise_range_name(text: str | None) -> str:
 GROUP_TOTALS = pl.Schema({"group": pl.String, "count": pl.Int64, "cpu_ns": pl.Int64, "gpu_ns": pl.Int64, "kernels": pl.Int64,
                           "depth": pl.Int32, "parent": pl.String})
 STEP_RANGES = pl.Schema({"start_ns": pl.Int64, "end_ns": pl.Int64, "group": pl.String, "gpu_ns": pl.Int64})
+_FEW_THREADS = 8  # threads in a chunk up to which each thread's rows are found by a pass over the chunk, not by a sort
 _BLOCK_ROWS = 1 << 20  # ranges summed at a time: the per-range figures of ten million ranges are never held at once
 
 
@@ -180,8 +181,7 @@ class RangeNester:
         self._code_of_text: dict[str | None, int] = {None: 0}
         self._threads: dict[int, _ThreadState] = {}
         self._rows = 0
-        self._totals: list[pl.DataFrame] = []
-        self._pairs: list[pl.DataFrame] = []
+        self._pairs: list[pl.DataFrame] = []  # per pair of group and parent group: ranges, CPU and GPU time, kernels, least depth
         self._steps: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []  # rows, starts, ends, codes, gpu
         self._marks_steps = np.zeros(1, dtype=bool)
         self._marks_steps[0] = bool(_may_mark_steps(pl.Series(["<unnamed>"], dtype=pl.String))[0])
@@ -225,6 +225,11 @@ class RangeNester:
         if len(threads) == 1:
             self._thread(int(threads[0]), starts, ends, codes, rows)
             return
+        if len(threads) <= _FEW_THREADS:  # a pass per thread over the chunk: a sort by thread took ten times as long
+            for tid in threads.tolist():
+                own = np.flatnonzero(tids == tid)
+                self._thread(tid, starts[own], ends[own], codes[own], rows[own])
+            return
         # One stable sort by thread: each thread's rows keep the export's order.
         by_thread = np.argsort(tids, kind="stable")
         ordered = tids[by_thread]
@@ -251,7 +256,12 @@ class RangeNester:
             # tie is ordered (longer first) as a whole.
             state.cutoff = int(starts.max())
             waiting = starts >= state.cutoff
-            if waiting.any():
+            count = int(np.count_nonzero(waiting))
+            if count and waiting[len(waiting) - count:].all():
+                # In start order (as nsys writes them), the few that wait are the last: views, not copies of the chunk.
+                state.pending = (starts[-count:], ends[-count:], codes[-count:], rows[-count:])
+                starts, ends, codes, rows = starts[:-count], ends[:-count], codes[:-count], rows[:-count]
+            elif count:
                 state.pending = (starts[waiting], ends[waiting], codes[waiting], rows[waiting])
                 keep = ~waiting
                 starts, ends, codes, rows = starts[keep], ends[keep], codes[keep], rows[keep]
@@ -300,11 +310,13 @@ class RangeNester:
             high = np.searchsorted(own_calls, ends[part], side="right") + first_call
             kernels, gpu = (high - low).astype(np.int32), self.call_time[high] - self.call_time[low]
             block_codes = codes[part]
-            own = pl.DataFrame({"code": block_codes, "d": ends[part] - starts[part], "gpu_ns": gpu, "kernels": kernels, "depth": depth[part],
-                                "parent": parent_code[part]})
-            self._totals.append(own.group_by("code").agg(pl.len().alias("count"), pl.col("d").sum().alias("cpu_ns"), pl.col("gpu_ns").sum(),
-                                                         pl.col("kernels").cast(pl.Int64).sum(), pl.col("depth").min()))
-            self._pairs.append(own.filter(pl.col("parent") >= 0).group_by("code", "parent").len())
+            # One group per pair of group and parent group (none: -1), in one 64-bit key: a second grouping by
+            # group alone took as long again. finish() sums the pairs per group.
+            pair = (block_codes.astype(np.int64) << 32) | (parent_code[part] + 1)
+            own = pl.DataFrame({"pair": pair, "d": ends[part] - starts[part], "gpu_ns": gpu, "kernels": kernels, "depth": depth[part]})
+            del pair
+            self._pairs.append(own.group_by("pair").agg(pl.len().alias("count"), pl.col("d").sum().alias("cpu_ns"), pl.col("gpu_ns").sum(),
+                                                        pl.col("kernels").cast(pl.Int64).sum(), pl.col("depth").min()))
             kept = np.flatnonzero(self._marks_steps[block_codes])
             if len(kept):
                 self._steps.append((rows[part][kept], starts[part][kept], ends[part][kept], block_codes[kept], gpu[kept]))
@@ -315,7 +327,7 @@ class RangeNester:
             if state.pending is not None:
                 empty = np.array([], dtype=np.int64)
                 self._thread(tid, empty, empty, np.array([], dtype=np.uint32), empty, final=True)
-        if not self._totals:
+        if not self._pairs:
             return NvtxRanges(pl.DataFrame(schema=GROUP_TOTALS), pl.DataFrame(schema=STEP_RANGES))
         # Codes were given in the order the names were found; ties between parents go to the first by name.
         group_names = sorted(self._number)
@@ -323,12 +335,12 @@ class RangeNester:
         rank[[self._number[name] for name in group_names]] = np.arange(len(group_names))
         by_rank = dict(enumerate(rank.tolist()))
         name_of: dict[int, str] = dict(enumerate(group_names))
-        pairs = pl.concat(self._pairs).group_by("code", "parent").agg(pl.col("len").sum()).with_columns(
-            pl.col("code").replace_strict(by_rank, return_dtype=pl.Int64), pl.col("parent").replace_strict(by_rank, return_dtype=pl.Int64))
+        totals = pl.concat(self._pairs).group_by("pair").agg(pl.col("count", "cpu_ns", "gpu_ns", "kernels").sum(), pl.col("depth").min()).with_columns(
+            (pl.col("pair") // (1 << 32)).replace_strict(by_rank, return_dtype=pl.Int64).alias("code"),
+            (pl.col("pair") % (1 << 32) - 1).replace_strict(by_rank, default=-1, return_dtype=pl.Int64).alias("parent"))
         # The enclosing group: the most frequent parent, the first by name on ties.
-        parents = pairs.sort("code", "len", "parent", descending=[False, True, False]).unique("code", keep="first").select(
+        parents = totals.filter(pl.col("parent") >= 0).sort("code", "count", "parent", descending=[False, True, False]).unique("code", keep="first").select(
             "code", pl.col("parent").alias("parent_code"))
-        totals = pl.concat(self._totals).with_columns(pl.col("code").replace_strict(by_rank, return_dtype=pl.Int64))
         groups = totals.group_by("code").agg(pl.col("count", "cpu_ns", "gpu_ns", "kernels").sum(), pl.col("depth").min()).join(
             parents, on="code", how="left").with_columns(
             pl.col("code").replace_strict(name_of, return_dtype=pl.String).alias("group"),
