@@ -54,3 +54,17 @@ def test_the_room_under_a_cgroup_limit_less_what_it_cannot_give_back(tmp_path):
     assert cgroup_room_bytes(v1, own) == 3_000_000_000
     (v1 / "memory" / "memory.limit_in_bytes").write_text("9223372036854771712\n")  # v1's "no limit"
     assert cgroup_room_bytes(v1, own) is None
+
+
+@pytest.mark.parametrize("threshold", [1, 10**12])
+def test_freed_arrays_go_back_at_once_for_large_inputs_only(threshold, realdata_file, monkeypatch):
+    """glibc keeps freed arrays for reuse (faster) except for inputs from GIVE_ARRAYS_BACK_FROM_BYTES on, whose peak
+    must stay bounded; the dashboard always gives them back."""
+    from traceview.app import cli
+
+    calls = []
+    monkeypatch.setattr(cli, "_give_freed_arrays_back", lambda: calls.append(True))
+    monkeypatch.setattr(cli, "GIVE_ARRAYS_BACK_FROM_BYTES", threshold)
+    result = CliRunner().invoke(app, ["analyze", str(realdata_file(EXPORT)), "--format", "json"])
+    assert result.exit_code == 0, result.stderr
+    assert bool(calls) == (threshold == 1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import dataclasses
 import errno
@@ -120,6 +121,9 @@ def run_analysis(
 ) -> Analysis:
     """Parse and analyze one trace file with a progress bar on stderr for large inputs (analyze_file, as every command
     that reads a trace runs it); `timeline` for an analysis whose timeline will be drawn (AnalysisOptions.timeline)."""
+    with contextlib.suppress(OSError):  # a FIFO, or a file gone: the reader says what is wrong with it
+        if path.is_file() and path.stat().st_size >= GIVE_ARRAYS_BACK_FROM_BYTES:
+            _give_freed_arrays_back()
     bar = _ProgressBar()
     try:
         options = AnalysisOptions(gpu, interval_s, tokens, weights, bandwidth, None, gap_threshold, step_kernels, kv_bytes_per_token,
@@ -428,6 +432,7 @@ def serve_command(
     paths = files or bundled_samples()
     if not paths:
         raise UsageError("no file given and no bundled sample found — pass an export: traceview serve run.csv")
+    _give_freed_arrays_back()  # the dashboard stays up: its memory should fall back after each analysis
     store = RunStore()
     for path in paths:
         store.add(run_analysis(path, gpu, what_if=what_if, timeline=True), path.name)
@@ -659,14 +664,20 @@ def _root(
 
 
 _M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter (malloc.h)
+# Inputs from this size on have freed arrays given back at once (_give_freed_arrays_back). Below it glibc keeps and
+# reuses them: the realistic 2 M-launch export (1.2 GB) took 1-2.4 s less (2.5-3.5 s less system time: pages
+# mapped, zeroed and unmapped again) for 0.1-0.25 GB more at its peak (0.58 -> 0.70-0.83 GB; three runs each). The
+# 10 M-launch one (6.4 GB) peaked at 1.90 GB without, 1.83-1.87 GB with them given back: the 2 GB bound needs the room.
+GIVE_ARRAYS_BACK_FROM_BYTES = 2 * 10**9
 
 
 def _give_freed_arrays_back() -> None:
     """Have glibc map blocks over 128 kB on their own, so that a freed numpy array goes back to the system at once.
 
     glibc raises that threshold to the size of each large block freed, up to 32 MB: after the first few, the analysis'
-    arrays of a million rows come from the heap and stay held once freed. On the realistic 2 M-launch export that held
-    0.1 GB more at the peak, for no gain in time. Elsewhere (musl, macOS, Windows) nothing is changed.
+    arrays of a million rows come from the heap and stay held once freed, and are reused without being mapped again.
+    Done for large inputs (GIVE_ARRAYS_BACK_FROM_BYTES) and the dashboard; once done, it holds for the process.
+    Elsewhere (musl, macOS, Windows) nothing is changed.
     """
     if not sys.platform.startswith("linux"):
         return
@@ -688,7 +699,6 @@ class _ClosedOutput(io.TextIOBase):
 
 
 def main() -> None:
-    _give_freed_arrays_back()
     if sys.stdout is None:
         sys.stdout = _ClosedOutput()
     app()
