@@ -58,13 +58,30 @@ def test_the_room_under_a_cgroup_limit_less_what_it_cannot_give_back(tmp_path):
 
 @pytest.mark.parametrize("threshold", [1, 10**12])
 def test_freed_arrays_go_back_at_once_for_large_inputs_only(threshold, realdata_file, monkeypatch):
-    """glibc keeps freed arrays for reuse (faster) except for inputs from GIVE_ARRAYS_BACK_FROM_BYTES on, whose peak
+    """glibc keeps freed arrays for reuse (faster) except for inputs from LARGE_INPUT_BYTES on, whose peak
     must stay bounded; the dashboard always gives them back."""
+    from traceview import resources
     from traceview.app import cli
 
     calls = []
     monkeypatch.setattr(cli, "_give_freed_arrays_back", lambda: calls.append(True))
-    monkeypatch.setattr(cli, "GIVE_ARRAYS_BACK_FROM_BYTES", threshold)
+    monkeypatch.setattr(resources, "LARGE_INPUT_BYTES", threshold)
     result = CliRunner().invoke(app, ["analyze", str(realdata_file(EXPORT)), "--format", "json"])
     assert result.exit_code == 0, result.stderr
     assert bool(calls) == (threshold == 1)
+
+
+def test_polars_allocator_returns_freed_pages_at_once_for_the_dashboard_and_large_inputs(realdata_file, tmp_path):
+    from traceview.__main__ import _KEEP_FREED_PAGES_A_SECOND, _RETURN_FREED_PAGES, allocator_settings
+    from traceview.resources import LARGE_INPUT_BYTES
+
+    large = tmp_path / "large.sqlite"
+    with large.open("wb") as handle:
+        handle.truncate(LARGE_INPUT_BYTES)  # sparse: no disk taken
+    small = str(realdata_file(EXPORT))
+    assert allocator_settings(["analyze", small, "--format", "json"]) == _KEEP_FREED_PAGES_A_SECOND
+    assert allocator_settings(["analyze", str(large), "--format", "json"]) == _RETURN_FREED_PAGES
+    assert allocator_settings(["diff", small, str(large)]) == _RETURN_FREED_PAGES
+    assert allocator_settings(["serve", small]) == _RETURN_FREED_PAGES
+    assert allocator_settings(["analyze", str(tmp_path / "missing"), "--gpu", "serve"]) == _KEEP_FREED_PAGES_A_SECOND
+    assert allocator_settings([]) == _KEEP_FREED_PAGES_A_SECOND

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import dataclasses
 import errno
@@ -39,6 +38,7 @@ from traceview.app.reporters import REPORTERS, ReportOptions
 from traceview.app.reporters.decode_report import decode_record, decode_report
 from traceview.app.reporters.diff_report import diff_report
 from traceview.errors import TraceviewError, UsageError
+from traceview.resources import is_large_input
 from traceview.wording import counted
 
 app = typer.Typer(
@@ -121,9 +121,8 @@ def run_analysis(
 ) -> Analysis:
     """Parse and analyze one trace file with a progress bar on stderr for large inputs (analyze_file, as every command
     that reads a trace runs it); `timeline` for an analysis whose timeline will be drawn (AnalysisOptions.timeline)."""
-    with contextlib.suppress(OSError):  # a FIFO, or a file gone: the reader says what is wrong with it
-        if path.is_file() and path.stat().st_size >= GIVE_ARRAYS_BACK_FROM_BYTES:
-            _give_freed_arrays_back()
+    if is_large_input(path):
+        _give_freed_arrays_back()
     bar = _ProgressBar()
     try:
         options = AnalysisOptions(gpu, interval_s, tokens, weights, bandwidth, None, gap_threshold, step_kernels, kv_bytes_per_token,
@@ -664,11 +663,6 @@ def _root(
 
 
 _M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter (malloc.h)
-# Inputs from this size on have freed arrays given back at once (_give_freed_arrays_back). Below it glibc keeps and
-# reuses them: the realistic 2 M-launch export (1.2 GB) took 1-2.4 s less (2.5-3.5 s less system time: pages
-# mapped, zeroed and unmapped again) for 0.1-0.25 GB more at its peak (0.58 -> 0.70-0.83 GB; three runs each). The
-# 10 M-launch one (6.4 GB) peaked at 1.90 GB without, 1.83-1.87 GB with them given back: the 2 GB bound needs the room.
-GIVE_ARRAYS_BACK_FROM_BYTES = 2 * 10**9
 
 
 def _give_freed_arrays_back() -> None:
@@ -676,7 +670,10 @@ def _give_freed_arrays_back() -> None:
 
     glibc raises that threshold to the size of each large block freed, up to 32 MB: after the first few, the analysis'
     arrays of a million rows come from the heap and stay held once freed, and are reused without being mapped again.
-    Done for large inputs (GIVE_ARRAYS_BACK_FROM_BYTES) and the dashboard; once done, it holds for the process.
+    Done for large inputs (resources.LARGE_INPUT_BYTES) and the dashboard; once done, it holds for the process. Kept
+    and reused instead, the realistic 2 M-launch export (1.2 GB) took 1-2.4 s less (2.5-3.5 s less system time) for
+    0.1-0.25 GB more at its peak (0.58 -> 0.70-0.83 GB; three runs each); the 10 M-launch one (6.4 GB) peaked at
+    1.90 GB, against 1.83-1.87 GB given back: the 2 GB bound needs that room.
     Elsewhere (musl, macOS, Windows) nothing is changed.
     """
     if not sys.platform.startswith("linux"):
