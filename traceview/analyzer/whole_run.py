@@ -208,8 +208,8 @@ class _Steps:
         self.at_once = at_once
 
     def both(self, first: Callable[[], _First], second: Callable[[], _Second]) -> tuple[_First, _Second]:
-        """Return the results of first() and second(), run in that order or at once. An error in either is raised,
-        once both have ended (a step is not stopped midway)."""
+        """Return the results of first() and second(), run in that order or at once. An error in either is raised
+        (the first's where both fail) once both have ended: a step is not stopped midway."""
         if not self.at_once:
             return first(), second()
         with ThreadPoolExecutor(max_workers=1) as pool:
