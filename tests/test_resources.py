@@ -71,7 +71,7 @@ def test_freed_arrays_go_back_at_once_for_large_inputs_only(threshold, realdata_
     assert bool(calls) == (threshold == 1)
 
 
-def test_polars_allocator_returns_freed_pages_at_once_for_the_dashboard_and_large_inputs(realdata_file, tmp_path):
+def test_polars_allocator_returns_freed_pages_at_once_for_long_running_commands_and_large_inputs(realdata_file, tmp_path):
     from traceview.__main__ import _KEEP_FREED_PAGES_A_SECOND, _RETURN_FREED_PAGES, allocator_settings
     from traceview.resources import LARGE_INPUT_BYTES
 
@@ -83,5 +83,6 @@ def test_polars_allocator_returns_freed_pages_at_once_for_the_dashboard_and_larg
     assert allocator_settings(["analyze", str(large), "--format", "json"]) == _RETURN_FREED_PAGES
     assert allocator_settings(["diff", small, str(large)]) == _RETURN_FREED_PAGES
     assert allocator_settings(["serve", small]) == _RETURN_FREED_PAGES
+    assert allocator_settings(["mcp", "--root", str(tmp_path)]) == _RETURN_FREED_PAGES
     assert allocator_settings(["analyze", str(tmp_path / "missing"), "--gpu", "serve"]) == _KEEP_FREED_PAGES_A_SECOND
     assert allocator_settings([]) == _KEEP_FREED_PAGES_A_SECOND

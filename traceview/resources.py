@@ -14,6 +14,9 @@ _UNLIMITED = 1 << 60  # cgroup v1 writes "no limit" as a number near 2^63
 # polars' allocator, the CLI for glibc's), which costs time (pages mapped, zeroed and unmapped again) but keeps the
 # peak of the 10 M-launch realistic export (6.4 GB) under 2 GB. Smaller ones reuse it: see the two places.
 LARGE_INPUT_BYTES = 2 * 10**9
+# Commands that stay up between analyses: their memory should fall back after each, so they give freed memory back
+# at once whatever the input's size.
+LONG_RUNNING_COMMANDS = ("serve", "mcp")
 
 
 def is_large_input(path: str | Path) -> bool:

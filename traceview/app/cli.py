@@ -646,6 +646,7 @@ def mcp_command(
         if not folder.is_dir():
             raise UsageError(f"--root {folder} is not a folder")
     stderr.print(f"traceview MCP server on stdio, reading under {', '.join(str(f.resolve()) for f in folders)}", markup=False, highlight=False)
+    _give_freed_arrays_back()  # the server stays up: its memory should fall back after each analysis
     serve(folders, max_file_gb)
 
 
@@ -670,11 +671,11 @@ def _give_freed_arrays_back() -> None:
 
     glibc raises that threshold to the size of each large block freed, up to 32 MB: after the first few, the analysis'
     arrays of a million rows come from the heap and stay held once freed, and are reused without being mapped again.
-    Done for large inputs (resources.LARGE_INPUT_BYTES) and the dashboard; once done, it holds for the process. Kept
-    and reused instead, the realistic 2 M-launch export (1.2 GB) took 1-2.4 s less (2.5-3.5 s less system time) for
-    0.1-0.25 GB more at its peak (0.58 -> 0.70-0.83 GB; three runs each); the 10 M-launch one (6.4 GB) peaked at
-    1.90 GB, against 1.83-1.87 GB given back: the 2 GB bound needs that room.
-    Elsewhere (musl, macOS, Windows) nothing is changed.
+    Done for large inputs (resources.LARGE_INPUT_BYTES), the dashboard and the MCP server; once done, it holds for the
+    process. Kept and reused instead, the realistic 2 M-launch export (1.2 GB) took 1-2.4 s less (2.5-3.5 s less
+    system time) for 0.1-0.25 GB more at its peak (0.58 -> 0.70-0.83 GB; three runs each); the 10 M-launch one
+    (6.4 GB) peaked at 1.90 GB, against 1.83-1.87 GB given back: the 2 GB bound needs that room. Elsewhere (musl,
+    macOS, Windows) nothing is changed.
     """
     if not sys.platform.startswith("linux"):
         return
