@@ -10,17 +10,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
 import sys
 import time
 from pathlib import Path
 
-# As the `traceview` command runs (`traceview serve`): polars' allocator returns freed pages at once, which it reads
-# when it loads, and glibc maps large blocks on their own.
-from traceview.__main__ import _RETURN_FREED_PAGES  # imports neither polars nor numpy
+# As the `traceview` command runs (`traceview serve`): freed memory given back at once, set before polars loads.
+from traceview.__main__ import set_allocators  # imports neither polars nor numpy
 
-os.environ.setdefault("_RJEM_MALLOC_CONF", _RETURN_FREED_PAGES)
+set_allocators(at_once=True)
 
 import plotly  # noqa: E402
 
@@ -28,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from realistic_nsys import build  # noqa: E402
 
 from traceview.analyzer.lanes import span_of  # noqa: E402
-from traceview.app.cli import _give_freed_arrays_back, run_analysis  # noqa: E402
+from traceview.app.cli import run_analysis  # noqa: E402
 from traceview.app.dashboard import figure_for, side_panel, table_rows  # noqa: E402
 from traceview.app.figures import timeline_figure  # noqa: E402
 
@@ -39,7 +37,6 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--factor", type=int, default=581)
     args = parser.parse_args()
-    _give_freed_arrays_back()
     path = DATA / f"realistic_ops_{args.factor}.sqlite"
     if not path.exists():
         build(args.factor, path)

@@ -4,6 +4,7 @@ how much it needs and what to do (issue 35: memory still grows with the export; 
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from typer.testing import CliRunner
@@ -57,32 +58,35 @@ def test_the_room_under_a_cgroup_limit_less_what_it_cannot_give_back(tmp_path):
 
 
 @pytest.mark.parametrize("threshold", [1, 10**12])
-def test_freed_arrays_go_back_at_once_for_large_inputs_only(threshold, realdata_file, monkeypatch):
-    """glibc keeps freed arrays for reuse (faster) except for inputs from LARGE_INPUT_BYTES on, whose peak
-    must stay bounded; the dashboard always gives them back."""
-    from traceview import resources
-    from traceview.app import cli
+def test_freed_memory_goes_back_at_once_for_large_inputs_only(threshold, realdata_file, monkeypatch):
+    """Both allocators keep freed memory for reuse (faster) except for inputs from LARGE_INPUT_BYTES on, whose peak
+    must stay bounded; a setting of the user's own for polars' allocator is left as it is."""
+    from traceview import __main__, resources
 
     calls = []
-    monkeypatch.setattr(cli, "_give_freed_arrays_back", lambda: calls.append(True))
+    monkeypatch.setattr(__main__, "give_freed_arrays_back", lambda: calls.append(True))
     monkeypatch.setattr(resources, "LARGE_INPUT_BYTES", threshold)
-    result = CliRunner().invoke(app, ["analyze", str(realdata_file(EXPORT)), "--format", "json"])
-    assert result.exit_code == 0, result.stderr
+    monkeypatch.delenv("_RJEM_MALLOC_CONF", raising=False)
+    __main__.set_allocators(__main__.gives_memory_back_at_once(["analyze", str(realdata_file(EXPORT)), "--format", "json"]))
     assert bool(calls) == (threshold == 1)
+    assert os.environ["_RJEM_MALLOC_CONF"] == (__main__._RETURN_FREED_PAGES if threshold == 1 else __main__._KEEP_FREED_PAGES_A_SECOND)
+    monkeypatch.setenv("_RJEM_MALLOC_CONF", "dirty_decay_ms:5")
+    __main__.set_allocators(True)
+    assert os.environ["_RJEM_MALLOC_CONF"] == "dirty_decay_ms:5"
 
 
-def test_polars_allocator_returns_freed_pages_at_once_for_long_running_commands_and_large_inputs(realdata_file, tmp_path):
-    from traceview.__main__ import _KEEP_FREED_PAGES_A_SECOND, _RETURN_FREED_PAGES, allocator_settings
+def test_freed_memory_goes_back_at_once_for_long_running_commands_and_large_inputs(realdata_file, tmp_path):
+    from traceview.__main__ import gives_memory_back_at_once
     from traceview.resources import LARGE_INPUT_BYTES
 
     large = tmp_path / "large.sqlite"
     with large.open("wb") as handle:
         handle.truncate(LARGE_INPUT_BYTES)  # sparse: no disk taken
     small = str(realdata_file(EXPORT))
-    assert allocator_settings(["analyze", small, "--format", "json"]) == _KEEP_FREED_PAGES_A_SECOND
-    assert allocator_settings(["analyze", str(large), "--format", "json"]) == _RETURN_FREED_PAGES
-    assert allocator_settings(["diff", small, str(large)]) == _RETURN_FREED_PAGES
-    assert allocator_settings(["serve", small]) == _RETURN_FREED_PAGES
-    assert allocator_settings(["mcp", "--root", str(tmp_path)]) == _RETURN_FREED_PAGES
-    assert allocator_settings(["analyze", str(tmp_path / "missing"), "--gpu", "serve"]) == _KEEP_FREED_PAGES_A_SECOND
-    assert allocator_settings([]) == _KEEP_FREED_PAGES_A_SECOND
+    assert not gives_memory_back_at_once(["analyze", small, "--format", "json"])
+    assert gives_memory_back_at_once(["analyze", str(large), "--format", "json"])
+    assert gives_memory_back_at_once(["diff", small, str(large)])
+    assert gives_memory_back_at_once(["serve", small])
+    assert gives_memory_back_at_once(["mcp", "--root", str(tmp_path)])
+    assert not gives_memory_back_at_once(["analyze", str(tmp_path / "missing"), "--gpu", "serve"])
+    assert not gives_memory_back_at_once([])

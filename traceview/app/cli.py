@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ctypes
 import dataclasses
 import errno
 import functools
@@ -38,7 +37,6 @@ from traceview.app.reporters import REPORTERS, ReportOptions
 from traceview.app.reporters.decode_report import decode_record, decode_report
 from traceview.app.reporters.diff_report import diff_report
 from traceview.errors import TraceviewError, UsageError
-from traceview.resources import is_large_input
 from traceview.wording import counted
 
 app = typer.Typer(
@@ -121,8 +119,6 @@ def run_analysis(
 ) -> Analysis:
     """Parse and analyze one trace file with a progress bar on stderr for large inputs (analyze_file, as every command
     that reads a trace runs it); `timeline` for an analysis whose timeline will be drawn (AnalysisOptions.timeline)."""
-    if is_large_input(path):
-        _give_freed_arrays_back()
     bar = _ProgressBar()
     try:
         options = AnalysisOptions(gpu, interval_s, tokens, weights, bandwidth, None, gap_threshold, step_kernels, kv_bytes_per_token,
@@ -431,7 +427,6 @@ def serve_command(
     paths = files or bundled_samples()
     if not paths:
         raise UsageError("no file given and no bundled sample found — pass an export: traceview serve run.csv")
-    _give_freed_arrays_back()  # the dashboard stays up: its memory should fall back after each analysis
     store = RunStore()
     for path in paths:
         store.add(run_analysis(path, gpu, what_if=what_if, timeline=True), path.name)
@@ -646,7 +641,6 @@ def mcp_command(
         if not folder.is_dir():
             raise UsageError(f"--root {folder} is not a folder")
     stderr.print(f"traceview MCP server on stdio, reading under {', '.join(str(f.resolve()) for f in folders)}", markup=False, highlight=False)
-    _give_freed_arrays_back()  # the server stays up: its memory should fall back after each analysis
     serve(folders, max_file_gb)
 
 
@@ -661,28 +655,6 @@ def _root(
     version: Annotated[bool, typer.Option("--version", help="Print the version and exit.", is_eager=True, callback=_print_version)] = False,
 ) -> None:
     """GPU profiling trace analyzer."""
-
-
-_M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter (malloc.h)
-
-
-def _give_freed_arrays_back() -> None:
-    """Have glibc map blocks over 128 kB on their own, so that a freed numpy array goes back to the system at once.
-
-    glibc raises that threshold to the size of each large block freed, up to 32 MB: after the first few, the analysis'
-    arrays of a million rows come from the heap and stay held once freed, and are reused without being mapped again.
-    Done for large inputs (resources.LARGE_INPUT_BYTES), the dashboard and the MCP server; once done, it holds for the
-    process. Kept and reused instead, the realistic 2 M-launch export (1.2 GB) took 1-2.4 s less (2.5-3.5 s less
-    system time) for 0.1-0.25 GB more at its peak (0.58 -> 0.70-0.83 GB; three runs each); the 10 M-launch one
-    (6.4 GB) peaked at 1.90 GB, against 1.83-1.87 GB given back: the 2 GB bound needs that room. Elsewhere (musl,
-    macOS, Windows) nothing is changed.
-    """
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        ctypes.CDLL(None).mallopt(_M_MMAP_THRESHOLD, 128 * 1024)
-    except (OSError, AttributeError):
-        pass
 
 
 class _ClosedOutput(io.TextIOBase):
