@@ -1367,8 +1367,11 @@ def analyze_whole_run(
     nvtx_pass = read_nvtx(nvtx, calls, listed["start_ns"].to_numpy(), (listed["start_ns"] + listed["duration_ns"]).to_numpy())
     del calls
     matching = range_names_matching(nvtx_pass.texts) if devices else ([], [])
-    per_device = steps.each(lambda pair: _device_gaps(pair[0], pair[1], pids_of.get(pair[0]["device_id"], set()), api, classified, nvtx_pass, matching),
-                            list(zip(devices, idle, strict=True)))
+    def gaps_of(device_and_gaps: tuple[dict[str, Any], _IdleGaps]) -> list[dict[str, Any]]:
+        device, gaps = device_and_gaps
+        return _device_gaps(device, gaps, pids_of.get(device["device_id"], set()), api, classified, nvtx_pass, matching)
+
+    per_device = steps.each(gaps_of, list(zip(devices, idle, strict=True)))
     del idle
     all_gaps: list[dict[str, Any]] = []
     idle_by_cause: dict[str, int] = {}
