@@ -276,7 +276,9 @@ def _sorted_events(own: pl.LazyFrame) -> tuple[np.ndarray, np.ndarray, int, int]
         del rows
         packed <<= _CODE_BITS
         packed |= codes
-        packed.sort()
+        # Timsort (numpy's stable sort for integers) merges the runs that starts and ends come in (each nearly in
+        # time order, as nsys writes rows): 0.24-0.31 s instead of 0.56-0.62 s on the 2 M-launch export.
+        packed.sort(kind="stable")
         np.bitwise_and(packed, (1 << _CODE_BITS) - 1, out=codes, casting="unsafe")
         packed >>= _CODE_BITS
         packed += first
@@ -478,13 +480,15 @@ class Coverage:
         # (the ends before it are as many as the starts before it), and ends at the latest end before the next
         # block's start, which is the j-th smallest end when j intervals start before that block. Touching intervals
         # are one block. `presorted`: the starts are in order already; `in_place`: the arrays are the caller's to sort.
+        # Stable (timsort): starts and ends come nearly in order, which it exploits and numpy's quicksort does not
+        # (0.23-0.27 s instead of 0.66-0.70 s for the unions of the 2 M-launch export).
         if in_place:
-            ends.sort()
+            ends.sort(kind="stable")
             if not presorted:
-                starts.sort()
+                starts.sort(kind="stable")
         else:
-            starts = starts if presorted else np.sort(starts)
-            ends = np.sort(ends)
+            starts = starts if presorted else np.sort(starts, kind="stable")
+            ends = np.sort(ends, kind="stable")
         count = len(starts)
         # Flags, not indices: a block's first interval, and its last (the one before the next block's first).
         first = np.zeros(count, dtype=bool)
@@ -817,7 +821,7 @@ def launching_calls(work: pl.DataFrame, api: pl.DataFrame) -> tuple[pl.Series, n
     # a time, its numbers computed for that batch alone: neither every call's number nor a permutation of the calls
     # (millions more than the copies, and more than the kernels) is held, which an argsort or a hash join of them
     # did (the 10 M-launch export's copies: +0.63 GB).
-    asked = np.sort(wanted[wanted >= 0])
+    asked = np.sort(wanted[wanted >= 0], kind="stable")
     if len(asked) > 1:
         # Sorted, then one of each (numpy's unique hashes first: seconds for millions of kernels).
         asked = asked[np.concatenate([[True], asked[1:] != asked[:-1]])]
