@@ -303,6 +303,10 @@ class RangeNester:
         del all_starts, all_ends, still_open, levels
         # The kernels each range launched: those whose launch call, on this thread, starts inside the range.
         first_call, after_calls = np.searchsorted(self.call_tids, tid, "left"), np.searchsorted(self.call_tids, tid, "right")
+        # Only the thread's calls from the first start to the last end can fall in these ranges: looked up among
+        # those alone, a chunk's searches stay in cache instead of ranging over the whole run's launches.
+        first_call += np.searchsorted(self.call_starts[first_call:after_calls], starts[0], "left")
+        after_calls = first_call + np.searchsorted(self.call_starts[first_call:after_calls], ends.max(), "right")
         own_calls = self.call_starts[first_call:after_calls]
         for block in range(0, len(starts), _BLOCK_ROWS):  # summed a block at a time: per-range figures are never all held
             part = slice(block, block + _BLOCK_ROWS)
