@@ -8,6 +8,7 @@ import sqlite3
 import sys
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
 from hypothesis import given
@@ -157,6 +158,32 @@ def test_nvtx_texts_are_read_without_the_numbers_pytorch_gives_every_call(realda
     connection.commit()
     connection.close()
     assert "aten::add, at 0x…" in load_trace(path).data.nvtx["text"].cast(pl.String).to_list()
+
+
+# Texts made of the pieces that decide where the per-call-number regex matches: its keywords, separators, signs,
+# ASCII and other digits, word characters next to a keyword, and addresses across the trailing digits.
+_TEXT_PIECES = st.sampled_from(["op_id", "seq", "seq_id", "fwd_seq", "sequence_number", " ", ", ", ",", "=", ":", "-", "0", "7", "12",
+                                "\u0663", "x", "_", "0x", "0xfF", "ab", "\u00e9", "\t", "aten::mm", "step "])
+
+
+@given(st.lists(st.one_of(st.none(), st.lists(_TEXT_PIECES, max_size=10).map("".join)), max_size=60))
+def test_per_call_numbers_come_out_as_the_regex_takes_them_out_of_each_text(texts):
+    # The regex runs once per text stem (trailing digits cut) with a digit put back; that must answer for every text
+    # as the regex over the text itself does, whether the digits end a per-call number (`op_id = 12`) or not (`step 12`).
+    (numbering, no_number), (address, no_address) = nsys_sqlite.PER_CALL_NUMBERS
+    series = pl.Series(texts, dtype=pl.String)
+    expected = series.str.replace_all(numbering, no_number).str.replace_all(address, no_address)
+    named = nsys_sqlite.without_per_call_numbers(series)
+    assert named.dtype == pl.Categorical
+    assert named.cast(pl.String).to_list() == expected.to_list()
+
+
+@pytest.mark.parametrize("keys", [[5, 0, 5, 3, 0], [10**9, 7, 10**9, 0, 7]])
+def test_distinct_keys_by_table_and_by_sort_agree(keys):
+    # Small keys go through a lookup table, sparse ones (a process that built many categoricals) through a sort.
+    distinct, index = nsys_sqlite._distinct(np.array(keys, dtype=np.int64))
+    assert distinct.tolist() == sorted(set(keys))
+    assert distinct[index].tolist() == keys
 
 
 def test_gpu_peaks_from_the_export(realdata_file):

@@ -41,8 +41,8 @@ from traceview.parsers.nsys_sqlite import (
     NSYS_KERNELS,
     NSYS_MEMOPS,
     NSYS_SYNC,
-    PER_CALL_NUMBERS,
     NsysExport,
+    without_per_call_numbers,
 )
 from traceview.parsers.schema import schema_of
 
@@ -419,9 +419,8 @@ def parse(path: Path) -> TorchTrace:
     memops = memops.join(callers.select("correlation_id", "caller_pid"), on="correlation_id", how="left").with_columns(
         pl.col("caller_pid").fill_null(pl.lit(main_pid, dtype=pl.Int64)).alias("pid")).select(list(NSYS_MEMOPS))
     ops = _without_nested_repeats(reader.frame("ops", TORCH_OPS))
-    (numbering, no_number), (address, no_address) = PER_CALL_NUMBERS
-    nvtx = ops.select("start_ns", "end_ns", pl.col("name").str.replace_all(numbering, no_number).str.replace_all(address, no_address)
-                      .cast(pl.Categorical).alias("text"), pl.lit("PushPop").cast(pl.Categorical).alias("kind"), "tid")
+    nvtx = ops.select("start_ns", "end_ns", pl.lit(without_per_call_numbers(ops["name"])).alias("text"),
+                      pl.lit("PushPop").cast(pl.Categorical).alias("kind"), "tid")
     tables = {name for name, present in (("CUPTI_ACTIVITY_KIND_RUNTIME", api.height), ("CUPTI_ACTIVITY_KIND_KERNEL", kernels.height),
                                          ("NVTX_EVENTS", nvtx.height)) if present}
     if reader.bad:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from traceview.errors import TooLargeError, TraceFormatError
@@ -57,6 +58,7 @@ MAX_NVTX_TEXT_CHARS = 4096
 # The numbers PyTorch gives every op range (`aten::linear, seq = 7, op_id = 317126`), then addresses: they change on
 # every call, so the texts are kept without them, as the names the ranges are shown and grouped by.
 PER_CALL_NUMBERS = ((r"\s*(?:,\s*)?\b(?:op_id|seq|sequence_number|seq_id|fwd_seq|bwd_seq)\s*[=:]\s*-?\d+", ""), (r"0x[0-9a-fA-F]+", "0x…"))
+_ASCII_DIGITS = "0123456789"
 
 # globalPid / globalTid pack the process id as (value >> 24) & 0xFFFFFF (Nsight Systems export documentation).
 _PID = "(({column} / 16777216) % 16777216)"
@@ -531,17 +533,59 @@ def _nvtx_rows(frame: pl.DataFrame, names: dict[int, str]) -> pl.DataFrame:
                               schema={"text_id": pl.Int64, "id_name": pl.String})
         frame = frame.join(id_map, on="text_id", how="left", maintain_order="left")  # rows stay in the table's order
         text = pl.coalesce(text, "id_name")
-    (numbering, no_number), (address, no_address) = PER_CALL_NUMBERS
-    named = frame.select(text.str.replace_all(numbering, no_number)).to_series()
-    # A regex that cannot match still passes over every text: most chunks of a PyTorch export hold no address.
-    if named.str.contains("0x", literal=True).any():
-        named = named.str.replace_all(address, no_address)
+    named = without_per_call_numbers(frame.select(text).to_series())
     # Named straight into the categorical: through strings, ten million kinds were written out and hashed again.
     kind = pl.col("type").replace_strict(_NVTX_KINDS, default="Other", return_dtype=pl.Categorical).fill_null("Other")
     # The columns kept as read are copied: a column as it came from Arrow keeps its whole record batch alive, the raw
     # texts of half a million ranges with it (0.45 GB over the realistic 2 M export).
-    return frame.select(_copied("start_ns"), _copied("end_ns"), pl.lit(named.cast(pl.Categorical)).alias("text"), kind.alias("kind"),
+    return frame.select(_copied("start_ns"), _copied("end_ns"), pl.lit(named).alias("text"), kind.alias("kind"),
                         _copied("tid"))
+
+
+def without_per_call_numbers(texts: pl.Series) -> pl.Series:
+    """Return the texts (String) without PER_CALL_NUMBERS, as a Categorical; a null stays null."""
+    (numbering, no_number), (address, no_address) = PER_CALL_NUMBERS
+    # PyTorch ends each op's text with a number of its own (`aten::mm, op_id = 317126`): nearly every text is
+    # distinct, and the regex went over each one (a tenth of the realistic 2 M export's CPU time). Without their
+    # trailing digits the texts of a chunk are a few hundred stems, and the regex runs once per stem with one digit
+    # put back. That gives the text's own answer whenever a per-call number takes in those digits: a match ends with
+    # `\d+`, which runs to the end of the text whatever the digits are. Whether it does is told by putting back "0"
+    # and "1": the answers are equal only if the digit was taken. Texts whose digits stay (`step 12`) go through the
+    # regex one by one, as before.
+    stems = texts.str.strip_chars_end(_ASCII_DIGITS)
+    cut = (stems.str.len_bytes() < texts.str.len_bytes()).fill_null(False).to_numpy()
+    # One key per stem and cut: the stem's categorical code (0 for no text), twice, plus whether digits were cut.
+    stem_codes = (stems.cast(pl.Categorical).to_physical().cast(pl.Int64) + 1).fill_null(0).to_numpy()
+    keys = stem_codes * 2 + cut
+    distinct_keys, key_index = _distinct(keys)
+    first_row = np.empty(len(distinct_keys), dtype=np.int64)
+    first_row[key_index[::-1]] = np.arange(len(keys) - 1, -1, -1)  # the last write of each is its first row
+    distinct = pl.DataFrame({"stem": stems.gather(first_row), "cut": (distinct_keys & 1).astype(bool)})
+    answers = distinct.select(*(pl.when("cut").then(pl.col("stem") + digit).otherwise("stem").str.replace_all(numbering, no_number).alias(digit)
+                                for digit in ("0", "1")), "cut")
+    taken = answers.select((pl.col("0") == pl.col("1")) | ~pl.col("cut")).to_series().fill_null(True).to_numpy()
+    names = answers["0"].str.replace_all(address, no_address)
+    one_by_one = np.flatnonzero(~taken[key_index])
+    if len(one_by_one):
+        names = pl.concat([names, texts.gather(one_by_one).str.replace_all(numbering, no_number).str.replace_all(address, no_address)])
+        key_index[one_by_one] = len(distinct_keys) + np.arange(len(one_by_one))
+    return names.cast(pl.Categorical).gather(key_index).rename(texts.name)
+
+
+def _distinct(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Return the distinct keys (non-negative int64) in ascending order and each row's position among them."""
+    # Categorical codes are small next to a chunk's rows, unless the process has built many categoricals: a lookup
+    # table then, and a sort (three times as long at half a million rows) only where the table would be large.
+    size = int(keys.max(initial=-1)) + 1
+    if size > 4 * len(keys) + 1024:
+        distinct, index = np.unique(keys, return_inverse=True)
+        return distinct, index.astype(np.int64)
+    present = np.zeros(size, dtype=bool)
+    present[keys] = True
+    distinct = np.flatnonzero(present)
+    lookup = np.zeros(size, dtype=np.int64)
+    lookup[distinct] = np.arange(len(distinct))
+    return distinct, lookup[keys]
 
 
 def _api_rows(chunk: pl.DataFrame, names: dict[int, str]) -> pl.DataFrame:
