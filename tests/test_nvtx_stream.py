@@ -142,3 +142,20 @@ def test_an_export_removed_after_it_was_read_still_streams_its_ranges(tmp_path, 
     copy.unlink()
     assert sum(chunk.height for chunk in export.nvtx_chunks()) == expected
     assert export.nvtx.height == expected
+
+
+def test_chunks_read_ahead_are_the_chunks_read_in_turn(tmp_path, monkeypatch):
+    """The analysis starts reading the first NVTX chunk before it comes to the ranges; the pass then yields the same
+    chunks in the same order, and a later pass reads them all again."""
+    monkeypatch.setattr(nsys_sqlite, "_CHUNK_ROWS", 50)
+    monkeypatch.setattr(nsys_sqlite, "_SPLIT_ROWS", 50)
+    stream = nsys_sqlite.parse(SAMPLE).nvtx_stream
+    assert stream is not None
+    plain = list(stream.chunks())
+    assert len(plain) > 2
+    stream.read_ahead()
+    stream.read_ahead()  # a second call while the first read is pending starts nothing more
+    for ahead in (list(stream.chunks()), list(stream.chunks())):
+        assert len(ahead) == len(plain)
+        for first, second in zip(plain, ahead, strict=True):
+            assert_frame_equal(first, second)

@@ -61,6 +61,7 @@ from traceview.analyzer.timeline import (
 )
 from traceview.analyzer.whole_run import (
     DEFAULT_GAP_THRESHOLD_NS,
+    TWO_STEPS_AT_ONCE_MAX_ROWS,
     WholeRun,
     analyze_whole_run,
     launch_bound_finding,
@@ -521,6 +522,10 @@ def analyze_nsys(
     the ranges, for a dashboard that will draw them.
     """
     say = phase or (lambda name: None)
+    if export.nvtx_stream is not None and export.kernels.height + export.api.height + export.memops.height <= TWO_STEPS_AT_ONCE_MAX_ROWS:
+        # The first NVTX chunks are read while the kernels are summed and swept, which leave a core idle part of the
+        # time; not on larger exports, where the chunks would come on top of the sweep's peak.
+        export.nvtx_stream.read_ahead()
     say("kernel summary")
     # One check of every timed row, here: a row with no time or an end before its start (a damaged export) would
     # otherwise give negative or NaN durations everywhere downstream.
