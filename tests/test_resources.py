@@ -3,6 +3,8 @@ how much it needs and what to do (issue 35: memory still grows with the export; 
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 import os
 
@@ -61,18 +63,65 @@ def test_the_room_under_a_cgroup_limit_less_what_it_cannot_give_back(tmp_path):
 def test_freed_memory_goes_back_at_once_for_large_inputs_only(threshold, realdata_file, monkeypatch):
     """Both allocators keep freed memory for reuse (faster) except for inputs from LARGE_INPUT_BYTES on, whose peak
     must stay bounded; a setting of the user's own for polars' allocator is left as it is."""
-    from traceview import __main__, resources
+    from traceview import allocators, resources
 
     calls = []
-    monkeypatch.setattr(__main__, "give_freed_arrays_back", lambda: calls.append(True))
+    monkeypatch.setattr(allocators, "give_freed_arrays_back", lambda: calls.append(True))
     monkeypatch.setattr(resources, "LARGE_INPUT_BYTES", threshold)
     monkeypatch.delenv("_RJEM_MALLOC_CONF", raising=False)
-    __main__.set_allocators(__main__.gives_memory_back_at_once(["analyze", str(realdata_file(EXPORT)), "--format", "json"]))
+    allocators.set_allocators(allocators.gives_memory_back_at_once(["analyze", str(realdata_file(EXPORT)), "--format", "json"]))
     assert bool(calls) == (threshold == 1)
-    assert os.environ["_RJEM_MALLOC_CONF"] == (__main__._RETURN_FREED_PAGES if threshold == 1 else __main__._KEEP_FREED_PAGES_A_SECOND)
+    assert os.environ["_RJEM_MALLOC_CONF"] == (allocators._RETURN_FREED_PAGES if threshold == 1 else allocators._KEEP_FREED_PAGES_A_SECOND)
     monkeypatch.setenv("_RJEM_MALLOC_CONF", "dirty_decay_ms:5")
-    __main__.set_allocators(True)
+    allocators.set_allocators(True)
     assert os.environ["_RJEM_MALLOC_CONF"] == "dirty_decay_ms:5"
+
+
+@pytest.mark.parametrize("gives_back", [True, False])
+def test_freed_blocks_are_reused_only_in_the_nvtx_pass_of_a_command_that_gives_them_back(gives_back, realdata_file, monkeypatch):
+    """A large input's analysis gives freed arrays back at once, except through the NVTX pass (after its peak), and
+    gives back what it kept once the pass ends and when the analysis ends, an error too; elsewhere glibc is left as it is."""
+    from traceview import allocators
+    from traceview.app import cli
+
+    calls: list[tuple[str, tuple[int, ...]]] = []
+    monkeypatch.setattr(allocators, "_glibc_call", lambda name, *arguments: calls.append((name, arguments)) or True)
+    monkeypatch.setattr(allocators, "_gives_arrays_back", gives_back)
+    monkeypatch.setattr(allocators, "_reusing_freed_blocks", False)
+    phases: list[str] = []
+    real_analyze = cli.analyze_file
+
+    def analyze(path, options, ncu):
+        def phase(name):
+            phases.append(name)
+            calls.append(("phase", (name == cli.NVTX_PASS,)))
+            options_phase(name)
+
+        options_phase = options.phase
+        return real_analyze(path, dataclasses.replace(options, phase=phase), ncu)
+
+    monkeypatch.setattr(cli, "analyze_file", analyze)
+    cli.run_analysis(realdata_file(EXPORT), None)
+    assert cli.NVTX_PASS in phases
+    reuse, give_back = ("mallopt", (allocators._M_MMAP_THRESHOLD, allocators._REUSED_UP_TO_BYTES)), ("mallopt", (allocators._M_MMAP_THRESHOLD, allocators._GIVEN_BACK_FROM_BYTES))
+    if not gives_back:
+        assert [call for call in calls if call[0] != "phase"] == []
+        return
+    nvtx = calls.index(("phase", (True,)))
+    assert calls[nvtx + 1] == reuse and reuse not in calls[:nvtx]
+    assert calls[nvtx + 2:nvtx + 5] == [("phase", (False,)), give_back, ("malloc_trim", (0,))]
+    assert not allocators._reusing_freed_blocks
+    # Cut short in the pass: what was kept goes back all the same.
+    calls.clear()
+
+    def failing(path, options, ncu):
+        options.phase(cli.NVTX_PASS)
+        raise RuntimeError("stopped in the pass")
+
+    monkeypatch.setattr(cli, "analyze_file", failing)
+    with pytest.raises(RuntimeError):
+        cli.run_analysis(realdata_file(EXPORT), None)
+    assert calls == [reuse, give_back, ("malloc_trim", (0,))]
 
 
 def test_freed_memory_goes_back_at_once_for_long_running_commands_and_large_inputs(realdata_file, tmp_path):

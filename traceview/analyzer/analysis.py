@@ -649,6 +649,11 @@ def analyze_nsys(
     return Analysis(source, device, _without_launches(device), ranked, notes, kind="nsys-export", detail=timeline, collection=collection)
 
 
+# The phase an Nsight Systems analysis names while it streams the NVTX ranges: after the sweep's peak, and before the
+# gaps' causes.
+NVTX_PASS = "nesting NVTX ranges"
+
+
 def _counted(export: NsysExport, say: Callable[[str], None], progress: Callable[[int, int], None] | None,
              lanes: NvtxLanes | None = None) -> Callable[[], Iterator[pl.DataFrame]]:
     """Return export.nvtx_chunks, telling `say` when the streamed NVTX rows are read and `progress` how many so far
@@ -659,7 +664,7 @@ def _counted(export: NsysExport, say: Callable[[str], None], progress: Callable[
     def chunks() -> Iterator[pl.DataFrame]:
         if progress is not None:
             progress(0, total)  # first, so that a bar is shown for a large table even where the read showed none
-        say("nesting NVTX ranges")
+        say(NVTX_PASS)
         if lanes is not None:
             lanes.restart()
         done = 0

@@ -25,7 +25,8 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from traceview import __version__
-from traceview.analyzer.analysis import Analysis
+from traceview.allocators import freed_blocks_given_back_after, reuse_freed_blocks
+from traceview.analyzer.analysis import NVTX_PASS, Analysis
 from traceview.analyzer.decode import decode_ceiling, kv_cache_bytes, parse_bytes, parse_count
 from traceview.analyzer.devices import GPUS, find_by_name, lookup_gpu
 from traceview.analyzer.diff import compare
@@ -120,10 +121,18 @@ def run_analysis(
     """Parse and analyze one trace file with a progress bar on stderr for large inputs (analyze_file, as every command
     that reads a trace runs it); `timeline` for an analysis whose timeline will be drawn (AnalysisOptions.timeline)."""
     bar = _ProgressBar()
+
+    def phase(name: str) -> None:
+        bar.phase(name)
+        # Where this command gives freed memory back at once (a large input), the NVTX pass keeps freed blocks for
+        # reuse: it comes after the analysis' peak. Not with a timeline: its lanes are built in that pass.
+        reuse_freed_blocks(name == NVTX_PASS and not timeline)
+
     try:
         options = AnalysisOptions(gpu, interval_s, tokens, weights, bandwidth, None, gap_threshold, step_kernels, kv_bytes_per_token,
-                                  what_if, bar.phase, bar.rows, timeline)
-        return analyze_file(path, options, ncu)
+                                  what_if, phase, bar.rows, timeline)
+        with freed_blocks_given_back_after():
+            return analyze_file(path, options, ncu)
     finally:
         bar.close()
 
