@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 # As the `traceview` command runs (`traceview serve`): freed memory given back at once, set before polars loads.
-from traceview.__main__ import set_allocators  # imports neither polars nor numpy
+from traceview.allocators import set_allocators  # imports neither polars nor numpy
 
 set_allocators(at_once=True)
 

@@ -1298,3 +1298,21 @@ def test_the_first_launch_of_each_kernel_is_its_earliest_start_and_the_first_row
     # Name 1: the earliest start is 10, first in rows at pid 2; name 2: a tie at 7, the first row wins; name 3 has no
     # id; kernels without a name are one more name.
     assert sorted(first.rows()) == [(2, 12), (3, 13), (8, 18)]
+
+
+@pytest.mark.parametrize("by_pid", [True, False])
+def test_call_numbers_in_numpy_are_the_expressions(by_pid):
+    """launching_calls computes the (process, correlation id) numbers in numpy: they must be _call_number's, with -1
+    where there is none: ids missing, negative or beyond 32 bits, processes missing or beyond 31 bits."""
+    import polars as pl
+
+    from traceview.analyzer import whole_run
+
+    rng = np.random.default_rng(11)
+    correlation = [None, -5, 0, 1, 2**32 - 1, 2**32, 2**40, *rng.integers(0, 2**32, 40).tolist()]
+    pid = [None, -7, -1, 0, 1, 2**31 - 2, 2**31 - 1, 2**40, *rng.integers(-3, 2**31, 39).tolist()]
+    frame = pl.DataFrame({"correlation_id": correlation, "pid": pid}, schema={"correlation_id": pl.Int64, "pid": pl.Int64})
+    expected = frame.select(pl.when(pl.col("pid").is_not_null() if by_pid else pl.lit(True)).then(whole_run._call_number(by_pid))
+                            .fill_null(-1)).to_series().to_list()
+    assert whole_run._call_numbers(frame, by_pid).tolist() == expected
+    assert whole_run._call_numbers(frame.head(0), by_pid).tolist() == []

@@ -153,13 +153,15 @@ class LaunchCalls:
         """Return the launch calls of launch_records' frame."""
         if not launches.height:
             return LaunchCalls(np.array([], dtype=np.int64), np.array([], dtype=np.int64), np.zeros(1, dtype=np.int64))
-        calls = launches.select(pl.col("tid").fill_null(-1), pl.col("call_start_ns").fill_null(-1), (pl.col("end_ns") - pl.col("start_ns")).alias("d"))
-        call_tids, call_starts = calls["tid"].to_numpy(), calls["call_start_ns"].to_numpy()
+        # Each array is made when its turn comes, and the GPU times are gone before the calls are reordered: this is
+        # the peak of the 10 M-launch export's analysis, and the times selected with the calls, then held while they
+        # were reordered, were one array of ten million more.
+        call_tids, call_starts = launches["tid"].fill_null(-1).to_numpy(), launches["call_start_ns"].fill_null(-1).to_numpy()
         call_order = grouped_time_order(call_tids, call_starts)
         # The running total is written in place: the reordered times and their sum were two more arrays of ten
         # million, at the analysis' peak on the 10 M-launch export.
         gpu_time_before = np.zeros(len(call_order) + 1, dtype=np.int64)
-        np.take(calls["d"].to_numpy(), call_order, out=gpu_time_before[1:])
+        np.take((launches["end_ns"] - launches["start_ns"]).to_numpy(), call_order, out=gpu_time_before[1:])
         np.cumsum(gpu_time_before[1:], out=gpu_time_before[1:])
         return LaunchCalls(call_tids[call_order], call_starts[call_order], gpu_time_before)
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 import polars as pl
 
 from traceview.analyzer.kernel_kinds import is_communication
@@ -816,20 +817,22 @@ def launching_calls(work: pl.DataFrame, api: pl.DataFrame) -> tuple[pl.Series, n
     if api.height == 0 or work.height == 0 or work["correlation_id"].null_count() == work.height:
         return pl.Series(np.zeros(work.height, dtype=bool)), np.zeros(0, dtype=np.int64)
     by_pid = work["pid"].null_count() < work.height and api["pid"].null_count() < api.height
-    key = pl.when(pl.col("pid").is_not_null() if by_pid else pl.lit(True)).then(_call_number(by_pid)).fill_null(-1)
-    wanted = work.select(key).to_series().to_numpy()
     # The numbers the work asks for, sorted, and each call looked up among them by binary search, a batch of calls at
     # a time, its numbers computed for that batch alone: neither every call's number nor a permutation of the calls
     # (millions more than the copies, and more than the kernels) is held, which an argsort or a hash join of them
     # did (the 10 M-launch export's copies: +0.63 GB).
+    wanted = _call_numbers(work, by_pid)
     asked = np.sort(wanted[wanted >= 0], kind="stable")
+    # The work's own numbers are made again at the end, a batch at a time, rather than held through the pass over the
+    # calls: with the lookups of the end done whole, the 10 M-launch export's kernels took 0.4 GB here.
+    del wanted
     if len(asked) > 1:
         # Sorted, then one of each (numpy's unique hashes first: seconds for millions of kernels).
         asked = asked[np.concatenate([[True], asked[1:] != asked[:-1]])]
-    call_of = np.full(len(asked), -1, dtype=np.int64)
+    call_of: npt.NDArray[np.signedinteger[Any]] = np.full(len(asked), -1, dtype=np.int32 if api.height < 2**31 else np.int64)
     hits = 0
     for at in range(0, api.height, _CALL_BATCH):
-        part = api.slice(at, _CALL_BATCH).select(key).to_series().to_numpy()
+        part = _call_numbers(api.slice(at, _CALL_BATCH), by_pid)
         index = np.searchsorted(asked, part)
         hit = index < len(asked)
         hit[hit] = asked[index[hit]] == part[hit]
@@ -840,12 +843,35 @@ def launching_calls(work: pl.DataFrame, api: pl.DataFrame) -> tuple[pl.Series, n
         # Some number the work asks for has several calls (a merged or damaged export): which one launched each row
         # depends on time. Numbers no work asks for may repeat without changing any match.
         del call_of
-        numbers = api.select(key).to_series().to_numpy()
-        return _latest_calls_before(work, api, wanted, numbers, np.flatnonzero(numbers >= 0))
-    found = wanted >= 0  # every usable number the work asks for is in `asked`
-    calls = call_of[np.searchsorted(asked, wanted[found])]
-    found[found] = calls >= 0
-    return pl.Series(found), calls[calls >= 0]
+        numbers = _call_numbers(api, by_pid)
+        return _latest_calls_before(work, api, _call_numbers(work, by_pid), numbers, np.flatnonzero(numbers >= 0))
+    found_parts, call_parts = [], []
+    for at in range(0, work.height, _CALL_BATCH):
+        part = _call_numbers(work.slice(at, _CALL_BATCH), by_pid)
+        found = part >= 0  # every usable number the work asks for is in `asked`
+        calls = call_of[np.searchsorted(asked, part[found])]
+        found[found] = calls >= 0
+        found_parts.append(found)
+        call_parts.append(calls[calls >= 0])
+    return pl.Series(np.concatenate(found_parts)), np.concatenate(call_parts)
+
+
+def _call_numbers(frame: pl.DataFrame, by_pid: bool) -> npt.NDArray[np.int64]:
+    """Return each row's _call_number (int64), -1 where it has none or, `by_pid`, where its process is missing."""
+    # In numpy, in place: selected as a polars expression, the numbers of the 10 M-launch export's 2.7 M copies took
+    # 0.2 GB at once (polars 2.1 and 2.2; the same cast as a Series op took a tenth of it), and that was the peak.
+    numbers = frame["correlation_id"].cast(pl.Int64).fill_null(-1).to_numpy(writable=True)
+    unusable = (numbers < 0) | (numbers >= 2**32)
+    if by_pid:
+        process = frame["pid"]
+        unusable |= process.is_null().to_numpy()
+        shifted = process.fill_null(-1).clip(-1, 2**31 - 2).cast(pl.Int64).to_numpy(writable=True)
+        shifted += 1
+        shifted <<= 32
+        numbers += shifted
+        del shifted
+    numbers[unusable] = -1
+    return numbers
 
 
 def _latest_calls_before(work: pl.DataFrame, api: pl.DataFrame, wanted: np.ndarray, numbers: np.ndarray,
