@@ -523,8 +523,8 @@ def analyze_nsys(
     """
     say = phase or (lambda name: None)
     if export.nvtx_stream is not None and export.kernels.height + export.api.height + export.memops.height <= TWO_STEPS_AT_ONCE_MAX_ROWS:
-        # The first NVTX chunks are read while the kernels are summed and swept, which leave a core idle part of the
-        # time; not on larger exports, where the chunks would come on top of the sweep's peak.
+        # The first NVTX chunk is read while the kernels are summed and swept, which leave a core idle part of the
+        # time; not on larger exports, where it would come on top of the sweep's peak.
         export.nvtx_stream.read_ahead()
     say("kernel summary")
     # One check of every timed row, here: a row with no time or an end before its start (a damaged export) would

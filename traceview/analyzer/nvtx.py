@@ -153,9 +153,9 @@ class LaunchCalls:
         """Return the launch calls of launch_records' frame."""
         if not launches.height:
             return LaunchCalls(np.array([], dtype=np.int64), np.array([], dtype=np.int64), np.zeros(1, dtype=np.int64))
-        # Each array is made when its turn comes, and the GPU times are gone before the calls are reordered: this is
-        # the peak of the 10 M-launch export's analysis, and the times selected with the calls, then held while they
-        # were reordered, were one array of ten million more.
+        # Each array is made when its turn comes, and the GPU times are gone before the calls are reordered: selected
+        # with the calls and held while they were reordered, the times were one array of ten million more at what was
+        # then the 10 M-launch export's peak.
         call_tids, call_starts = launches["tid"].fill_null(-1).to_numpy(), launches["call_start_ns"].fill_null(-1).to_numpy()
         call_order = grouped_time_order(call_tids, call_starts)
         # The running total is written in place: the reordered times and their sum were two more arrays of ten
