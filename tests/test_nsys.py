@@ -1045,3 +1045,15 @@ def test_a_finding_share_of_a_table_cut_by_hand_is_of_the_whole_run(realdata_fil
     path = realdata_file("nsys_stats/nsys_stats_table_format_gpukernsum_nccl_allreduce_ddp_a100_awsdoeks_README.md")
     finding = next(f for f in analyze_json(path)["timeline"]["findings"] if f["rule"] == "fp32_matrix_math")
     assert "8.17 s, 41.7% of kernel time" in finding["message"]
+
+
+def test_the_copies_columns_are_chunked_alike_when_the_memsets_are_read_in_several_chunks(realdata_file, monkeypatch):
+    # A frame whose columns are chunked differently is laid out again whole by every later polars operation on it
+    # (0.15 GB for a moment on the 10 M-launch export); the memsets' constant columns came out as one chunk where the
+    # others had one per range read.
+    monkeypatch.setattr(nsys_sqlite, "_CHUNK_ROWS", 5)
+    monkeypatch.setattr(nsys_sqlite, "_SPLIT_ROWS", 5)
+    memops = load_trace(realdata_file(H100)).data.memops
+    assert (memops["operation"] == "memset").sum() == 22 and memops.height == 926
+    layouts = {name: [chunk.len() for chunk in memops[name].get_chunks()] for name in memops.columns}
+    assert len({tuple(lengths) for lengths in layouts.values()}) == 1, layouts
