@@ -858,8 +858,9 @@ def launching_calls(work: pl.DataFrame, api: pl.DataFrame) -> tuple[pl.Series, n
 
 def _call_numbers(frame: pl.DataFrame, by_pid: bool) -> npt.NDArray[np.int64]:
     """Return each row's _call_number (int64), -1 where it has none or, `by_pid`, where its process is missing."""
-    # In numpy, in place: selected as a polars expression, the numbers of the 10 M-launch export's 2.7 M copies took
-    # 0.2 GB at once (polars 2.1 and 2.2; the same cast as a Series op took a tenth of it), and that was the peak.
+    # In numpy, in place: as a polars expression each step (cast, fill, clip, shift, sum) made a column of its own.
+    # (Selected from the copies' frame while its columns were chunked unlike each other, it also laid the whole
+    # frame out again: 0.2 GB for a moment on the 10 M-launch export, since fixed where the copies are read.)
     numbers = frame["correlation_id"].cast(pl.Int64).fill_null(-1).to_numpy(writable=True)
     unusable = (numbers < 0) | (numbers >= 2**32)
     if by_pid:
