@@ -4,7 +4,6 @@ how much it needs and what to do (issue 35: memory still grows with the export; 
 from __future__ import annotations
 
 import dataclasses
-
 import json
 import os
 
@@ -92,18 +91,20 @@ def test_freed_blocks_are_reused_only_in_the_nvtx_pass_of_a_command_that_gives_t
     real_analyze = cli.analyze_file
 
     def analyze(path, options, ncu):
+        told = options.phase
+
         def phase(name):
             phases.append(name)
             calls.append(("phase", (name == cli.NVTX_PASS,)))
-            options_phase(name)
+            told(name)
 
-        options_phase = options.phase
         return real_analyze(path, dataclasses.replace(options, phase=phase), ncu)
 
     monkeypatch.setattr(cli, "analyze_file", analyze)
     cli.run_analysis(realdata_file(EXPORT), None)
     assert cli.NVTX_PASS in phases
-    reuse, give_back = ("mallopt", (allocators._M_MMAP_THRESHOLD, allocators._REUSED_UP_TO_BYTES)), ("mallopt", (allocators._M_MMAP_THRESHOLD, allocators._GIVEN_BACK_FROM_BYTES))
+    reuse = ("mallopt", (allocators._M_MMAP_THRESHOLD, allocators._REUSED_UP_TO_BYTES))
+    give_back = ("mallopt", (allocators._M_MMAP_THRESHOLD, allocators._GIVEN_BACK_FROM_BYTES))
     if not gives_back:
         assert [call for call in calls if call[0] != "phase"] == []
         return
