@@ -1301,18 +1301,18 @@ def test_the_first_launch_of_each_kernel_is_its_earliest_start_and_the_first_row
 
 
 @pytest.mark.parametrize("by_pid", [True, False])
-def test_call_numbers_in_numpy_are_the_expressions(by_pid):
-    """launching_calls computes the (process, correlation id) numbers in numpy: they must be _call_number's, with -1
-    where there is none: ids missing, negative or beyond 32 bits, processes missing or beyond 31 bits."""
+def test_call_numbers_put_the_process_above_the_correlation_id(by_pid):
+    """launching_calls' numbers: (process + 1) << 32 plus the correlation id, the process clipped into 31 bits, and -1
+    where there is no number: an id missing, negative or beyond 32 bits, or (by process) no process."""
     import polars as pl
 
     from traceview.analyzer import whole_run
 
-    rng = np.random.default_rng(11)
-    correlation = [None, -5, 0, 1, 2**32 - 1, 2**32, 2**40, *rng.integers(0, 2**32, 40).tolist()]
-    pid = [None, -7, -1, 0, 1, 2**31 - 2, 2**31 - 1, 2**40, *rng.integers(-3, 2**31, 39).tolist()]
-    frame = pl.DataFrame({"correlation_id": correlation, "pid": pid}, schema={"correlation_id": pl.Int64, "pid": pl.Int64})
-    expected = frame.select(pl.when(pl.col("pid").is_not_null() if by_pid else pl.lit(True)).then(whole_run._call_number(by_pid))
-                            .fill_null(-1)).to_series().to_list()
+    rows = [(None, 1), (-5, 1), (2**32, 1), (0, 1), (2**32 - 1, 0), (7, None), (7, -7), (7, 2**40)]
+    frame = pl.DataFrame(rows, schema={"correlation_id": pl.Int64, "pid": pl.Int64}, orient="row")
+    if by_pid:
+        expected = [-1, -1, -1, 2 << 32, (1 << 32) + 2**32 - 1, -1, 7, ((2**31 - 1) << 32) + 7]
+    else:
+        expected = [-1, -1, -1, 0, 2**32 - 1, 7, 7, 7]
     assert whole_run._call_numbers(frame, by_pid).tolist() == expected
     assert whole_run._call_numbers(frame.head(0), by_pid).tolist() == []

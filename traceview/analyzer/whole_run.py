@@ -858,21 +858,8 @@ def launching_calls(work: pl.DataFrame, api: pl.DataFrame) -> tuple[pl.Series, n
 
 def _call_numbers(frame: pl.DataFrame, by_pid: bool) -> npt.NDArray[np.int64]:
     """Return each row's _call_number (int64), -1 where it has none or, `by_pid`, where its process is missing."""
-    # In numpy, in place: as a polars expression each step (cast, fill, clip, shift, sum) made a column of its own.
-    # (Selected from the copies' frame while its columns were chunked unlike each other, it also laid the whole
-    # frame out again: 0.2 GB for a moment on the 10 M-launch export, since fixed where the copies are read.)
-    numbers = frame["correlation_id"].cast(pl.Int64).fill_null(-1).to_numpy(writable=True)
-    unusable = (numbers < 0) | (numbers >= 2**32)
-    if by_pid:
-        process = frame["pid"]
-        unusable |= process.is_null().to_numpy()
-        shifted = process.fill_null(-1).clip(-1, 2**31 - 2).cast(pl.Int64).to_numpy(writable=True)
-        shifted += 1
-        shifted <<= 32
-        numbers += shifted
-        del shifted
-    numbers[unusable] = -1
-    return numbers
+    key = pl.when(pl.col("pid").is_not_null() if by_pid else pl.lit(True)).then(_call_number(by_pid)).fill_null(-1)
+    return frame.select(key).to_series().to_numpy()
 
 
 def _latest_calls_before(work: pl.DataFrame, api: pl.DataFrame, wanted: np.ndarray, numbers: np.ndarray,
