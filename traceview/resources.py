@@ -10,9 +10,9 @@ from traceview.errors import UsageError
 
 MEMORY_ENV = "TRACEVIEW_MAX_MEMORY_GB"  # the budget in GB (10^9 bytes) instead of what the machine has; 0: no check
 _UNLIMITED = 1 << 60  # cgroup v1 writes "no limit" as a number near 2^63
-# Inputs from this size on are analysed with freed memory given back to the system at once (traceview.__main__ sets
+# Inputs from this size on are analysed with freed memory given back to the system at once (traceview.allocators sets
 # both allocators, polars' and glibc's), which costs time (pages mapped, zeroed and unmapped again) but keeps the
-# peak of the 10 M-launch realistic export (6.4 GB) under 2 GB. Smaller ones reuse it: see traceview.__main__.
+# peak of the 10 M-launch realistic export (6.4 GB) under 2 GB. Smaller ones reuse it: see traceview.allocators.
 LARGE_INPUT_BYTES = 2 * 10**9
 # Commands that stay up between analyses: their memory should fall back after each, so they give freed memory back
 # at once whatever the input's size.

@@ -61,13 +61,13 @@ from traceview.analyzer.timeline import (
 )
 from traceview.analyzer.whole_run import (
     DEFAULT_GAP_THRESHOLD_NS,
-    TWO_STEPS_AT_ONCE_MAX_ROWS,
     WholeRun,
     analyze_whole_run,
     launch_bound_finding,
     launch_calls,
     launch_statistics,
     repeated_call_numbers,
+    runs_two_steps_at_once,
     tiny_kernel_stretches,
 )
 from traceview.parsers.ncu_csv import short_kernel_name
@@ -522,7 +522,7 @@ def analyze_nsys(
     the ranges, for a dashboard that will draw them.
     """
     say = phase or (lambda name: None)
-    if export.nvtx_stream is not None and export.kernels.height + export.api.height + export.memops.height <= TWO_STEPS_AT_ONCE_MAX_ROWS:
+    if export.nvtx_stream is not None and runs_two_steps_at_once(export.kernels, export.api, export.memops):
         # The first NVTX chunk is read while the kernels are summed and swept, which leave a core idle part of the
         # time; not on larger exports, where it would come on top of the sweep's peak.
         export.nvtx_stream.read_ahead()

@@ -22,7 +22,7 @@ def sha256_of(path: Path, stop: threading.Event | None = None) -> str:
     """Return the file's sha256 (hex), read in 1 MiB blocks; "" when `stop` is set before the end."""
     digest = hashlib.sha256()
     # One buffer read into again and again: a new block per read is a fresh mapping wherever freed memory goes back
-    # at once (traceview.__main__), and faulting its pages in (1.5 M of them for a 6.4 GB export) took seconds of
+    # at once (traceview.allocators), and faulting its pages in (1.5 M of them for a 6.4 GB export) took seconds of
     # system time.
     block = bytearray(1 << 20)
     view = memoryview(block)

@@ -196,6 +196,12 @@ class BusyTime:
         return busy
 
 
+def runs_two_steps_at_once(kernels: pl.DataFrame, api: pl.DataFrame, memops: pl.DataFrame) -> bool:
+    """Return whether the analysis of these kernels, runtime calls and copies runs independent steps two at once
+    (TWO_STEPS_AT_ONCE_MAX_ROWS)."""
+    return kernels.height + api.height + memops.height <= TWO_STEPS_AT_ONCE_MAX_ROWS
+
+
 _First = TypeVar("_First")
 _Second = TypeVar("_Second")
 _Item = TypeVar("_Item")
@@ -1335,7 +1341,7 @@ def analyze_whole_run(
     kernels, memops, api, graphs = (conform(frame, schema) if frame.schema != schema else frame
                                     for frame, schema in ((kernels, NSYS_KERNELS), (memops, NSYS_MEMOPS), (api, NSYS_API), (graphs, NSYS_GRAPHS)))
     migrations = bool(memops.height) and bool(memops.select(pl.col("copy_kind").is_in(UNIFIED_KINDS).any()).item())
-    steps = _Steps(kernels.height + api.height + memops.height <= TWO_STEPS_AT_ONCE_MAX_ROWS)
+    steps = _Steps(runs_two_steps_at_once(kernels, api, memops))
 
     def device_side() -> tuple[dict[str, Any], list[dict[str, Any]], pl.DataFrame, list[DeviceSweep], int]:
         tiny = tiny_kernel_stretches(kernels)
